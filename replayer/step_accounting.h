@@ -1,0 +1,179 @@
+// Honest accounting for one step: which window every request belongs to, what happened to
+// it, and what the step as a whole measured. Pure (no I/O, no clock): every method takes
+// offsets from the step's start that the caller measured, so tests drive it directly.
+//
+// Rules (the numbers everything else rests on):
+//  * A request belongs to the window of its *intended* send time, whenever it completes.
+//  * The step is cut into windows of `window` length: first the warmup part, from 0 to
+//    `warmup` (its last window truncated at `warmup`), then the measured part, from `warmup`
+//    to `warmup + duration` (its last window truncated at the end). So every window that
+//    starts before warmup ends is a warmup window, and the measured part is exactly
+//    `duration` long. Warmup windows are streamed but excluded from the StepResult.
+//  * Each scheduled request ends in exactly one of: dropped (refused by the in-flight cap,
+//    never sent), completed (HTTP 2xx), error (class "http_<status>", "connect", "write",
+//    "read"), timeout (still open `request_timeout` after its intended time, censored). So
+//    scheduled == dropped + completed + errors + timeouts once a window is closed.
+//  * `latency` is completion time - intended send time (what a user of the service waits,
+//    including any time the request spent waiting for the client); `service_latency` is
+//    completion time - actual send time (the coordinated-omission-prone number, kept only for
+//    comparison); both only for completed (2xx) requests. Errors and timeouts are counted,
+//    not timed: a fast 500 must not make latency look better.
+//  * Send skew is dispatch time - intended send time: how late the pacing loop itself was.
+//    Waiting for a free connection is not skew (it is the server being slow and shows up in
+//    `latency`); skew measures only the client's own defect.
+//  * achieved_qps = completed requests of the measured part / measured duration.
+//
+// A window is closed (final, emitted) once the schedule has passed its end and every request
+// in it is resolved; windows close in index order.
+//
+//   StepAccounting accounting(WindowLayout(warmup, duration, window));
+//   accounting.OnScheduled(intended);
+//   accounting.OnDispatched(intended, now);  // or OnDropped(intended)
+//   accounting.OnSent(intended, now);
+//   accounting.OnSuccess(intended, sent, now);
+//   for (WindowTally& w : accounting.TakeClosedWindows(schedule.Peek())) emit(w);
+//   v1::StepResult result = BuildStepResult(accounting.measured(), rate, duration);
+//
+// Not thread-safe: one StepAccounting per event loop. WindowTally and StepTally merge
+// exactly, so several loops can each keep one and the runner merges them by window index.
+#ifndef VANGUARD_REPLAYER_STEP_ACCOUNTING_H_
+#define VANGUARD_REPLAYER_STEP_ACCOUNTING_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/histogram.h"
+#include "vanguard/v1/replayer.pb.h"
+
+namespace vanguard::replayer {
+
+// Client-validity gate. A step is reported client_valid = false (and the worker must not
+// judge it) when, over its measured part:
+//  * the p99 of send skew (dispatch - intended) exceeds kMaxSendSkewP99: the pacing loop could
+//    not keep the schedule, so the offered load was not the one asked for; or
+//  * any request was dropped because in-flight reached max_in_flight: the client refused
+//    load it was asked to offer.
+inline constexpr absl::Duration kMaxSendSkewP99 = absl::Milliseconds(10);
+
+// Error classes other than "http_<status>".
+inline constexpr std::string_view kErrorConnect = "connect";
+inline constexpr std::string_view kErrorWrite = "write";
+inline constexpr std::string_view kErrorRead = "read";
+inline constexpr std::string_view kErrorTimeout = "timeout";  // also counted in `timeouts`
+
+struct WindowSpan {
+  int index = 0;
+  bool warmup = false;
+  absl::Duration start;
+  absl::Duration end;
+};
+
+// Where the windows of a step are. Cheap value type.
+class WindowLayout {
+ public:
+  WindowLayout(absl::Duration warmup, absl::Duration duration, absl::Duration window);
+  int count() const { return warmup_windows_ + measured_windows_; }
+  // The window an intended offset falls in; offsets outside [0, warmup + duration) clamp.
+  int IndexOf(absl::Duration intended) const;
+  WindowSpan Span(int index) const;
+  absl::Duration warmup() const { return warmup_; }
+  absl::Duration duration() const { return duration_; }
+
+ private:
+  absl::Duration warmup_;
+  absl::Duration duration_;
+  absl::Duration window_;
+  int warmup_windows_;
+  int measured_windows_;
+};
+
+// What one window counted. Merge() is exact (for several event loops).
+struct WindowTally {
+  WindowSpan span;
+  int64_t scheduled = 0;
+  int64_t sent = 0;
+  int64_t completed = 0;
+  int64_t errors = 0;
+  int64_t timeouts = 0;
+  int64_t dropped = 0;
+  LatencyHistogram latency;  // from intended send time, completed requests only
+
+  int64_t resolved() const { return dropped + completed + errors + timeouts; }
+  void Merge(const WindowTally& other);
+};
+
+// Totals over the measured part (warmup windows excluded). Merge() is exact.
+struct StepTally {
+  int64_t scheduled = 0;
+  int64_t sent = 0;
+  int64_t completed = 0;
+  int64_t errors = 0;  // excludes timeouts
+  int64_t timeouts = 0;
+  int64_t dropped = 0;
+  std::map<std::string, int64_t> errors_by_class;  // includes "timeout"
+  LatencyHistogram latency;                        // completion - intended, us
+  LatencyHistogram service_latency;                // completion - actual send, us
+  LatencyHistogram send_skew;                      // dispatch - intended, us
+
+  void Merge(const StepTally& other);
+};
+
+class StepAccounting {
+ public:
+  explicit StepAccounting(const WindowLayout& layout);
+
+  // Once for every request the schedule issues, before any other call for it.
+  void OnScheduled(absl::Duration intended);
+  // Refused by the in-flight cap; never sent. Terminal.
+  void OnDropped(absl::Duration intended);
+  // Handed to the connection pool (sent now, or queued for a free connection).
+  void OnDispatched(absl::Duration intended, absl::Duration dispatched);
+  // Its bytes started going on the wire.
+  void OnSent(absl::Duration intended, absl::Duration sent);
+  // Terminal outcomes.
+  void OnSuccess(absl::Duration intended, absl::Duration sent, absl::Duration done);
+  void OnError(absl::Duration intended, std::string_view error_class);
+  void OnTimeout(absl::Duration intended);
+
+  // Moves out, in index order, every not-yet-taken window that is closed: it ends at or
+  // before `schedule_position` (the intended offset of the next request not yet issued;
+  // absl::InfiniteDuration() once the schedule is exhausted) and all its requests are
+  // resolved.
+  std::vector<WindowTally> TakeClosedWindows(absl::Duration schedule_position);
+
+  // True once every window has been taken.
+  bool all_windows_taken() const { return next_to_take_ >= layout_.count(); }
+  const StepTally& measured() const { return measured_; }
+  const WindowLayout& layout() const { return layout_; }
+
+ private:
+  WindowTally& Window(absl::Duration intended);
+  bool IsMeasured(absl::Duration intended) const { return intended >= layout_.warmup(); }
+
+  WindowLayout layout_;
+  // Created when first touched, released when taken: only open windows hold histograms.
+  std::vector<std::unique_ptr<WindowTally>> windows_;
+  int next_to_take_ = 0;
+  StepTally measured_;
+};
+
+struct ClientValidity {
+  bool valid = true;
+  std::string reason;  // empty when valid
+};
+ClientValidity JudgeClientValidity(const StepTally& measured);
+
+// Latency percentiles in ms from a microsecond histogram.
+v1::LatencySummary Summarize(const LatencyHistogram& histogram_us);
+v1::WindowMetrics ToWindowMetrics(const WindowTally& window);
+v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
+                               absl::Duration measured_duration);
+
+}  // namespace vanguard::replayer
+
+#endif  // VANGUARD_REPLAYER_STEP_ACCOUNTING_H_

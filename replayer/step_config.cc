@@ -1,0 +1,213 @@
+// Request validation and the HTTP request builder; see step_config.h. Any thread.
+#include "replayer/step_config.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace vanguard::replayer {
+namespace {
+
+// Our Abseil's string_view is not std::string_view.
+absl::string_view Absl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+absl::Status Invalid(std::string_view field, std::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(Absl(field), ": ", Absl(rule)));
+}
+
+// proto Duration -> absl::Duration; false if seconds/nanos are out of the proto's range or
+// have mixed signs.
+bool FromProtoDuration(const google::protobuf::Duration& d, absl::Duration* out) {
+  constexpr int64_t kMaxSeconds = 315'576'000'000;
+  if (d.seconds() < -kMaxSeconds || d.seconds() > kMaxSeconds) return false;
+  if (d.nanos() <= -1'000'000'000 || d.nanos() >= 1'000'000'000) return false;
+  if ((d.seconds() < 0 && d.nanos() > 0) || (d.seconds() > 0 && d.nanos() < 0)) return false;
+  *out = absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+  return true;
+}
+
+absl::StatusOr<absl::Duration> NonNegativeDuration(const google::protobuf::Duration& d,
+                                                   std::string_view field) {
+  absl::Duration out;
+  if (!FromProtoDuration(d, &out)) return Invalid(field, "is not a valid Duration");
+  if (out < absl::ZeroDuration()) return Invalid(field, "must not be negative");
+  return out;
+}
+
+// Characters allowed in a model name: it becomes a path segment of the request line.
+bool IsModelNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+         c == '~' || c == ':' || c == '@' || c == '+';
+}
+
+}  // namespace
+
+absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_view field) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, kScheme.size()) != kScheme) {
+    return Invalid(field, absl::StrCat("must be an http:// URL like http://127.0.0.1:8000, got \"",
+                                       Absl(url), "\""));
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '?' || c == '#') {
+      return Invalid(field, "must not contain whitespace, control characters, '?' or '#'");
+    }
+  }
+  HttpTarget target;
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return Invalid(field, "has an unterminated [IPv6] host");
+    target.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (after.empty() || after.front() != ':') return Invalid(field, "must include a port");
+    port_text = after.substr(1);
+  } else {
+    size_t colon = authority.rfind(':');
+    if (colon == std::string_view::npos) {
+      return Invalid(field, "must include a port, like http://127.0.0.1:8000");
+    }
+    target.host = std::string(authority.substr(0, colon));
+    port_text = authority.substr(colon + 1);
+  }
+  if (target.host.empty()) return Invalid(field, "must include a host");
+  if (target.host.find('@') != std::string::npos) return Invalid(field, "must not carry userinfo");
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(Absl(port_text), &port) || port == 0 || port > 65535) {
+    return Invalid(field, absl::StrCat("has an invalid port \"", Absl(port_text), "\" (1-65535)"));
+  }
+  target.port = static_cast<uint16_t>(port);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  target.path_prefix = std::string(path);
+  return target;
+}
+
+std::string StepConfig::BuildHttpRequest() const {
+  std::string host_header = target.host.find(':') != std::string::npos
+                                ? absl::StrCat("[", target.host, "]:", target.port)
+                                : absl::StrCat(target.host, ":", target.port);
+  return absl::StrFormat(
+      "POST %s/v2/models/%s/infer HTTP/1.1\r\n"
+      "Host: %s\r\n"
+      "User-Agent: vanguard-replayer\r\n"
+      "Content-Type: application/json\r\n"
+      "Content-Length: %d\r\n"
+      "\r\n"
+      "%s",
+      target.path_prefix, model_name, host_header, request_body.size(), request_body);
+}
+
+absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
+  StepConfig config;
+
+  switch (request.protocol()) {
+    case v1::PROTOCOL_UNSPECIFIED:
+    case v1::PROTOCOL_KSERVE_V2_REST:
+      break;
+    default:
+      if (!v1::Protocol_IsValid(request.protocol())) {
+        return Invalid("protocol", absl::StrCat("unknown value ", request.protocol()));
+      }
+      return absl::UnimplementedError(
+          absl::StrCat("protocol: ", v1::Protocol_Name(request.protocol()),
+                       " is not supported by this replayer yet (only PROTOCOL_KSERVE_V2_REST)"));
+  }
+
+  auto target = ParseHttpTarget(request.target(), "target");
+  if (!target.ok()) return target.status();
+  config.target = *std::move(target);
+
+  if (request.model_name().empty()) {
+    return Invalid("model_name", "must not be empty for PROTOCOL_KSERVE_V2_REST");
+  }
+  for (char c : request.model_name()) {
+    if (!IsModelNameChar(c)) {
+      return Invalid("model_name",
+                     "may contain only letters, digits and - _ . ~ : @ + (it is a URL path "
+                     "segment)");
+    }
+  }
+  config.model_name = request.model_name();
+
+  if (request.request_body().size() > kMaxRequestBodyBytes) {
+    return Invalid("request_body",
+                   absl::StrCat("must be at most ", kMaxRequestBodyBytes, " bytes"));
+  }
+  config.request_body =
+      request.request_body().empty() ? std::string(kDefaultKServeV2Body) : request.request_body();
+
+  if (!std::isfinite(request.rate_qps()) || request.rate_qps() <= 0 ||
+      request.rate_qps() > kMaxRateQps) {
+    return Invalid("rate_qps",
+                   absl::StrCat("must be > 0 and <= ", kMaxRateQps, ", got ", request.rate_qps()));
+  }
+  config.rate_qps = request.rate_qps();
+
+  switch (request.schedule()) {
+    case v1::SCHEDULE_UNSPECIFIED:
+    case v1::SCHEDULE_CONSTANT:
+      config.schedule = v1::SCHEDULE_CONSTANT;
+      break;
+    case v1::SCHEDULE_POISSON:
+      config.schedule = v1::SCHEDULE_POISSON;
+      break;
+    default:
+      return Invalid("schedule", absl::StrCat("unknown value ", request.schedule()));
+  }
+  config.seed = request.seed();
+
+  auto warmup = NonNegativeDuration(request.warmup(), "warmup");
+  if (!warmup.ok()) return warmup.status();
+  config.warmup = *warmup;
+  auto duration = NonNegativeDuration(request.duration(), "duration");
+  if (!duration.ok()) return duration.status();
+  if (*duration <= absl::ZeroDuration()) return Invalid("duration", "must be > 0");
+  config.duration = *duration;
+  if (config.total() > kMaxStepLength) {
+    return Invalid("duration", absl::StrCat("warmup + duration must be at most ",
+                                            absl::FormatDuration(kMaxStepLength)));
+  }
+
+  auto timeout = NonNegativeDuration(request.request_timeout(), "request_timeout");
+  if (!timeout.ok()) return timeout.status();
+  if (*timeout > kMaxRequestTimeout) {
+    return Invalid("request_timeout",
+                   absl::StrCat("must be at most ", absl::FormatDuration(kMaxRequestTimeout)));
+  }
+  config.request_timeout = *timeout == absl::ZeroDuration() ? kDefaultRequestTimeout : *timeout;
+
+  auto window = NonNegativeDuration(request.window(), "window");
+  if (!window.ok()) return window.status();
+  config.window = *window == absl::ZeroDuration() ? kDefaultWindow : *window;
+  if (config.window < kMinWindow) {
+    return Invalid("window", absl::StrCat("must be at least ", absl::FormatDuration(kMinWindow)));
+  }
+  int64_t windows = absl::Ceil(config.warmup, config.window) / config.window +
+                    absl::Ceil(config.duration, config.window) / config.window;
+  if (windows > kMaxWindows) {
+    return Invalid("window", absl::StrCat("cuts the step into ", windows, " windows; at most ",
+                                          kMaxWindows, " allowed"));
+  }
+
+  if (request.max_in_flight() < 0 || request.max_in_flight() > kMaxMaxInFlight) {
+    return Invalid("max_in_flight", absl::StrCat("must be in [0, ", kMaxMaxInFlight, "]"));
+  }
+  config.max_in_flight =
+      request.max_in_flight() == 0 ? kDefaultMaxInFlight : request.max_in_flight();
+  if (request.max_connections() < 0 || request.max_connections() > kMaxMaxConnections) {
+    return Invalid("max_connections", absl::StrCat("must be in [0, ", kMaxMaxConnections, "]"));
+  }
+  config.max_connections =
+      request.max_connections() == 0 ? kDefaultMaxConnections : request.max_connections();
+  return config;
+}
+
+}  // namespace vanguard::replayer

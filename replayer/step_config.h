@@ -1,0 +1,76 @@
+// StepConfig: a validated, defaulted RunStepRequest, plus the parsed target URL and the
+// KServe v2 REST request the step sends. ParseStepConfig is the single place where the
+// replayer checks what the outside world sent it; every rule names the field it checks.
+//
+//   ASSIGN_OR_RETURN(StepConfig config, ParseStepConfig(request));
+//
+// Pure functions; any thread.
+#ifndef VANGUARD_REPLAYER_STEP_CONFIG_H_
+#define VANGUARD_REPLAYER_STEP_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "vanguard/v1/replayer.pb.h"
+
+namespace vanguard::replayer {
+
+// Defaults for zero/unset request fields.
+inline constexpr absl::Duration kDefaultRequestTimeout = absl::Seconds(10);
+inline constexpr absl::Duration kDefaultWindow = absl::Seconds(1);
+inline constexpr int kDefaultMaxInFlight = 10'000;
+inline constexpr int kDefaultMaxConnections = 256;
+
+// Limits that keep a bad request from exhausting the replayer.
+inline constexpr double kMaxRateQps = 1e6;
+inline constexpr absl::Duration kMaxStepLength = absl::Hours(24);  // warmup + duration
+inline constexpr absl::Duration kMinWindow = absl::Milliseconds(10);
+inline constexpr int64_t kMaxWindows = 100'000;
+inline constexpr absl::Duration kMaxRequestTimeout = absl::Minutes(10);
+inline constexpr int kMaxMaxInFlight = 1'000'000;
+inline constexpr int kMaxMaxConnections = 60'000;
+inline constexpr size_t kMaxRequestBodyBytes = 64 << 20;
+
+// A KServe v2 JSON body with one small FP32 input, sent when request_body is empty.
+inline constexpr std::string_view kDefaultKServeV2Body =
+    R"({"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[0.1,0.2,0.3,0.4]}]})";
+
+// An http:// URL split into what the client needs.
+struct HttpTarget {
+  std::string host;  // without brackets for IPv6 literals
+  uint16_t port = 0;
+  std::string path_prefix;  // "" or "/prefix" (no trailing slash)
+};
+
+// Parses "http://host:port[/prefix]". INVALID_ARGUMENT (mentioning `field`) otherwise.
+absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_view field);
+
+struct StepConfig {
+  HttpTarget target;
+  std::string model_name;
+  std::string request_body;  // never empty after parsing
+  double rate_qps = 0;
+  v1::Schedule schedule = v1::SCHEDULE_CONSTANT;
+  uint64_t seed = 0;
+  absl::Duration warmup;
+  absl::Duration duration;  // measured part, after warmup
+  absl::Duration request_timeout = kDefaultRequestTimeout;
+  absl::Duration window = kDefaultWindow;
+  int max_in_flight = kDefaultMaxInFlight;
+  int max_connections = kDefaultMaxConnections;
+
+  absl::Duration total() const { return warmup + duration; }
+  // "POST /v2/models/{model}/infer HTTP/1.1" ... the complete request bytes, built once.
+  std::string BuildHttpRequest() const;
+};
+
+// Validates and defaults a request. INVALID_ARGUMENT naming the field and the rule for bad
+// input; UNIMPLEMENTED for a protocol this replayer does not speak yet.
+absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request);
+
+}  // namespace vanguard::replayer
+
+#endif  // VANGUARD_REPLAYER_STEP_CONFIG_H_

@@ -1,0 +1,140 @@
+#include "replayer/step_config.h"
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace vanguard::replayer {
+namespace {
+
+v1::RunStepRequest ValidRequest() {
+  v1::RunStepRequest r;
+  r.set_target("http://127.0.0.1:8000");
+  r.set_model_name("sim");
+  r.set_rate_qps(100);
+  r.mutable_duration()->set_seconds(5);
+  return r;
+}
+
+// Expects INVALID_ARGUMENT whose message starts with the field name.
+void ExpectInvalid(const v1::RunStepRequest& r, const std::string& field) {
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_FALSE(config.ok()) << "accepted a bad " << field;
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  EXPECT_TRUE(absl::StartsWith(config.status().message(), field + ":")) << config.status();
+}
+
+TEST(StepConfigTest, AppliesDefaults) {
+  absl::StatusOr<StepConfig> config = ParseStepConfig(ValidRequest());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->target.host, "127.0.0.1");
+  EXPECT_EQ(config->target.port, 8000);
+  EXPECT_EQ(config->request_timeout, absl::Seconds(10));
+  EXPECT_EQ(config->window, absl::Seconds(1));
+  EXPECT_EQ(config->max_in_flight, 10'000);
+  EXPECT_EQ(config->max_connections, 256);
+  EXPECT_EQ(config->schedule, v1::SCHEDULE_CONSTANT);
+  EXPECT_EQ(config->request_body, kDefaultKServeV2Body);
+  EXPECT_EQ(config->total(), absl::Seconds(5));
+}
+
+TEST(StepConfigTest, RejectsBadRates) {
+  for (double rate : {0.0, -1.0, 1e6 + 1, std::nan(""), HUGE_VAL}) {
+    v1::RunStepRequest r = ValidRequest();
+    r.set_rate_qps(rate);
+    ExpectInvalid(r, "rate_qps");
+  }
+  v1::RunStepRequest r = ValidRequest();
+  r.set_rate_qps(1e6);
+  EXPECT_TRUE(ParseStepConfig(r).ok());
+}
+
+TEST(StepConfigTest, RejectsMissingOrNegativeDurations) {
+  v1::RunStepRequest r = ValidRequest();
+  r.clear_duration();
+  ExpectInvalid(r, "duration");
+  r = ValidRequest();
+  r.mutable_duration()->set_seconds(-1);
+  ExpectInvalid(r, "duration");
+  r = ValidRequest();
+  r.mutable_duration()->set_seconds(25 * 3600);
+  ExpectInvalid(r, "duration");
+  r = ValidRequest();
+  r.mutable_warmup()->set_nanos(-5);
+  ExpectInvalid(r, "warmup");
+  r = ValidRequest();
+  r.mutable_request_timeout()->set_seconds(3600);
+  ExpectInvalid(r, "request_timeout");
+  r = ValidRequest();
+  r.mutable_window()->set_nanos(1'000'000);  // 1 ms
+  ExpectInvalid(r, "window");
+}
+
+TEST(StepConfigTest, RejectsTargetsThatAreNotHttpUrlsWithHostAndPort) {
+  for (const char* target : {"", "127.0.0.1:8000", "https://127.0.0.1:8000", "http://127.0.0.1",
+                             "http://:8000", "http://host:0", "http://host:99999",
+                             "http://host:80x", "http://ho st:80", "http://[::1"}) {
+    v1::RunStepRequest r = ValidRequest();
+    r.set_target(target);
+    ExpectInvalid(r, "target");
+  }
+}
+
+TEST(StepConfigTest, AcceptsIpv6AndAPathPrefix) {
+  absl::StatusOr<HttpTarget> t = ParseHttpTarget("http://[::1]:9000/serving/", "target");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->host, "::1");
+  EXPECT_EQ(t->port, 9000);
+  EXPECT_EQ(t->path_prefix, "/serving");
+}
+
+TEST(StepConfigTest, RejectsEmptyOrUnsafeModelNames) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_model_name("");
+  ExpectInvalid(r, "model_name");
+  r.set_model_name("a/b");
+  ExpectInvalid(r, "model_name");
+  r.set_model_name("sim\r\nX-Injected: 1");
+  ExpectInvalid(r, "model_name");
+}
+
+TEST(StepConfigTest, RejectsBadLimitsAndEnums) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_max_connections(-1);
+  ExpectInvalid(r, "max_connections");
+  r = ValidRequest();
+  r.set_max_in_flight(-3);
+  ExpectInvalid(r, "max_in_flight");
+  r = ValidRequest();
+  r.set_schedule(static_cast<v1::Schedule>(42));
+  ExpectInvalid(r, "schedule");
+  r = ValidRequest();
+  r.set_protocol(static_cast<v1::Protocol>(42));
+  ExpectInvalid(r, "protocol");
+}
+
+TEST(StepConfigTest, ProtocolsNotSpokenYetAreUnimplemented) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_protocol(v1::PROTOCOL_OPENAI_CHAT);
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(config.status().message(), "protocol"));
+}
+
+TEST(StepConfigTest, BuildsAKServeV2InferRequest) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_target("http://localhost:8000/prefix");
+  r.set_request_body(R"({"inputs":[]})");
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  std::string http = config->BuildHttpRequest();
+  EXPECT_TRUE(absl::StartsWith(http, "POST /prefix/v2/models/sim/infer HTTP/1.1\r\n")) << http;
+  EXPECT_TRUE(absl::StrContains(http, "\r\nHost: localhost:8000\r\n"));
+  EXPECT_TRUE(absl::StrContains(http, "\r\nContent-Type: application/json\r\n"));
+  EXPECT_TRUE(absl::StrContains(http, "\r\nContent-Length: 13\r\n"));
+  EXPECT_TRUE(absl::EndsWith(http, "\r\n\r\n{\"inputs\":[]}"));
+}
+
+}  // namespace
+}  // namespace vanguard::replayer
