@@ -1,0 +1,347 @@
+// Printing of tests and models for the `vanguard` tool; see render.h.
+#include "orchestrator/cli/render.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace vanguard::cli {
+namespace {
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    // Only a message with unknown Any types can fail to print; ours have none.
+    return absl::StrCat("{\"error\": \"cannot print ", message.GetTypeName(), " as JSON\"}\n");
+  }
+  if (json.empty() || json.back() != '\n') json.push_back('\n');
+  return json;
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+bool IsSet(const google::protobuf::Timestamp& t) { return t.seconds() != 0 || t.nanos() != 0; }
+bool IsSet(const google::protobuf::Duration& d) { return d.seconds() != 0 || d.nanos() != 0; }
+
+std::string FormatTime(const google::protobuf::Timestamp& t) {
+  if (!IsSet(t)) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", FromProto(t), absl::UTCTimeZone());
+}
+
+std::string FormatDuration(const google::protobuf::Duration& d) {
+  return absl::FormatDuration(FromProto(d));
+}
+
+std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
+
+// Two decimals below 10 ms so sub-millisecond latencies stay readable.
+std::string FormatMs(double ms) { return absl::StrFormat(ms < 10 ? "%.2f" : "%.1f", ms); }
+
+std::string FormatPercent(double fraction) { return absl::StrFormat("%.2f", fraction * 100); }
+
+// Drops an enum value's type prefix: ("HEALTH_STATE_WARN", "HEALTH_STATE_") -> "WARN".
+std::string EnumSuffix(const std::string& name, absl::string_view prefix) {
+  absl::string_view suffix = name;
+  absl::ConsumePrefix(&suffix, prefix);
+  if (suffix == "UNSPECIFIED" || suffix.empty()) return "-";
+  return std::string(suffix);
+}
+
+std::string HealthName(v1::HealthState health) {
+  return EnumSuffix(v1::HealthState_Name(health), "HEALTH_STATE_");
+}
+
+std::string ProtocolName(v1::Protocol protocol) {
+  return absl::AsciiStrToLower(EnumSuffix(v1::Protocol_Name(protocol), "PROTOCOL_"));
+}
+
+std::string ScheduleName(v1::Schedule schedule) {
+  return schedule == v1::SCHEDULE_POISSON ? "poisson" : "constant";
+}
+
+std::string ModelRef(const std::string& name, const std::string& version) {
+  if (version.empty()) return name;
+  return absl::StrCat(name, "/", version);
+}
+
+// The model a test runs against: the resolved version once known, else what was asked for.
+std::string TestModelRef(const v1::Test& test) {
+  if (test.has_model() && !test.model().name().empty()) {
+    return ModelRef(test.model().name(), test.model().version());
+  }
+  return ModelRef(test.spec().model(),
+                  test.spec().model_version().empty() ? "latest" : test.spec().model_version());
+}
+
+std::string DescribeStrategy(const v1::TestSpec& spec) {
+  if (spec.strategy_case() != v1::TestSpec::kSweep) return "-";
+  const v1::SweepStrategy& sweep = spec.sweep();
+  std::string rates;
+  if (!sweep.rates_qps().empty()) {
+    rates = absl::StrCat(
+        absl::StrJoin(sweep.rates_qps(), ", ",
+                      [](std::string* out, double r) { absl::StrAppend(out, FormatQps(r)); }),
+        " qps");
+  } else {
+    rates = absl::StrCat(FormatQps(sweep.min_qps()), " to ", FormatQps(sweep.max_qps()), " qps in ",
+                         sweep.steps(), " steps");
+  }
+  const int stop_after = sweep.stop_after_failures() == 0 ? 1 : sweep.stop_after_failures();
+  return absl::StrCat("sweep ", rates, "; stop after ", stop_after, " failed step",
+                      stop_after == 1 ? "" : "s");
+}
+
+std::string DescribeStepSettings(const v1::TestSpec& spec) {
+  return absl::StrCat(
+      FormatDuration(spec.step_duration()), " measured, warmup ",
+      IsSet(spec.step_warmup()) ? FormatDuration(spec.step_warmup()) : "model default",
+      ", request timeout ",
+      IsSet(spec.request_timeout()) ? FormatDuration(spec.request_timeout()) : "10s", ", schedule ",
+      ScheduleName(spec.schedule()), ", priority ", spec.priority());
+}
+
+enum class Align { kLeft, kRight };
+
+// A plain-text table: columns padded to their widest cell, separated by two spaces.
+class TextTable {
+ public:
+  struct Column {
+    std::string title;
+    Align align;
+  };
+  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  void AddRow(std::vector<std::string> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+  }
+
+  std::string Render() const {
+    std::vector<size_t> widths;
+    for (const Column& column : columns_) widths.push_back(column.title.size());
+    for (const auto& row : rows_) {
+      for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    }
+    std::string out;
+    std::vector<std::string> titles;
+    for (const Column& column : columns_) titles.push_back(column.title);
+    AppendRow(titles, widths, &out);
+    for (const auto& row : rows_) AppendRow(row, widths, &out);
+    return out;
+  }
+
+ private:
+  void AppendRow(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
+                 std::string* out) const {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) line += "  ";
+      const std::string padding(widths[i] - cells[i].size(), ' ');
+      const bool last = i + 1 == cells.size();
+      if (columns_[i].align == Align::kRight) {
+        absl::StrAppend(&line, padding, cells[i]);
+      } else {
+        absl::StrAppend(&line, cells[i], last ? "" : padding);
+      }
+    }
+    absl::StrAppend(out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string RenderSteps(const v1::Test& test) {
+  if (test.steps().empty()) return "(no steps yet)\n";
+  bool several_attempts = false;
+  for (const v1::Step& step : test.steps()) {
+    several_attempts |= step.attempt() != test.steps(0).attempt();
+  }
+  std::vector<TextTable::Column> columns = {
+      {"STEP", Align::kRight},    {"TARGET QPS", Align::kRight}, {"ACHIEVED QPS", Align::kRight},
+      {"P50 MS", Align::kRight},  {"P99 MS", Align::kRight},     {"MAX MS", Align::kRight},
+      {"ERROR %", Align::kRight}, {"HEALTH", Align::kLeft},      {"RESULT", Align::kLeft},
+      {"VERDICT", Align::kLeft}};
+  if (several_attempts) columns.insert(columns.begin(), {"ATTEMPT", Align::kRight});
+  TextTable table(std::move(columns));
+  for (const v1::Step& step : test.steps()) {
+    std::vector<std::string> row = {
+        absl::StrCat(step.index()),        FormatQps(step.target_qps()),
+        FormatQps(step.achieved_qps()),    FormatMs(step.latency().p50_ms()),
+        FormatMs(step.latency().p99_ms()), FormatMs(step.latency().max_ms()),
+        FormatPercent(step.error_rate()),  HealthName(step.health_state()),
+        step.passed() ? "pass" : "FAIL",   step.verdict()};
+    if (several_attempts) row.insert(row.begin(), absl::StrCat(step.attempt()));
+    table.AddRow(std::move(row));
+  }
+  return table.Render();
+}
+
+std::string RenderResult(const v1::Test& test) {
+  if (!test.has_result()) {
+    return IsTerminal(test.state()) ? "Result: none\n" : "Result: pending\n";
+  }
+  const v1::TestResult& result = test.result();
+  std::string out =
+      absl::StrCat("Result: max sustainable ", FormatQps(result.max_sustainable_qps()),
+                   " qps, converged ", result.converged() ? "yes" : "no", ", ",
+                   result.steps_taken(), " steps, took ", FormatDuration(result.test_duration()));
+  if (result.confidence_low_qps() != 0 || result.confidence_high_qps() != 0) {
+    absl::StrAppend(&out, ", range ", FormatQps(result.confidence_low_qps()), " to ",
+                    FormatQps(result.confidence_high_qps()), " qps");
+  }
+  absl::StrAppend(&out, "\n");
+  if (!result.summary().empty()) absl::StrAppend(&out, "  ", result.summary(), "\n");
+  return out;
+}
+
+std::string DescribeHardware(const v1::Hardware& hardware) {
+  if (hardware.accelerator().empty() && hardware.pool().empty()) return "-";
+  std::string out = hardware.accelerator().empty() ? "-" : hardware.accelerator();
+  if (hardware.accelerator_count() > 0) absl::StrAppend(&out, " x", hardware.accelerator_count());
+  if (!hardware.pool().empty()) absl::StrAppend(&out, " (pool ", hardware.pool(), ")");
+  return out;
+}
+
+std::string DescribeSlo(const v1::Slo& slo) {
+  std::vector<std::string> parts;
+  if (IsSet(slo.p99_latency())) parts.push_back("p99 <= " + FormatDuration(slo.p99_latency()));
+  if (IsSet(slo.p50_latency())) parts.push_back("p50 <= " + FormatDuration(slo.p50_latency()));
+  parts.push_back(absl::StrCat("errors <= ", FormatPercent(slo.max_error_rate()), "%"));
+  const double ratio = slo.min_achieved_ratio() == 0 ? 0.99 : slo.min_achieved_ratio();
+  parts.push_back(absl::StrCat("achieved >= ", FormatPercent(ratio), "% of offered"));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string RenderJson(const google::protobuf::Message& message) { return ToJson(message, true); }
+
+std::string RenderJsonLine(const google::protobuf::Message& message) {
+  return ToJson(message, false);
+}
+
+std::string TestStateName(v1::TestState state) {
+  return EnumSuffix(v1::TestState_Name(state), "TEST_STATE_");
+}
+
+bool IsTerminal(v1::TestState state) {
+  return state == v1::TEST_STATE_SUCCEEDED || state == v1::TEST_STATE_FAILED ||
+         state == v1::TEST_STATE_CANCELLED;
+}
+
+std::string RenderTestTable(const v1::Test& test) {
+  std::string out =
+      absl::StrCat("Test ", test.id(), "  ", TestModelRef(test), "  ", TestStateName(test.state()));
+  if (test.attempt() > 0) absl::StrAppend(&out, "  (attempt ", test.attempt(), ")");
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "  strategy   ", DescribeStrategy(test.spec()), "\n");
+  absl::StrAppend(&out, "  steps      ", DescribeStepSettings(test.spec()), "\n");
+  absl::StrAppend(&out, "  created    ", FormatTime(test.create_time()), "\n");
+  absl::StrAppend(&out, "  started    ", FormatTime(test.start_time()), "\n");
+  absl::StrAppend(&out, "  ended      ", FormatTime(test.end_time()), "\n");
+  if (!test.lease_owner().empty() && !IsTerminal(test.state())) {
+    absl::StrAppend(&out, "  worker     ", test.lease_owner(), "\n");
+  }
+  if (!test.request_id().empty()) absl::StrAppend(&out, "  request id ", test.request_id(), "\n");
+  if (!test.error().empty()) absl::StrAppend(&out, "  error      ", test.error(), "\n");
+  absl::StrAppend(&out, "\n", RenderSteps(test), "\n", RenderResult(test));
+  return out;
+}
+
+std::string RenderTestListTable(const v1::ListTestsResponse& list) {
+  if (list.tests().empty()) return "(no tests)\n";
+  TextTable table({{"ID", Align::kRight},
+                   {"STATE", Align::kLeft},
+                   {"MODEL", Align::kLeft},
+                   {"ATTEMPT", Align::kRight},
+                   {"MAX QPS", Align::kRight},
+                   {"CREATED", Align::kLeft},
+                   {"STRATEGY", Align::kLeft}});
+  for (const v1::Test& test : list.tests()) {
+    table.AddRow({absl::StrCat(test.id()), TestStateName(test.state()), TestModelRef(test),
+                  absl::StrCat(test.attempt()),
+                  test.has_result() ? FormatQps(test.result().max_sustainable_qps()) : "-",
+                  FormatTime(test.create_time()), DescribeStrategy(test.spec())});
+  }
+  return table.Render();
+}
+
+std::string RenderModelTable(const v1::Model& model) {
+  std::string out = absl::StrCat("Model ", ModelRef(model.name(), model.version()), "\n");
+  absl::StrAppend(&out, "  protocol     ", ProtocolName(model.protocol()), "\n");
+  absl::StrAppend(&out, "  endpoints    ", absl::StrJoin(model.endpoints(), ", "), "\n");
+  absl::StrAppend(&out, "  served name  ",
+                  model.served_name().empty() ? model.name() : model.served_name(), "\n");
+  absl::StrAppend(&out, "  framework    ", model.framework().empty() ? "-" : model.framework(),
+                  "\n");
+  absl::StrAppend(&out, "  hardware     ", DescribeHardware(model.hardware()), "\n");
+  absl::StrAppend(&out, "  SLO          ", DescribeSlo(model.slo()), "\n");
+  absl::StrAppend(&out, "  warmup       ", FormatDuration(model.default_warmup()), "\n");
+  absl::StrAppend(&out, "  created      ", FormatTime(model.create_time()), "\n");
+  if (!model.request_template().empty()) {
+    absl::StrAppend(&out, "  template     ", model.request_template(), "\n");
+  }
+  return out;
+}
+
+std::string RenderModelListTable(const v1::ListModelsResponse& list) {
+  if (list.models().empty()) return "(no models)\n";
+  TextTable table({{"NAME", Align::kLeft},
+                   {"VERSION", Align::kLeft},
+                   {"PROTOCOL", Align::kLeft},
+                   {"P99 SLO", Align::kRight},
+                   {"HARDWARE", Align::kLeft},
+                   {"CREATED", Align::kLeft},
+                   {"ENDPOINTS", Align::kLeft}});
+  for (const v1::Model& model : list.models()) {
+    table.AddRow({model.name(), model.version(), ProtocolName(model.protocol()),
+                  FormatDuration(model.slo().p99_latency()), DescribeHardware(model.hardware()),
+                  FormatTime(model.create_time()), absl::StrJoin(model.endpoints(), ",")});
+  }
+  return table.Render();
+}
+
+std::string RenderStepProgress(const v1::Step& step) {
+  std::string line = absl::StrCat(
+      "step ", step.index(), ": target ", FormatQps(step.target_qps()), " qps, achieved ",
+      FormatQps(step.achieved_qps()), " qps, p99 ", FormatMs(step.latency().p99_ms()),
+      " ms, errors ", FormatPercent(step.error_rate()), "%, ", HealthName(step.health_state()),
+      ", ", step.passed() ? "pass" : "FAIL");
+  if (!step.verdict().empty()) absl::StrAppend(&line, " (", step.verdict(), ")");
+  return line;
+}
+
+std::string RenderStateLine(const v1::Test& test) {
+  std::string line = absl::StrCat("test ", test.id(), ": ", TestStateName(test.state()));
+  std::vector<std::string> details;
+  if (test.attempt() > 0) details.push_back(absl::StrCat("attempt ", test.attempt()));
+  if (!test.lease_owner().empty() && !IsTerminal(test.state())) {
+    details.push_back(absl::StrCat("worker ", test.lease_owner()));
+  }
+  if (!test.error().empty()) details.push_back(test.error());
+  if (!details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(details, ", "), ")");
+  return line;
+}
+
+}  // namespace vanguard::cli

@@ -1,0 +1,47 @@
+// How the `vanguard` tool prints what the orchestrator returns: as protobuf's JSON mapping
+// (field names as in the .proto, every primitive field present) or as human-readable tables.
+//
+//   std::cout << RenderJson(test);        // {"id": "7", "state": "TEST_STATE_SUCCEEDED", ...}
+//   std::cout << RenderTestTable(test);   // header, one row per step, the result line
+//   std::cerr << RenderStepProgress(step) << "\n";
+//
+// Pure functions of their input; any thread may call them.
+#ifndef VANGUARD_ORCHESTRATOR_CLI_RENDER_H_
+#define VANGUARD_ORCHESTRATOR_CLI_RENDER_H_
+
+#include <string>
+
+#include "google/protobuf/message.h"
+#include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/orchestrator.pb.h"
+#include "vanguard/v1/test.pb.h"
+
+namespace vanguard::cli {
+
+// Pretty-printed JSON (snake_case names, primitives always printed), ending in a newline.
+std::string RenderJson(const google::protobuf::Message& message);
+// The same mapping on one line, ending in a newline: one object per line for streams.
+std::string RenderJsonLine(const google::protobuf::Message& message);
+
+// A test: id, model/version, state, attempt, strategy, times; the steps table (index,
+// target and achieved qps, p50/p99/max ms, error %, health, pass/fail, verdict); the result.
+std::string RenderTestTable(const v1::Test& test);
+// One row per test (the list carries no steps).
+std::string RenderTestListTable(const v1::ListTestsResponse& list);
+std::string RenderModelTable(const v1::Model& model);
+std::string RenderModelListTable(const v1::ListModelsResponse& list);
+
+// One line for a finished step, e.g.
+// "step 2: target 300.0 qps, achieved 251.3 qps, p99 180.20 ms, errors 2.10%, OVERLOADED, FAIL
+//  (p99 180ms > 100ms)". No trailing newline.
+std::string RenderStepProgress(const v1::Step& step);
+// One line for the test's state, e.g. "test 7: RUNNING (attempt 1, worker w-1)".
+std::string RenderStateLine(const v1::Test& test);
+
+// "SUCCEEDED" for TEST_STATE_SUCCEEDED; "-" for unspecified.
+std::string TestStateName(v1::TestState state);
+bool IsTerminal(v1::TestState state);
+
+}  // namespace vanguard::cli
+
+#endif  // VANGUARD_ORCHESTRATOR_CLI_RENDER_H_

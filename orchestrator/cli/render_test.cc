@@ -1,0 +1,233 @@
+// Tests of render.h: JSON that parses back into the message with the .proto's field names,
+// and tables that show what a user looks for (every step row, the result).
+#include "orchestrator/cli/render.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace vanguard::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::Test FinishedTest() {
+  v1::Test test;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        id: 42
+        state: TEST_STATE_SUCCEEDED
+        attempt: 1
+        spec {
+          model: "resnet50"
+          sweep { rates_qps: [ 100, 200, 300 ] }
+          step_duration { seconds: 10 }
+          step_warmup { seconds: 2 }
+        }
+        model { name: "resnet50" version: "v3" }
+        steps {
+          index: 0
+          target_qps: 100
+          achieved_qps: 99.8
+          latency { p50_ms: 4.25 p99_ms: 12.5 max_ms: 20.75 }
+          error_rate: 0
+          health_state: HEALTH_STATE_HEALTHY
+          passed: true
+          verdict: "p99 12.5ms <= 100ms"
+          attempt: 1
+        }
+        steps {
+          index: 1
+          target_qps: 200
+          achieved_qps: 199.1
+          latency { p50_ms: 6.5 p99_ms: 48.0 max_ms: 70 }
+          error_rate: 0.001
+          health_state: HEALTH_STATE_WARN
+          passed: true
+          verdict: "ok"
+          attempt: 1
+        }
+        steps {
+          index: 2
+          target_qps: 300
+          achieved_qps: 241.7
+          latency { p50_ms: 80 p99_ms: 950.5 max_ms: 1200 }
+          error_rate: 0.0525
+          health_state: HEALTH_STATE_OVERLOADED
+          passed: false
+          verdict: "achieved 80.6% of offered < 99%"
+          attempt: 1
+        }
+        result {
+          max_sustainable_qps: 200
+          converged: true
+          steps_taken: 3
+          test_duration { seconds: 37 }
+          summary: "highest passing rate 200 qps"
+        }
+        create_time { seconds: 1700000000 }
+        start_time { seconds: 1700000001 }
+        end_time { seconds: 1700000038 }
+      )pb",
+      &test));
+  return test;
+}
+
+TEST(RenderJsonTest, ParsesBackIntoTheSameMessage) {
+  const v1::Test test = FinishedTest();
+  const std::string json = RenderJson(test);
+  v1::Test parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, test));
+}
+
+TEST(RenderJsonTest, UsesProtoFieldNamesAndPrintsZeroValues) {
+  const nlohmann::json json = nlohmann::json::parse(RenderJson(FinishedTest()));
+  EXPECT_EQ(json["state"], "TEST_STATE_SUCCEEDED");
+  EXPECT_EQ(json["result"]["max_sustainable_qps"], 200);
+  ASSERT_EQ(json["steps"].size(), 3u);
+  const nlohmann::json& step = json["steps"][2];
+  EXPECT_EQ(step["target_qps"], 300);
+  EXPECT_EQ(step["achieved_qps"], 241.7);
+  EXPECT_EQ(step["latency"]["p99_ms"], 950.5);
+  EXPECT_EQ(step["error_rate"], 0.0525);
+  EXPECT_EQ(step["health_state"], "HEALTH_STATE_OVERLOADED");
+  // Zero values are present, not omitted: a script can read them without a default.
+  EXPECT_EQ(json["steps"][0]["error_rate"], 0);
+  EXPECT_EQ(json["steps"][0]["timeouts"], "0");  // int64 is a string in the JSON mapping
+  EXPECT_EQ(json["error"], "");
+  const std::string text = RenderJson(FinishedTest());
+  EXPECT_THAT(text, Not(HasSubstr("maxSustainableQps")));
+  EXPECT_THAT(text, HasSubstr("\n  "));  // pretty-printed
+}
+
+TEST(RenderJsonTest, ListIsTheResponseMessage) {
+  v1::ListTestsResponse list;
+  *list.add_tests() = FinishedTest();
+  const nlohmann::json json = nlohmann::json::parse(RenderJson(list));
+  ASSERT_TRUE(json.contains("tests"));
+  EXPECT_EQ(json["tests"][0]["id"], "42");
+
+  const nlohmann::json empty = nlohmann::json::parse(RenderJson(v1::ListModelsResponse()));
+  EXPECT_TRUE(empty["models"].is_array());
+  EXPECT_TRUE(empty["models"].empty());
+}
+
+TEST(RenderJsonLineTest, OneObjectPerLine) {
+  const std::string line = RenderJsonLine(FinishedTest());
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  EXPECT_EQ(nlohmann::json::parse(line)["id"], "42");
+}
+
+TEST(RenderTestTableTest, HeaderStepRowsAndResult) {
+  const std::string table = RenderTestTable(FinishedTest());
+  EXPECT_THAT(table, HasSubstr("Test 42  resnet50/v3  SUCCEEDED  (attempt 1)"));
+  EXPECT_THAT(table, HasSubstr("sweep 100.0, 200.0, 300.0 qps"));
+  EXPECT_THAT(table, HasSubstr("10s measured, warmup 2s"));
+  EXPECT_THAT(table, HasSubstr("2023-11-14 22:13:20 UTC"));
+  EXPECT_THAT(table, HasSubstr("TARGET QPS"));
+  // One row per step, in order, with the numbers a user compares.
+  const size_t row0 = table.find("100.0          99.8");
+  const size_t row1 = table.find("200.0         199.1");
+  const size_t row2 = table.find("300.0         241.7");
+  ASSERT_NE(row0, std::string::npos) << table;
+  ASSERT_NE(row1, std::string::npos) << table;
+  ASSERT_NE(row2, std::string::npos) << table;
+  EXPECT_LT(row0, row1);
+  EXPECT_LT(row1, row2);
+  EXPECT_THAT(table, HasSubstr("950.5"));
+  EXPECT_THAT(table, HasSubstr("5.25"));  // error %
+  EXPECT_THAT(table, HasSubstr("OVERLOADED  FAIL    achieved 80.6% of offered < 99%"));
+  EXPECT_THAT(table, HasSubstr("HEALTHY     pass    p99 12.5ms <= 100ms"));
+  EXPECT_THAT(table, HasSubstr("Result: max sustainable 200.0 qps, converged yes, 3 steps, took "
+                               "37s"));
+}
+
+TEST(RenderTestTableTest, QueuedTestWithoutSteps) {
+  v1::Test test;
+  test.set_id(5);
+  test.set_state(v1::TEST_STATE_QUEUED);
+  test.mutable_spec()->set_model("bert");
+  test.mutable_spec()->mutable_sweep()->set_min_qps(10);
+  test.mutable_spec()->mutable_sweep()->set_max_qps(50);
+  test.mutable_spec()->mutable_sweep()->set_steps(5);
+  const std::string table = RenderTestTable(test);
+  EXPECT_THAT(table, HasSubstr("Test 5  bert/latest  QUEUED"));
+  EXPECT_THAT(table, HasSubstr("sweep 10.0 to 50.0 qps in 5 steps"));
+  EXPECT_THAT(table, HasSubstr("(no steps yet)"));
+  EXPECT_THAT(table, HasSubstr("Result: pending"));
+}
+
+TEST(RenderTestTableTest, FailedTestShowsItsError) {
+  v1::Test test;
+  test.set_id(6);
+  test.set_state(v1::TEST_STATE_FAILED);
+  test.set_error("model resnet50/v9 is not registered");
+  const std::string table = RenderTestTable(test);
+  EXPECT_THAT(table, HasSubstr("FAILED"));
+  EXPECT_THAT(table, HasSubstr("error      model resnet50/v9 is not registered"));
+  EXPECT_THAT(table, HasSubstr("Result: none"));
+}
+
+TEST(RenderTestListTableTest, OneRowPerTest) {
+  v1::ListTestsResponse list;
+  *list.add_tests() = FinishedTest();
+  v1::Test* queued = list.add_tests();
+  queued->set_id(43);
+  queued->set_state(v1::TEST_STATE_QUEUED);
+  queued->mutable_spec()->set_model("bert");
+  const std::string table = RenderTestListTable(list);
+  EXPECT_THAT(table, HasSubstr("ID  STATE"));
+  EXPECT_THAT(table, HasSubstr("42  SUCCEEDED  resnet50/v3"));
+  EXPECT_THAT(table, HasSubstr("43  QUEUED     bert/latest"));
+  EXPECT_THAT(table, HasSubstr("200.0"));
+  EXPECT_EQ(RenderTestListTable(v1::ListTestsResponse()), "(no tests)\n");
+}
+
+TEST(RenderModelTableTest, ShowsEndpointsAndSlo) {
+  v1::Model model;
+  model.set_name("resnet50");
+  model.set_version("v3");
+  model.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
+  model.add_endpoints("http://127.0.0.1:8000");
+  model.mutable_slo()->mutable_p99_latency()->set_nanos(100'000'000);
+  model.mutable_slo()->set_max_error_rate(0.01);
+  model.mutable_hardware()->set_accelerator("nvidia-l40");
+  model.mutable_hardware()->set_accelerator_count(2);
+  const std::string table = RenderModelTable(model);
+  EXPECT_THAT(table, HasSubstr("Model resnet50/v3"));
+  EXPECT_THAT(table, HasSubstr("kserve_v2_rest"));
+  EXPECT_THAT(table, HasSubstr("http://127.0.0.1:8000"));
+  EXPECT_THAT(table, HasSubstr("p99 <= 100ms, errors <= 1.00%"));
+  EXPECT_THAT(table, HasSubstr("nvidia-l40 x2"));
+
+  v1::ListModelsResponse list;
+  *list.add_models() = model;
+  EXPECT_THAT(RenderModelListTable(list), HasSubstr("resnet50  v3       kserve_v2_rest"));
+}
+
+TEST(RenderStepProgressTest, SaysTargetAchievedP99AndVerdict) {
+  const std::string line = RenderStepProgress(FinishedTest().steps(2));
+  EXPECT_EQ(line,
+            "step 2: target 300.0 qps, achieved 241.7 qps, p99 950.5 ms, errors 5.25%, "
+            "OVERLOADED, FAIL (achieved 80.6% of offered < 99%)");
+}
+
+TEST(RenderStateLineTest, StateAttemptAndWorker) {
+  v1::Test test;
+  test.set_id(9);
+  test.set_state(v1::TEST_STATE_RUNNING);
+  test.set_attempt(2);
+  test.set_lease_owner("worker-a");
+  EXPECT_EQ(RenderStateLine(test), "test 9: RUNNING (attempt 2, worker worker-a)");
+}
+
+}  // namespace
+}  // namespace vanguard::cli
