@@ -1,0 +1,96 @@
+// The `vanguard` commands: each is one or a few Orchestrator RPCs whose answer is printed as
+// a table or as JSON. Depends only on the generated StubInterface, so tests substitute
+// MockOrchestratorStub.
+//
+//   auto stub = v1::Orchestrator::NewStub(grpc::CreateChannel(addr, creds));
+//   CommandRunner runner(*stub, parsed.global, std::cout, std::cerr, *Clock::Real());
+//   return runner.Run(parsed);  // an exit code: kExitOk, kExitRpcError, ...
+//
+// RunCli() is the whole tool minus flag parsing: it identifies the command, validates its
+// flags, prints usage errors (exit 2), creates the stub and runs the command.
+//
+// Called from one thread (main's); not thread-safe.
+#ifndef VANGUARD_ORCHESTRATOR_CLI_COMMANDS_H_
+#define VANGUARD_ORCHESTRATOR_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+#include "orchestrator/cli/command_line.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+
+namespace vanguard::cli {
+
+// How often --wait polls GetTest, and how long a broken watch stream waits to reopen.
+inline constexpr absl::Duration kFollowPollInterval = absl::Milliseconds(500);
+// Transient failures (UNAVAILABLE, DEADLINE_EXCEEDED) tolerated in a row while following a
+// test, so that a restarting orchestrator does not end a long --wait.
+inline constexpr int kMaxConsecutiveFollowFailures = 20;
+
+class CommandRunner {
+ public:
+  // stub, out, err and clock must outlive the runner. `clock` paces --wait polling.
+  CommandRunner(v1::Orchestrator::StubInterface& stub, const GlobalOptions& global,
+                std::ostream& out, std::ostream& err, Clock& clock);
+
+  // Runs a parsed command (not kHelp); returns the process exit code.
+  int Run(const ParsedCommand& command);
+
+  int RegisterModel(const v1::Model& model);
+  int GetModel(const v1::GetModelRequest& request);
+  int ListModels(const v1::ListModelsRequest& request);
+  // Queues the test; with --wait polls until it ends (0 SUCCEEDED, 3 FAILED/CANCELLED),
+  // with --watch streams its updates.
+  int Submit(const SubmitOptions& options);
+  int GetTest(int64_t id);
+  int ListTests(const v1::ListTestsRequest& request);
+  int CancelTest(int64_t id);
+  // Streams updates until the test ends; exits like submit --wait.
+  int WatchTest(int64_t id);
+
+ private:
+  // Remembers what was already reported about a followed test, so that each state change
+  // and each step is reported once.
+  struct FollowProgress {
+    v1::TestState state = v1::TEST_STATE_UNSPECIFIED;
+    int32_t attempt = -1;
+    std::vector<std::pair<int32_t, int32_t>> reported_steps;  // (attempt, index)
+  };
+
+  std::unique_ptr<grpc::ClientContext> NewContext(bool with_deadline) const;
+  int RpcFailed(absl::string_view rpc, const grpc::Status& status);
+  void ReportProgress(const v1::Test& test, FollowProgress& progress, std::ostream& to);
+  int PollUntilDone(v1::Test test);
+  int StreamUntilDone(int64_t id);
+  int ExitCodeFor(const v1::Test& finished) const;
+  void PrintTest(const v1::Test& test);
+
+  v1::Orchestrator::StubInterface& stub_;
+  const GlobalOptions global_;
+  std::ostream& out_;
+  std::ostream& err_;
+  Clock& clock_;
+};
+
+// Creates the stub once the command line is known to be valid.
+using StubFactory =
+    std::function<std::unique_ptr<v1::Orchestrator::StubInterface>(const GlobalOptions&)>;
+
+// The tool after absl parsed argv: `words` are the positional arguments (without argv[0]),
+// `flags` the flags given, `flags_help` the per-flag help appended to the usage text.
+int RunCli(const std::vector<std::string>& words, const GivenFlags& flags, const Environment& env,
+           const StubFactory& make_stub, absl::string_view flags_help, std::ostream& out,
+           std::ostream& err, Clock& clock);
+
+}  // namespace vanguard::cli
+
+#endif  // VANGUARD_ORCHESTRATOR_CLI_COMMANDS_H_

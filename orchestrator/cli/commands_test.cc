@@ -1,0 +1,490 @@
+// Tests of commands.h against the generated MockOrchestratorStub: what each command sends,
+// what it prints, and its exit code. Polling runs on a FakeClock, so nothing sleeps.
+#include "orchestrator/cli/commands.h"
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/test/client_context_test_peer.h"
+#include "grpcpp/test/mock_stream.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "orchestrator/cli/render.h"
+#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+
+namespace vanguard::cli {
+namespace {
+
+using ::testing::_;
+using ::testing::DoAll;
+using ::testing::HasSubstr;
+using ::testing::InSequence;
+using ::testing::Invoke;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::Return;
+using ::testing::SetArgPointee;
+
+v1::Step MakeStep(int index, double target, double achieved, double p99, bool passed) {
+  v1::Step step;
+  step.set_index(index);
+  step.set_attempt(1);
+  step.set_target_qps(target);
+  step.set_achieved_qps(achieved);
+  step.mutable_latency()->set_p99_ms(p99);
+  step.set_health_state(passed ? v1::HEALTH_STATE_HEALTHY : v1::HEALTH_STATE_OVERLOADED);
+  step.set_passed(passed);
+  step.set_verdict(passed ? "within SLO" : "p99 over SLO");
+  return step;
+}
+
+v1::Test MakeTest(int64_t id, v1::TestState state, int steps) {
+  v1::Test test;
+  test.set_id(id);
+  test.set_state(state);
+  test.mutable_spec()->set_model("resnet50");
+  test.mutable_spec()->mutable_sweep()->add_rates_qps(100);
+  test.mutable_spec()->mutable_sweep()->add_rates_qps(200);
+  test.mutable_spec()->mutable_sweep()->add_rates_qps(300);
+  if (state != v1::TEST_STATE_QUEUED) test.set_attempt(1);
+  const double rates[] = {100, 200, 300};
+  for (int i = 0; i < steps; ++i) {
+    *test.add_steps() = MakeStep(i, rates[i], rates[i] * 0.99, 10.0 * (i + 1), i < 2);
+  }
+  if (state == v1::TEST_STATE_SUCCEEDED || state == v1::TEST_STATE_FAILED) {
+    test.mutable_result()->set_max_sustainable_qps(200);
+    test.mutable_result()->set_steps_taken(steps);
+  }
+  return test;
+}
+
+v1::GetTestResponse GetResponse(const v1::Test& test) {
+  v1::GetTestResponse response;
+  *response.mutable_test() = test;
+  return response;
+}
+
+class CommandRunnerTest : public ::testing::Test {
+ protected:
+  CommandRunner Runner(OutputFormat output = OutputFormat::kTable, std::string token = "") {
+    global_.output = output;
+    global_.bearer_token = std::move(token);
+    return CommandRunner(stub_, global_, out_, err_, clock_);
+  }
+
+  v1::MockOrchestratorStub stub_;
+  GlobalOptions global_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  FakeClock clock_;
+};
+
+TEST_F(CommandRunnerTest, GetPrintsJsonThatParsesBackIntoTheTest) {
+  const v1::Test test = MakeTest(42, v1::TEST_STATE_SUCCEEDED, 3);
+  v1::GetTestRequest sent;
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent), SetArgPointee<2>(GetResponse(test)),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kJson).GetTest(42), kExitOk);
+  EXPECT_EQ(sent.id(), 42);
+
+  v1::Test parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &parsed).ok()) << out_.str();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, test));
+  const nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["result"]["max_sustainable_qps"], 200);
+  EXPECT_EQ(json["steps"][1]["target_qps"], 200);
+  EXPECT_TRUE(json["steps"][1]["latency"].contains("p99_ms"));
+  EXPECT_TRUE(json["steps"][1].contains("error_rate"));
+  EXPECT_EQ(json["steps"][2]["health_state"], "HEALTH_STATE_OVERLOADED");
+  EXPECT_THAT(err_.str(), IsEmpty());
+}
+
+TEST_F(CommandRunnerTest, GetPrintsTableWithStepRows) {
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(GetResponse(MakeTest(42, v1::TEST_STATE_FAILED, 3))),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner().GetTest(42), kExitOk);
+  const std::string table = out_.str();
+  EXPECT_THAT(table, HasSubstr("Test 42"));
+  EXPECT_THAT(table, HasSubstr("FAILED"));
+  for (const char* row : {"100.0          99.0", "200.0         198.0", "300.0         297.0"}) {
+    EXPECT_THAT(table, HasSubstr(row));
+  }
+  EXPECT_THAT(table, HasSubstr("Result: max sustainable 200.0 qps"));
+}
+
+TEST_F(CommandRunnerTest, RpcErrorPrintsCodeAndMessageAndExitsOne) {
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::NOT_FOUND, "test 9 does not exist")));
+  EXPECT_EQ(Runner().GetTest(9), kExitRpcError);
+  EXPECT_EQ(err_.str(), "error: NOT_FOUND: test 9 does not exist\n");
+  EXPECT_THAT(out_.str(), IsEmpty());
+}
+
+TEST_F(CommandRunnerTest, UnavailableNamesTheOrchestratorAddress) {
+  global_.orchestrator = "orch.example:50051";
+  EXPECT_CALL(stub_, ListTests(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused")));
+  EXPECT_EQ(Runner().ListTests(v1::ListTestsRequest()), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("error: UNAVAILABLE: connection refused"));
+  EXPECT_THAT(err_.str(), HasSubstr("orch.example:50051"));
+}
+
+TEST_F(CommandRunnerTest, SendsBearerTokenAndDeadline) {
+  std::multimap<std::string, std::string> metadata;
+  std::chrono::system_clock::time_point deadline;
+  global_.rpc_timeout = absl::Seconds(7);
+  EXPECT_CALL(stub_, CancelTest(_, _, _))
+      .WillOnce(Invoke([&](grpc::ClientContext* context, const v1::CancelTestRequest& request,
+                           v1::CancelTestResponse* response) {
+        metadata = grpc::testing::ClientContextTestPeer(context).GetSendInitialMetadata();
+        deadline = context->deadline();
+        *response->mutable_test() = MakeTest(request.id(), v1::TEST_STATE_CANCELLED, 1);
+        return grpc::Status::OK;
+      }));
+  const auto before = std::chrono::system_clock::now();
+  EXPECT_EQ(Runner(OutputFormat::kTable, "s3cret").CancelTest(5), kExitOk);
+  const auto after = std::chrono::system_clock::now();
+  ASSERT_EQ(metadata.count("authorization"), 1u);
+  EXPECT_EQ(metadata.find("authorization")->second, "Bearer s3cret");
+  EXPECT_GE(deadline, before + std::chrono::seconds(7));
+  EXPECT_LE(deadline, after + std::chrono::seconds(7));
+  EXPECT_THAT(out_.str(), HasSubstr("CANCELLED"));
+}
+
+TEST_F(CommandRunnerTest, NoTokenNoAuthorizationMetadata) {
+  std::multimap<std::string, std::string> metadata;
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(Invoke([&](grpc::ClientContext* context, const v1::GetTestRequest&,
+                           v1::GetTestResponse* response) {
+        metadata = grpc::testing::ClientContextTestPeer(context).GetSendInitialMetadata();
+        *response->mutable_test() = MakeTest(1, v1::TEST_STATE_QUEUED, 0);
+        return grpc::Status::OK;
+      }));
+  EXPECT_EQ(Runner().GetTest(1), kExitOk);
+  EXPECT_EQ(metadata.count("authorization"), 0u);
+}
+
+TEST_F(CommandRunnerTest, SubmitSendsSpecAndRequestIdAndPrintsQueuedTest) {
+  SubmitOptions options;
+  options.spec.set_model("resnet50");
+  options.spec.mutable_sweep()->add_rates_qps(100);
+  options.request_id = "ci-77";
+  v1::SubmitTestRequest sent;
+  v1::SubmitTestResponse response;
+  *response.mutable_test() = MakeTest(8, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent), SetArgPointee<2>(response),
+                      Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _)).Times(0);
+  EXPECT_EQ(Runner().Submit(options), kExitOk);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(sent.spec(), options.spec));
+  EXPECT_EQ(sent.request_id(), "ci-77");
+  EXPECT_THAT(out_.str(), HasSubstr("Test 8"));
+  EXPECT_THAT(out_.str(), HasSubstr("QUEUED"));
+}
+
+TEST_F(CommandRunnerTest, WaitPollsUntilFailedAndExitsThree) {
+  SubmitOptions options;
+  options.spec.set_model("resnet50");
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(8, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  {
+    InSequence in_order;
+    for (const v1::Test& test :
+         {MakeTest(8, v1::TEST_STATE_QUEUED, 0), MakeTest(8, v1::TEST_STATE_RUNNING, 1),
+          MakeTest(8, v1::TEST_STATE_RUNNING, 1), MakeTest(8, v1::TEST_STATE_RUNNING, 2),
+          MakeTest(8, v1::TEST_STATE_FAILED, 3)}) {
+      EXPECT_CALL(stub_, GetTest(_, _, _))
+          .WillOnce(DoAll(SetArgPointee<2>(GetResponse(test)), Return(grpc::Status::OK)));
+    }
+  }
+  const absl::Duration start = clock_.Monotonic();
+  EXPECT_EQ(Runner().Submit(options), kExitTestNotSucceeded);
+  EXPECT_EQ(clock_.Monotonic() - start, 5 * kFollowPollInterval);
+
+  // Each step and each state change is reported once, in order, on stderr.
+  const std::string err = err_.str();
+  const std::vector<std::string> lines = absl::StrSplit(err, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 7u) << err;
+  EXPECT_THAT(lines[0], HasSubstr("submitted test 8"));
+  EXPECT_EQ(lines[1], "test 8: QUEUED");
+  EXPECT_THAT(lines[2], HasSubstr("step 0: target 100.0 qps, achieved 99.0 qps, p99 10.0 ms"));
+  EXPECT_EQ(lines[3], "test 8: RUNNING (attempt 1)");
+  EXPECT_THAT(lines[4], HasSubstr("step 1: target 200.0 qps"));
+  EXPECT_THAT(lines[5], HasSubstr("step 2: target 300.0 qps, achieved 297.0 qps, p99 30.0 ms"));
+  EXPECT_THAT(lines[5], HasSubstr("FAIL"));
+  EXPECT_EQ(lines[6], "test 8: FAILED (attempt 1)");
+  // The final test goes to stdout.
+  EXPECT_THAT(out_.str(), HasSubstr("Test 8"));
+  EXPECT_THAT(out_.str(), HasSubstr("FAILED"));
+}
+
+TEST_F(CommandRunnerTest, WaitExitsZeroOnSuccessAndPrintsFinalJson) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(3, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(GetResponse(MakeTest(3, v1::TEST_STATE_SUCCEEDED, 2))),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kJson).Submit(options), kExitOk);
+  const nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["state"], "TEST_STATE_SUCCEEDED");
+  EXPECT_EQ(json["steps"].size(), 2u);
+}
+
+TEST_F(CommandRunnerTest, WaitRidesOutTransientErrors) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(3, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting")))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "slow")))
+      .WillOnce(DoAll(SetArgPointee<2>(GetResponse(MakeTest(3, v1::TEST_STATE_CANCELLED, 0))),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner().Submit(options), kExitTestNotSucceeded);
+  EXPECT_THAT(err_.str(), HasSubstr("warning: GetTest failed (UNAVAILABLE: restarting)"));
+  EXPECT_THAT(out_.str(), HasSubstr("CANCELLED"));
+}
+
+TEST_F(CommandRunnerTest, WaitStopsOnPermanentError) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(3, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "token expired")));
+  EXPECT_EQ(Runner().Submit(options), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("error: PERMISSION_DENIED: token expired"));
+  EXPECT_THAT(out_.str(), IsEmpty());
+}
+
+TEST_F(CommandRunnerTest, WaitGivesUpAfterTooManyTransientErrors) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(3, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .Times(kMaxConsecutiveFollowFailures)
+      .WillRepeatedly(Return(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down")));
+  EXPECT_EQ(Runner().Submit(options), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("error: UNAVAILABLE: down"));
+}
+
+// A scripted WatchTest stream: yields `updates`, then finishes with `status`.
+grpc::testing::MockClientReader<v1::WatchTestResponse>* ScriptedStream(
+    std::vector<v1::Test> updates, grpc::Status status) {
+  auto* reader = new grpc::testing::MockClientReader<v1::WatchTestResponse>();
+  auto remaining = std::make_shared<std::vector<v1::Test>>(std::move(updates));
+  EXPECT_CALL(*reader, Read(_)).WillRepeatedly(Invoke([remaining](v1::WatchTestResponse* out) {
+    if (remaining->empty()) return false;
+    *out->mutable_test() = remaining->front();
+    remaining->erase(remaining->begin());
+    return true;
+  }));
+  EXPECT_CALL(*reader, Finish()).WillRepeatedly(Return(status));
+  return reader;
+}
+
+TEST_F(CommandRunnerTest, WatchPrintsEachUpdateAndTheFinalTable) {
+  v1::WatchTestRequest sent;
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent),
+                      Return(ScriptedStream({MakeTest(4, v1::TEST_STATE_RUNNING, 1),
+                                             MakeTest(4, v1::TEST_STATE_RUNNING, 2),
+                                             MakeTest(4, v1::TEST_STATE_SUCCEEDED, 2)},
+                                            grpc::Status::OK))));
+  EXPECT_EQ(Runner().WatchTest(4), kExitOk);
+  EXPECT_EQ(sent.id(), 4);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("step 0: target 100.0 qps"));
+  EXPECT_THAT(out, HasSubstr("test 4: RUNNING (attempt 1)"));
+  EXPECT_THAT(out, HasSubstr("step 1: target 200.0 qps"));
+  EXPECT_THAT(out, HasSubstr("test 4: SUCCEEDED (attempt 1)"));
+  EXPECT_THAT(out, HasSubstr("Result: max sustainable 200.0 qps"));
+}
+
+TEST_F(CommandRunnerTest, WatchJsonIsOneParsableObjectPerUpdate) {
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ScriptedStream(
+          {MakeTest(4, v1::TEST_STATE_RUNNING, 1), MakeTest(4, v1::TEST_STATE_FAILED, 3)},
+          grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kJson).WatchTest(4), kExitTestNotSucceeded);
+  const std::vector<std::string> lines = absl::StrSplit(out_.str(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << out_.str();
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["state"], "TEST_STATE_RUNNING");
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["steps"].size(), 3u);
+}
+
+TEST_F(CommandRunnerTest, WatchThatEndsBeforeTheTestIsAnError) {
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ScriptedStream({MakeTest(4, v1::TEST_STATE_RUNNING, 1)}, grpc::Status::OK)));
+  EXPECT_EQ(Runner().WatchTest(4), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("before the test finished"));
+}
+
+TEST_F(CommandRunnerTest, WatchReconnectsAfterUnavailable) {
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ScriptedStream({MakeTest(4, v1::TEST_STATE_RUNNING, 1)},
+                                      grpc::Status(grpc::StatusCode::UNAVAILABLE, "gone"))))
+      .WillOnce(Return(ScriptedStream(
+          {MakeTest(4, v1::TEST_STATE_RUNNING, 1), MakeTest(4, v1::TEST_STATE_SUCCEEDED, 2)},
+          grpc::Status::OK)));
+  EXPECT_EQ(Runner().WatchTest(4), kExitOk);
+  // The step seen before the reconnect is not reported twice.
+  const std::string out = out_.str();
+  EXPECT_EQ(out.find("step 0:"), out.rfind("step 0:"));
+  EXPECT_THAT(err_.str(), HasSubstr("reconnecting"));
+}
+
+TEST_F(CommandRunnerTest, WatchRpcErrorExitsOne) {
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ScriptedStream({}, grpc::Status(grpc::StatusCode::NOT_FOUND, "no test 4"))));
+  EXPECT_EQ(Runner().WatchTest(4), kExitRpcError);
+  EXPECT_EQ(err_.str(), "error: NOT_FOUND: no test 4\n");
+}
+
+TEST_F(CommandRunnerTest, SubmitWatchStreamsTheNewTest) {
+  SubmitOptions options;
+  options.follow = FollowMode::kStream;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(12, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  v1::WatchTestRequest sent;
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(DoAll(
+          ::testing::SaveArg<1>(&sent),
+          Return(ScriptedStream({MakeTest(12, v1::TEST_STATE_FAILED, 3)}, grpc::Status::OK))));
+  EXPECT_EQ(Runner().Submit(options), kExitTestNotSucceeded);
+  EXPECT_EQ(sent.id(), 12);
+}
+
+TEST_F(CommandRunnerTest, RegisterModelSendsTheModel) {
+  v1::Model model;
+  model.set_name("resnet50");
+  model.set_version("v3");
+  model.add_endpoints("http://127.0.0.1:8000");
+  v1::RegisterModelRequest sent;
+  v1::RegisterModelResponse response;
+  *response.mutable_model() = model;
+  EXPECT_CALL(stub_, RegisterModel(_, _, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent), SetArgPointee<2>(response),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner().RegisterModel(model), kExitOk);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(sent.model(), model));
+  EXPECT_THAT(out_.str(), HasSubstr("Registered resnet50/v3"));
+}
+
+TEST_F(CommandRunnerTest, RegisterModelConflictExitsOne) {
+  EXPECT_CALL(stub_, RegisterModel(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "resnet50/v3 exists")));
+  EXPECT_EQ(Runner().RegisterModel(v1::Model()), kExitRpcError);
+  EXPECT_EQ(err_.str(), "error: ALREADY_EXISTS: resnet50/v3 exists\n");
+}
+
+TEST_F(CommandRunnerTest, ListModelsJsonIsTheResponseMessage) {
+  v1::ListModelsResponse response;
+  response.add_models()->set_name("resnet50");
+  response.add_models()->set_name("bert");
+  EXPECT_CALL(stub_, ListModels(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(response), Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kJson).ListModels(v1::ListModelsRequest()), kExitOk);
+  const nlohmann::json json = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(json["models"].size(), 2u);
+  EXPECT_EQ(json["models"][1]["name"], "bert");
+  EXPECT_TRUE(json["models"][0].contains("served_name"));
+}
+
+// RunCli: the whole tool after absl parsed argv.
+class RunCliTest : public ::testing::Test {
+ protected:
+  int Run(const std::vector<std::string>& words, const GivenFlags& flags) {
+    return RunCli(words, flags, Environment{}, factory_, "Flags:\n  --model\n", out_, err_, clock_);
+  }
+
+  int stubs_made_ = 0;
+  GlobalOptions seen_;
+  std::function<void(v1::MockOrchestratorStub&)> expect_;
+  StubFactory factory_ = [this](const GlobalOptions& global) {
+    ++stubs_made_;
+    seen_ = global;
+    auto stub = std::make_unique<v1::MockOrchestratorStub>();
+    if (expect_) expect_(*stub);
+    return std::unique_ptr<v1::Orchestrator::StubInterface>(std::move(stub));
+  };
+  std::ostringstream out_;
+  std::ostringstream err_;
+  FakeClock clock_;
+};
+
+TEST_F(RunCliTest, MissingOrUnknownCommandPrintsUsageAndExitsTwo) {
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{}, std::vector<std::string>{"frobnicate"}}) {
+    err_.str("");
+    EXPECT_EQ(Run(words, {}), kExitUsage);
+    for (const char* command : {"models register", "models get", "models list", "submit", "get ID",
+                                "list", "cancel ID", "watch ID"}) {
+      EXPECT_THAT(err_.str(), HasSubstr(command));
+    }
+    EXPECT_THAT(err_.str(), HasSubstr("--model"));  // the flags' help
+  }
+  EXPECT_THAT(err_.str(), HasSubstr("error: unknown command 'frobnicate'"));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, BadFlagValueExitsTwoNamingTheFlag) {
+  EXPECT_EQ(Run({"submit"}, {{"model", "m"}, {"rates", "100"}, {"step_duration", "10"}}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("error: --step_duration: '10' is not a duration"));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, HelpCommandPrintsUsageToStdout) {
+  EXPECT_EQ(Run({"help"}, {}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("models register"));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, RunsTheCommandAgainstTheConfiguredOrchestrator) {
+  expect_ = [](v1::MockOrchestratorStub& stub) {
+    EXPECT_CALL(stub, GetModel(_, _, _))
+        .WillOnce(Invoke([](grpc::ClientContext*, const v1::GetModelRequest& request,
+                            v1::GetModelResponse* response) {
+          response->mutable_model()->set_name(request.name());
+          response->mutable_model()->set_version(request.version());
+          return grpc::Status::OK;
+        }));
+  };
+  EXPECT_EQ(Run({"models", "get", "bert"},
+                {{"model_version", "v7"}, {"orchestrator", "orch:1234"}, {"output", "json"}}),
+            kExitOk);
+  EXPECT_EQ(seen_.orchestrator, "orch:1234");
+  const nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["name"], "bert");
+  EXPECT_EQ(json["version"], "v7");
+}
+
+}  // namespace
+}  // namespace vanguard::cli
