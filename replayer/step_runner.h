@@ -1,0 +1,47 @@
+// StepRunner: runs one replayer step end to end — validates the request, runs an
+// HttpLoadLoop on its own event-loop thread, hands each closed window to the caller as it
+// closes, and returns the StepResult. It is the whole replayer minus transport: the gRPC
+// service and the `vanguard-replayer run` command are thin adapters over it.
+//
+//   StepRunner runner;
+//   absl::StatusOr<v1::StepResult> result = runner.Run(
+//       request,
+//       [&](const v1::WindowMetrics& w) { return writer->Write(...); },  // false: stop
+//       [&] { return context->IsCancelled(); });
+//
+// Run() blocks the calling thread for the step (warmup + duration, plus up to
+// request_timeout for the last responses); callbacks run on that same calling thread, never
+// on the event loop, so a slow consumer cannot disturb pacing. A StepRunner may run one step
+// at a time; use one per concurrent caller.
+#ifndef VANGUARD_REPLAYER_STEP_RUNNER_H_
+#define VANGUARD_REPLAYER_STEP_RUNNER_H_
+
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "replayer/step_config.h"
+#include "vanguard/v1/replayer.pb.h"
+
+namespace vanguard::replayer {
+
+class StepRunner {
+ public:
+  // Returns false to stop the step (e.g. the stream to the caller is gone).
+  using WindowCallback = std::function<bool(const v1::WindowMetrics&)>;
+  // Polled every few tens of milliseconds; true stops the step promptly.
+  using CancelledCallback = std::function<bool()>;
+
+  // Errors: INVALID_ARGUMENT (naming the field) / UNIMPLEMENTED for a bad request,
+  // UNAVAILABLE when the target host does not resolve, CANCELLED when stopped by either
+  // callback. Connection and HTTP failures are not errors of Run: they are counted in the
+  // result.
+  absl::StatusOr<v1::StepResult> Run(const v1::RunStepRequest& request,
+                                     const WindowCallback& on_window,
+                                     const CancelledCallback& is_cancelled);
+  absl::StatusOr<v1::StepResult> Run(const StepConfig& config, const WindowCallback& on_window,
+                                     const CancelledCallback& is_cancelled);
+};
+
+}  // namespace vanguard::replayer
+
+#endif  // VANGUARD_REPLAYER_STEP_RUNNER_H_

@@ -1,0 +1,309 @@
+// StepRunner against an in-process HTTP server (FakeHttpServer, its own thread). These
+// tests assert counts and orderings; timing bounds are only ones a stall guarantees
+// (a response held 300 ms cannot have a latency below 300 ms), never upper bounds a noisy
+// machine could break.
+#include "replayer/step_runner.h"
+
+#include <atomic>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "common/histogram.h"
+#include "gtest/gtest.h"
+#include "replayer/testing/fake_http_server.h"
+
+namespace vanguard::replayer {
+namespace {
+
+using testing::FakeHttpServer;
+
+v1::RunStepRequest Request(const FakeHttpServer& server, double rate, absl::Duration duration,
+                           absl::Duration warmup = absl::ZeroDuration()) {
+  v1::RunStepRequest r;
+  r.set_target(server.url());
+  r.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
+  r.set_model_name("fake");
+  r.set_rate_qps(rate);
+  r.mutable_duration()->set_seconds(absl::ToInt64Seconds(duration));
+  r.mutable_duration()->set_nanos(
+      static_cast<int32_t>(absl::ToInt64Nanoseconds(duration % absl::Seconds(1))));
+  r.mutable_warmup()->set_seconds(absl::ToInt64Seconds(warmup));
+  r.mutable_warmup()->set_nanos(
+      static_cast<int32_t>(absl::ToInt64Nanoseconds(warmup % absl::Seconds(1))));
+  return r;
+}
+
+void SetTimeout(v1::RunStepRequest& r, absl::Duration timeout) {
+  r.mutable_request_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(timeout)));
+}
+
+struct Outcome {
+  absl::StatusOr<v1::StepResult> result;
+  std::vector<v1::WindowMetrics> windows;
+};
+
+Outcome RunStep(const v1::RunStepRequest& request) {
+  Outcome outcome;
+  StepRunner runner;
+  outcome.result = runner.Run(
+      request,
+      [&](const v1::WindowMetrics& w) {
+        outcome.windows.push_back(w);
+        return true;
+      },
+      [] { return false; });
+  return outcome;
+}
+
+TEST(StepRunnerTest, HoldsTheRateAgainstAFastServer) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  Outcome o = RunStep(Request(server, 200, absl::Seconds(2), absl::Milliseconds(500)));
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 400);  // 200/s over the 2 s measured part, warmup excluded
+  EXPECT_NEAR(r.completed(), 400, 12);
+  EXPECT_EQ(r.errors(), 0);
+  EXPECT_EQ(r.timeouts(), 0);
+  EXPECT_EQ(r.dropped(), 0);
+  EXPECT_TRUE(r.errors_by_class().empty());
+  EXPECT_NEAR(r.achieved_qps(), 200, 6);
+  EXPECT_GT(r.latency().p50_ms(), 0);
+  EXPECT_LE(r.latency().p50_ms(), r.latency().p99_ms());
+  EXPECT_LE(r.latency().p99_ms(), r.latency().max_ms());
+  EXPECT_LT(r.latency().p50_ms(), 1000);  // far below the 10 s timeout
+  // Measured from the intended time, latency includes the client's own lateness.
+  EXPECT_GE(r.latency().max_ms(), r.service_latency().max_ms() * 0.99);
+  EXPECT_EQ(r.measured().seconds(), 2);
+  // Everything sent in warmup and measured part reached the server.
+  EXPECT_EQ(server.requests_received(), 500);
+  // Keep-alive: far fewer connections than requests.
+  EXPECT_LT(server.connections_accepted(), 100);
+
+  // One warmup window [0, 0.5 s), then two measured windows, streamed in order.
+  ASSERT_EQ(o.windows.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(o.windows[i].index(), i);
+  EXPECT_TRUE(o.windows[0].warmup());
+  EXPECT_EQ(o.windows[0].scheduled(), 100);
+  EXPECT_FALSE(o.windows[1].warmup());
+  EXPECT_EQ(o.windows[1].scheduled() + o.windows[2].scheduled(), 400);
+  EXPECT_DOUBLE_EQ(o.windows[1].offered_qps(), 200);
+}
+
+TEST(StepRunnerTest, ServerErrorsAreCountedByClassAndNotAsCompletions) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{.status = 500}; });
+  Outcome o = RunStep(Request(server, 100, absl::Milliseconds(300)));
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 30);
+  EXPECT_EQ(r.completed(), 0);
+  EXPECT_EQ(r.errors(), 30);
+  EXPECT_EQ(r.timeouts(), 0);
+  EXPECT_EQ(r.achieved_qps(), 0);
+  ASSERT_EQ(r.errors_by_class().size(), 1u);
+  EXPECT_EQ(r.errors_by_class().at("http_500"), 30);
+  EXPECT_EQ(r.latency().max_ms(), 0);  // errors are not timed
+}
+
+TEST(StepRunnerTest, AServerThatNeverAnswersYieldsOnlyTimeouts) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{.never_answer = true}; });
+  v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
+  SetTimeout(request, absl::Milliseconds(200));
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 30);
+  EXPECT_EQ(r.sent(), 30);
+  EXPECT_EQ(r.timeouts(), 30);
+  EXPECT_EQ(r.completed(), 0);
+  EXPECT_EQ(r.errors(), 0);
+  EXPECT_EQ(r.errors_by_class().at("timeout"), 30);
+  int64_t window_timeouts = 0;
+  for (const v1::WindowMetrics& w : o.windows) window_timeouts += w.timeouts();
+  EXPECT_EQ(window_timeouts, 30);
+}
+
+TEST(StepRunnerTest, StuckConnectionsAreClosedAtTheTimeoutAndReplaced) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{.never_answer = true}; });
+  v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
+  SetTimeout(request, absl::Milliseconds(200));
+  request.set_max_connections(2);
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 30);
+  EXPECT_EQ(r.timeouts(), 30);
+  EXPECT_EQ(r.dropped(), 0);
+  // A timed-out connection is never reused (its response could still arrive on it).
+  EXPECT_EQ(server.connections_accepted(), 30);
+}
+
+TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClient) {
+  // Two connections, 50 ms per response: at most 40/s get through, 100/s are offered. The
+  // rest wait in the client's FIFO rather than opening more connections, and that wait is
+  // part of their latency.
+  FakeHttpServer server(
+      [](int64_t) { return FakeHttpServer::Reply{.delay = absl::Milliseconds(50)}; });
+  v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
+  request.set_max_connections(2);
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 30);
+  EXPECT_EQ(r.completed(), 30);
+  EXPECT_EQ(server.connections_accepted(), 2);
+  // The last request (intended at 290 ms) is the 15th on its connection: done >= 750 ms.
+  EXPECT_GE(r.latency().max_ms(), 450);
+  EXPECT_GT(r.latency().p50_ms(), r.service_latency().p50_ms());
+  // Waiting for a connection is the server being slow, not client send skew.
+  EXPECT_EQ(r.client_invalid_reason().find("send skew"), std::string::npos)
+      << r.client_invalid_reason();
+}
+
+TEST(StepRunnerTest, RequestsBeyondTheInFlightCapAreDroppedAndInvalidateTheClient) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{.never_answer = true}; });
+  v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
+  SetTimeout(request, absl::Milliseconds(200));
+  request.set_max_in_flight(5);
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 30);
+  EXPECT_GT(r.dropped(), 0);
+  EXPECT_EQ(r.dropped() + r.timeouts(), 30);
+  EXPECT_FALSE(r.client_valid());
+  EXPECT_NE(r.client_invalid_reason().find("dropped"), std::string::npos);
+}
+
+TEST(StepRunnerTest, AServerStallShowsInTailLatencyFromTheIntendedTime) {
+  // The whole server pauses 300 ms at request 20 (0.1 s into a 200/s step). Every request
+  // intended during the pause waits for it; an open-loop client keeps sending, so the
+  // pause shows in the tail instead of being hidden by the client slowing down.
+  FakeHttpServer server([](int64_t n) {
+    return FakeHttpServer::Reply{.stall_all =
+                                     n == 20 ? absl::Milliseconds(300) : absl::ZeroDuration()};
+  });
+  Outcome o = RunStep(Request(server, 200, absl::Milliseconds(700)));
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 140);
+  EXPECT_EQ(r.completed(), 140);  // nothing was skipped or lost
+  EXPECT_GE(r.latency().max_ms(), 300 * 0.99);
+  // p99 of 140 is the 2nd-highest latency; the first two requests of the pause were
+  // intended within 5 ms of its start, so they waited at least 295 ms.
+  EXPECT_GE(r.latency().p99_ms(), 250);
+  auto histogram = LatencyHistogram::Deserialize(r.latency_histogram());
+  ASSERT_TRUE(histogram.ok());
+  EXPECT_GE(histogram->Percentile(99.0), 250'000);
+}
+
+TEST(StepRunnerTest, QueueingInsideTheClientCountsAgainstLatencyNotServiceLatency) {
+  // One connection, and one response held 300 ms: the ~60 requests due meanwhile wait in
+  // the client for the connection. Measured from their intended time they are slow (the
+  // user would have waited); measured from the actual send (coordinated omission) they are
+  // not. Only the former may be reported as latency.
+  FakeHttpServer server([](int64_t n) {
+    return FakeHttpServer::Reply{.delay = n == 20 ? absl::Milliseconds(300) : absl::ZeroDuration()};
+  });
+  v1::RunStepRequest request = Request(server, 200, absl::Milliseconds(700));
+  request.set_max_connections(1);
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(r.scheduled(), 140);
+  EXPECT_EQ(r.completed(), 140);
+  EXPECT_EQ(server.connections_accepted(), 1);
+  EXPECT_GE(r.latency().max_ms(), 300 * 0.99);
+  EXPECT_GE(r.latency().p99_ms(), 250);
+  EXPECT_GT(r.latency().p90_ms(), r.service_latency().p90_ms());
+  EXPECT_GT(r.latency().p99_ms(), 2 * r.service_latency().p99_ms());
+  // Waiting for a connection is the server's slowness, not client send skew.
+  EXPECT_LT(r.send_skew_p99_us(), r.latency().p99_ms() * 1000 / 10);
+}
+
+TEST(StepRunnerTest, PoissonScheduleRunsEveryScheduledRequest) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  v1::RunStepRequest request = Request(server, 200, absl::Milliseconds(400));
+  request.set_schedule(v1::SCHEDULE_POISSON);
+  request.set_seed(11);
+  Outcome a = RunStep(request);
+  Outcome b = RunStep(request);
+  ASSERT_TRUE(a.result.ok() && b.result.ok());
+  EXPECT_EQ(a.result->scheduled(), b.result->scheduled());  // same seed, same schedule
+  EXPECT_GT(a.result->scheduled(), 40);                     // 80 expected
+  EXPECT_LT(a.result->scheduled(), 120);
+  EXPECT_EQ(a.result->completed(), a.result->scheduled());
+}
+
+TEST(StepRunnerTest, ServerClosingConnectionsIsNotAnError) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{.close_connection = true}; });
+  Outcome o = RunStep(Request(server, 100, absl::Milliseconds(500)));
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  EXPECT_EQ(o.result->completed(), 50);
+  EXPECT_EQ(o.result->errors(), 0);
+  EXPECT_EQ(server.connections_accepted(), 50);
+}
+
+TEST(StepRunnerTest, ConnectionRefusedIsCountedAsConnectErrors) {
+  uint16_t closed_port;
+  {
+    FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+    closed_port = server.port();
+  }
+  v1::RunStepRequest request;
+  request.set_target("http://127.0.0.1:" + std::to_string(closed_port));
+  request.set_model_name("fake");
+  request.set_rate_qps(100);
+  request.mutable_duration()->set_nanos(200'000'000);
+  Outcome o = RunStep(request);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  EXPECT_EQ(o.result->scheduled(), 20);
+  EXPECT_EQ(o.result->errors(), 20);
+  EXPECT_EQ(o.result->errors_by_class().at("connect"), 20);
+}
+
+TEST(StepRunnerTest, CancellingStopsTheStepPromptly) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  v1::RunStepRequest request = Request(server, 50, absl::Seconds(60));
+  request.mutable_window()->set_nanos(100'000'000);
+  std::atomic<int> windows{0};
+  absl::Time start = absl::Now();
+  StepRunner runner;
+  absl::StatusOr<v1::StepResult> result = runner.Run(
+      request,
+      [&](const v1::WindowMetrics&) {
+        ++windows;
+        return true;
+      },
+      [&] { return windows.load() >= 2; });
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_GE(windows.load(), 2);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));  // the step was 60 s long
+}
+
+TEST(StepRunnerTest, AWindowCallbackReturningFalseStopsTheStep) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  v1::RunStepRequest request = Request(server, 50, absl::Seconds(60));
+  request.mutable_window()->set_nanos(100'000'000);
+  int windows = 0;
+  StepRunner runner;
+  absl::StatusOr<v1::StepResult> result = runner.Run(
+      request,
+      [&](const v1::WindowMetrics&) {
+        ++windows;
+        return false;
+      },
+      nullptr);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(windows, 1);
+}
+
+TEST(StepRunnerTest, InvalidRequestsAreRejectedBeforeAnythingIsSent) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  v1::RunStepRequest request = Request(server, 0, absl::Seconds(1));
+  Outcome o = RunStep(request);
+  EXPECT_EQ(o.result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(server.requests_received(), 0);
+}
+
+}  // namespace
+}  // namespace vanguard::replayer
