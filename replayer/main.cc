@@ -1,0 +1,288 @@
+// vanguard-replayer: the replayer process. `serve` runs the gRPC service
+// (vanguard.v1.Replayer) a worker drives; `run` runs one step standalone from flags and prints
+// its StepResult. Flags are parsed here and nowhere else; everything else is in the
+// vanguard_replayer library. Runs on the main thread (plus gRPC's and the step's threads).
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "replayer/replayer_service.h"
+#include "replayer/step_config.h"
+#include "replayer/step_runner.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50052",
+          "serve: HOST:PORT to listen on for gRPC; port 0 picks a free port");
+ABSL_FLAG(std::string, port_file, "",
+          "serve: if set, write the chosen port and a newline to this file (atomically) once "
+          "listening");
+ABSL_FLAG(std::string, target, "",
+          "run: base URL of the predictor, e.g. http://127.0.0.1:8000 (required)");
+ABSL_FLAG(std::string, model, "",
+          "run: model name, the {model} in POST {target}/v2/models/{model}/infer (required)");
+ABSL_FLAG(double, rate, 0, "run: offered rate in requests per second (required, > 0)");
+ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
+          "run: measured part of the step, after warmup, e.g. 10s (required, > 0)");
+ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
+          "run: load sent before the measured part and excluded from the result, e.g. 2s");
+ABSL_FLAG(std::string, schedule, "constant",
+          "run: send schedule: constant (i/rate) or poisson (seeded exponential gaps)");
+ABSL_FLAG(uint64_t, seed, 0, "run: seed for the poisson schedule (same seed, same schedule)");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
+          "run: per-request timeout, from the intended send time; later is counted as timeout");
+ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "run: length of a metrics window");
+ABSL_FLAG(std::string, body, "",
+          "run: request body (JSON); empty sends a small KServe v2 body with one FP32 input");
+ABSL_FLAG(int32_t, max_connections, 256, "run: most keep-alive connections the step opens");
+ABSL_FLAG(int32_t, max_in_flight, 10000,
+          "run: most requests open at once; beyond it requests are dropped (and counted)");
+ABSL_FLAG(std::string, output, "table",
+          "run: table (windows as they close, then a summary) or json (the StepResult as "
+          "protobuf JSON with proto field names)");
+
+namespace vanguard::replayer {
+namespace {
+
+constexpr char kUsage[] = R"(open-loop load generator for ML model servers.
+
+Usage:
+  vanguard-replayer serve [--listen=127.0.0.1:50052] [--port_file=PATH]
+      Serves the gRPC API vanguard.v1.Replayer (RunStep streams one WindowMetrics per
+      window, then a StepResult). Prints "LISTENING <host>:<port>" once listening. Runs one
+      step at a time. Exits cleanly on SIGTERM/SIGINT.
+
+  vanguard-replayer run --target=http://127.0.0.1:8000 --model=sim --rate=200 --duration=10s
+                        [--warmup=2s] [--schedule=constant|poisson] [--seed=N] [--timeout=10s]
+                        [--window=1s] [--body=JSON] [--max_connections=256]
+                        [--max_in_flight=10000] [--output=table|json]
+      Runs one step standalone against a KServe v2 REST endpoint (POST
+      {target}/v2/models/{model}/infer over HTTP/1.1 keep-alive) and prints the StepResult.
+      Latency is measured from each request's intended send time.
+
+Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+int UsageError(std::string_view message) {
+  std::cerr << "vanguard-replayer: " << message << "\n"
+            << "Try 'vanguard-replayer --help'.\n";
+  return kExitUsage;
+}
+
+// Writes `<port>\n` to path via a temporary file and rename, so readers never see half.
+bool WritePortFile(const std::string& path, int port) {
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return false;
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+int Serve() {
+  std::string listen = absl::GetFlag(FLAGS_listen);
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return UsageError(absl::StrCat("--listen must be HOST:PORT, got \"", listen, "\""));
+  }
+  std::string host = listen.substr(0, colon);
+
+  // Block the shutdown signals in every thread (gRPC's inherit this mask) and wait for them
+  // here, so shutdown runs on the main thread outside any signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ReplayerService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBodyBytes + (1 << 20)));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "vanguard-replayer: cannot listen on " << listen << "\n";
+    return kExitFailure;
+  }
+  std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty() && !WritePortFile(port_file, port)) {
+    std::cerr << "vanguard-replayer: cannot write --port_file " << port_file << "\n";
+    server->Shutdown();
+    return kExitFailure;
+  }
+  std::printf("LISTENING %s:%d\n", host.c_str(), port);
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "vanguard-replayer: signal " << signal_number << ", shutting down\n";
+  // A running step is cancelled when the deadline passes; it stops within milliseconds.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server->Wait();
+  return 0;
+}
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  return google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+void PrintResultTable(const v1::StepResult& r) {
+  auto latency_row = [](const char* name, const v1::LatencySummary& l) {
+    std::printf("%-16s p50 %9.3f  p90 %9.3f  p99 %9.3f  p99.9 %9.3f  max %9.3f  mean %9.3f ms\n",
+                name, l.p50_ms(), l.p90_ms(), l.p99_ms(), l.p999_ms(), l.max_ms(), l.mean_ms());
+  };
+  std::printf(
+      "\nstep result (measured part, %s)\n",
+      absl::FormatDuration(
+          absl::Nanoseconds(google::protobuf::util::TimeUtil::DurationToNanoseconds(r.measured())))
+          .c_str());
+  std::printf("target_qps %.2f  achieved_qps %.2f\n", r.target_qps(), r.achieved_qps());
+  std::printf(
+      "scheduled %lld  sent %lld  completed %lld  errors %lld  timeouts %lld  dropped %lld\n",
+      static_cast<long long>(r.scheduled()), static_cast<long long>(r.sent()),
+      static_cast<long long>(r.completed()), static_cast<long long>(r.errors()),
+      static_cast<long long>(r.timeouts()), static_cast<long long>(r.dropped()));
+  latency_row("latency", r.latency());
+  latency_row("service_latency", r.service_latency());
+  std::printf("send skew        p50 %.1f us  p99 %.1f us  max %.1f us\n", r.send_skew_p50_us(),
+              r.send_skew_p99_us(), r.send_skew_max_us());
+  for (const auto& [error_class, count] : r.errors_by_class()) {
+    std::printf("error %-12s %lld\n", error_class.c_str(), static_cast<long long>(count));
+  }
+  std::printf("client_valid %s%s%s\n", r.client_valid() ? "true" : "false",
+              r.client_valid() ? "" : ": ", r.client_invalid_reason().c_str());
+}
+
+int RunOnce() {
+  std::vector<std::string> missing;
+  if (absl::GetFlag(FLAGS_target).empty()) missing.push_back("--target");
+  if (absl::GetFlag(FLAGS_model).empty()) missing.push_back("--model");
+  if (absl::GetFlag(FLAGS_rate) == 0) missing.push_back("--rate");
+  if (absl::GetFlag(FLAGS_duration) == absl::ZeroDuration()) missing.push_back("--duration");
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& flag : missing) absl::StrAppend(&list, list.empty() ? "" : ", ", flag);
+    return UsageError(absl::StrCat("run needs ", list));
+  }
+  std::string output = absl::GetFlag(FLAGS_output);
+  if (output != "table" && output != "json") {
+    return UsageError(absl::StrCat("--output must be table or json, got \"", output, "\""));
+  }
+
+  v1::RunStepRequest request;
+  request.set_target(absl::GetFlag(FLAGS_target));
+  request.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
+  request.set_model_name(absl::GetFlag(FLAGS_model));
+  request.set_request_body(absl::GetFlag(FLAGS_body));
+  request.set_rate_qps(absl::GetFlag(FLAGS_rate));
+  std::string schedule = absl::GetFlag(FLAGS_schedule);
+  if (schedule == "constant") {
+    request.set_schedule(v1::SCHEDULE_CONSTANT);
+  } else if (schedule == "poisson") {
+    request.set_schedule(v1::SCHEDULE_POISSON);
+  } else {
+    return UsageError(
+        absl::StrCat("--schedule must be constant or poisson, got \"", schedule, "\""));
+  }
+  request.set_seed(absl::GetFlag(FLAGS_seed));
+  *request.mutable_warmup() = ToProto(absl::GetFlag(FLAGS_warmup));
+  *request.mutable_duration() = ToProto(absl::GetFlag(FLAGS_duration));
+  *request.mutable_request_timeout() = ToProto(absl::GetFlag(FLAGS_timeout));
+  *request.mutable_window() = ToProto(absl::GetFlag(FLAGS_window));
+  request.set_max_connections(absl::GetFlag(FLAGS_max_connections));
+  request.set_max_in_flight(absl::GetFlag(FLAGS_max_in_flight));
+
+  absl::StatusOr<StepConfig> config = ParseStepConfig(request);
+  if (!config.ok()) return UsageError(config.status().ToString());
+
+  bool table = output == "table";
+  if (table) {
+    std::printf("%5s %6s %9s %9s %9s %7s %8s %7s %10s %10s %10s\n", "index", "warmup", "scheduled",
+                "completed", "errors", "timeouts", "dropped", "offered", "achieved", "p50_ms",
+                "p99_ms");
+    std::fflush(stdout);
+  }
+  StepRunner runner;
+  absl::StatusOr<v1::StepResult> result = runner.Run(
+      *config,
+      [table](const v1::WindowMetrics& w) {
+        if (table) {
+          std::printf("%5d %6s %9lld %9lld %9lld %7lld %8lld %7.1f %10.1f %10.3f %10.3f\n",
+                      w.index(), w.warmup() ? "yes" : "no", static_cast<long long>(w.scheduled()),
+                      static_cast<long long>(w.completed()), static_cast<long long>(w.errors()),
+                      static_cast<long long>(w.timeouts()), static_cast<long long>(w.dropped()),
+                      w.offered_qps(), w.achieved_qps(), w.latency().p50_ms(),
+                      w.latency().p99_ms());
+          std::fflush(stdout);
+        }
+        return true;
+      },
+      nullptr);
+  if (!result.ok()) {
+    std::cerr << "vanguard-replayer: step failed: " << result.status() << "\n";
+    return kExitFailure;
+  }
+  if (table) {
+    PrintResultTable(*result);
+  } else {
+    google::protobuf::util::JsonPrintOptions options;
+    options.preserve_proto_field_names = true;
+    options.always_print_primitive_fields = true;
+    std::string json;
+    auto status = google::protobuf::util::MessageToJsonString(*result, &json, options);
+    if (!status.ok()) {
+      std::cerr << "vanguard-replayer: cannot print JSON: " << status.ToString() << "\n";
+      return kExitFailure;
+    }
+    std::printf("%s\n", json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace vanguard::replayer
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(vanguard::replayer::kUsage);
+  // Abseil's --help lists only flags defined in <program>.cc by default; ours live in main.cc.
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "replayer/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+  std::vector<char*> positionals = absl::ParseCommandLine(argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  if (positionals.size() != 2) {
+    return vanguard::replayer::UsageError(positionals.size() < 2
+                                              ? "missing mode: serve or run"
+                                              : "expected exactly one mode (serve or run)");
+  }
+  std::string mode = positionals[1];
+  if (mode == "serve") return vanguard::replayer::Serve();
+  if (mode == "run") return vanguard::replayer::RunOnce();
+  return vanguard::replayer::UsageError(
+      absl::StrCat("unknown mode \"", mode, "\"; expected serve or run"));
+}
