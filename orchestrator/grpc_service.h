@@ -1,0 +1,66 @@
+// The gRPC face of the orchestrator: vanguard.v1.Orchestrator on the synchronous gRPC API,
+// translating each RPC to OrchestratorService and absl::Status to grpc::Status. No logic
+// lives here except WatchTest's polling loop.
+//
+//   OrchestratorGrpcService grpc_service(&service);
+//   builder.RegisterService(&grpc_service);
+//
+// WatchTest sends the test at once, then polls the database every poll_interval and sends
+// it again whenever its state, attempt, step count, result or error changed; it finishes
+// after sending a finished test, or when the client cancels or the server shuts down.
+// Called on gRPC's server threads.
+#ifndef VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
+#define VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
+
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "orchestrator/orchestrator_service.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+
+namespace vanguard {
+
+class OrchestratorGrpcService final : public v1::Orchestrator::Service {
+ public:
+  struct Options {
+    absl::Duration watch_poll_interval = absl::Milliseconds(200);
+  };
+
+  explicit OrchestratorGrpcService(OrchestratorService* service)
+      : OrchestratorGrpcService(service, Options(), Clock::Real()) {}
+  OrchestratorGrpcService(OrchestratorService* service, Options options, Clock* clock)
+      : service_(service), options_(options), clock_(clock) {}
+
+  grpc::Status RegisterModel(grpc::ServerContext* context, const v1::RegisterModelRequest* request,
+                             v1::RegisterModelResponse* response) override;
+  grpc::Status GetModel(grpc::ServerContext* context, const v1::GetModelRequest* request,
+                        v1::GetModelResponse* response) override;
+  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,
+                          v1::ListModelsResponse* response) override;
+  grpc::Status SubmitTest(grpc::ServerContext* context, const v1::SubmitTestRequest* request,
+                          v1::SubmitTestResponse* response) override;
+  grpc::Status GetTest(grpc::ServerContext* context, const v1::GetTestRequest* request,
+                       v1::GetTestResponse* response) override;
+  grpc::Status ListTests(grpc::ServerContext* context, const v1::ListTestsRequest* request,
+                         v1::ListTestsResponse* response) override;
+  grpc::Status CancelTest(grpc::ServerContext* context, const v1::CancelTestRequest* request,
+                          v1::CancelTestResponse* response) override;
+  grpc::Status WatchTest(grpc::ServerContext* context, const v1::WatchTestRequest* request,
+                         grpc::ServerWriter<v1::WatchTestResponse>* writer) override;
+  grpc::Status LeaseTest(grpc::ServerContext* context, const v1::LeaseTestRequest* request,
+                         v1::LeaseTestResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
+  grpc::Status ReportStep(grpc::ServerContext* context, const v1::ReportStepRequest* request,
+                          v1::ReportStepResponse* response) override;
+  grpc::Status CompleteTest(grpc::ServerContext* context, const v1::CompleteTestRequest* request,
+                            v1::CompleteTestResponse* response) override;
+
+ private:
+  OrchestratorService* service_;
+  const Options options_;
+  Clock* clock_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_

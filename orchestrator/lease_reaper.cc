@@ -1,0 +1,69 @@
+// Expired-lease reaper; see lease_reaper.h.
+#include "orchestrator/lease_reaper.h"
+
+#include <iostream>
+#include <string>
+
+namespace vanguard {
+
+absl::StatusOr<LeaseReaper::Pass> LeaseReaper::RunOnce() {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<Pass> {
+    Pass pass;
+    if (!txn.exec_params1("SELECT pg_try_advisory_xact_lock($1)", kAdvisoryLockKey)[0].as<bool>()) {
+      return pass;  // another replica is reaping right now
+    }
+    pass.ran = true;
+    // The SET expressions all see the row as it was before the update.
+    pqxx::result rows = txn.exec_params(
+        "UPDATE tests SET"
+        "   state = CASE WHEN cancel_requested THEN 'cancelled'"
+        "                WHEN attempt >= max_attempts THEN 'failed'"
+        "                ELSE 'queued' END,"
+        "   error = CASE WHEN cancel_requested THEN 'cancelled; its worker stopped heartbeating'"
+        "                WHEN attempt >= max_attempts"
+        "                  THEN 'lease expired after ' || attempt || ' attempts'"
+        "                ELSE error END,"
+        "   finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN now()"
+        "                      ELSE NULL END,"
+        "   not_before = CASE WHEN cancel_requested OR attempt >= max_attempts THEN not_before"
+        "                     ELSE now() + make_interval(secs => $1::float8 * attempt) END,"
+        "   lease_owner = CASE WHEN cancel_requested OR attempt >= max_attempts"
+        "                      THEN lease_owner ELSE NULL END,"
+        "   lease_expires_at = NULL"
+        " WHERE state = 'running' AND lease_expires_at < now()"
+        " RETURNING state",
+        absl::ToDoubleSeconds(options_.backoff));
+    for (const pqxx::row& row : rows) {
+      const std::string state = row[0].c_str();
+      if (state == "queued") {
+        ++pass.requeued;
+      } else if (state == "failed") {
+        ++pass.failed;
+      } else {
+        ++pass.cancelled;
+      }
+    }
+    return pass;
+  });
+}
+
+void LeaseReaper::Start() {
+  thread_ = std::thread([this] {
+    while (!stop_.WaitForNotificationWithTimeout(options_.interval)) {
+      absl::StatusOr<Pass> pass = RunOnce();
+      if (!pass.ok()) {
+        std::cerr << "lease reaper: " << pass.status() << std::endl;
+      } else if (pass->requeued + pass->failed + pass->cancelled > 0) {
+        std::cerr << "lease reaper: expired leases: " << pass->requeued << " requeued, "
+                  << pass->failed << " failed, " << pass->cancelled << " cancelled" << std::endl;
+      }
+    }
+  });
+}
+
+void LeaseReaper::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace vanguard

@@ -1,0 +1,66 @@
+// Returns tests whose worker stopped heartbeating to the queue: a running test whose lease
+// expired is queued again (after a short backoff, attempt bumped by its next lease), or
+// failed with "lease expired after N attempts" once it used max_attempts, or cancelled if
+// cancellation had been requested.
+//
+//   LeaseReaper reaper(pool, {.interval = absl::Seconds(5)});
+//   reaper.Start();   // background thread; Stop() or the destructor ends it
+//   ASSIGN_OR_RETURN(LeaseReaper::Pass pass, reaper.RunOnce());   // tests call this directly
+//
+// Every orchestrator replica runs one; a transaction-scoped pg_try_advisory_xact_lock makes
+// sure only one replica reaps at a time (the others skip that pass). Start/Stop from the
+// owning thread; RunOnce from any thread.
+#ifndef VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_
+#define VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_
+
+#include <cstdint>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/postgres.h"
+
+namespace vanguard {
+
+class LeaseReaper {
+ public:
+  // The advisory lock key a reaping pass holds ("VGREAPER").
+  static constexpr int64_t kAdvisoryLockKey = 0x5647524541504552;
+
+  struct Options {
+    absl::Duration interval = absl::Seconds(5);
+    // A requeued test becomes leasable after backoff * attempts-so-far.
+    absl::Duration backoff = absl::Seconds(2);
+  };
+
+  struct Pass {
+    bool ran = false;  // false: another replica held the lock
+    int requeued = 0;
+    int failed = 0;
+    int cancelled = 0;
+  };
+
+  LeaseReaper(PostgresPool* pool, Options options) : pool_(pool), options_(options) {}
+  ~LeaseReaper() { Stop(); }
+  LeaseReaper(const LeaseReaper&) = delete;
+  LeaseReaper& operator=(const LeaseReaper&) = delete;
+
+  // One pass over the expired leases.
+  absl::StatusOr<Pass> RunOnce();
+
+  // Runs a pass every interval on a background thread until Stop(). Errors (database
+  // down) are logged to stderr and retried next interval.
+  void Start();
+  void Stop();
+
+ private:
+  PostgresPool* pool_;
+  const Options options_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_

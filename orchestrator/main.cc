@@ -1,0 +1,215 @@
+// vanguard-orchestrator: the gRPC server for vanguard.v1.Orchestrator, backed by PostgreSQL.
+// Parses flags, applies schema migrations (waiting for the database to come up), starts the
+// lease reaper and the gRPC server, and runs until SIGTERM/SIGINT.
+//
+//   vanguard-orchestrator --database_url=postgresql://vanguard@127.0.0.1:5432/vanguard
+//                         --listen=127.0.0.1:50051
+//   vanguard-orchestrator --migrate_only   # apply migrations and exit
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/postgres.h"
+#include "grpcpp/grpcpp.h"
+#include "orchestrator/grpc_service.h"
+#include "orchestrator/lease_reaper.h"
+#include "orchestrator/migrator.h"
+#include "orchestrator/model_repository.h"
+#include "orchestrator/orchestrator_service.h"
+#include "orchestrator/test_repository.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT to serve gRPC on; port 0 picks a free port");
+ABSL_FLAG(std::string, port_file, "",
+          "if set, write the listening port followed by a newline to this file (atomically)");
+ABSL_FLAG(std::string, database_url, "",
+          "PostgreSQL libpq conninfo (\"host=... dbname=...\") or postgresql:// URL; "
+          "default: $VANGUARD_DATABASE_URL");
+ABSL_FLAG(bool, migrate_only, false, "apply the schema migrations and exit");
+ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(5),
+          "how often expired leases are returned to the queue");
+ABSL_FLAG(int, db_pool_size, 8, "maximum number of PostgreSQL connections");
+ABSL_FLAG(absl::Duration, db_connect_timeout, absl::Seconds(30),
+          "how long to keep retrying the database at start before giving up");
+
+namespace vanguard {
+namespace {
+
+struct Config {
+  std::string listen;
+  std::string port_file;
+  std::string database_url;
+  bool migrate_only = false;
+  absl::Duration reaper_interval;
+  int db_pool_size = 8;
+  absl::Duration db_connect_timeout;
+};
+
+// Waits up to `timeout` for SIGINT/SIGTERM (blocked in every thread); true if one came.
+bool WaitForStopSignal(const sigset_t& signals, absl::Duration timeout) {
+  if (timeout == absl::InfiniteDuration()) {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    return true;
+  }
+  timespec ts = absl::ToTimespec(std::max(timeout, absl::ZeroDuration()));
+  return sigtimedwait(&signals, nullptr, &ts) > 0;
+}
+
+bool WritePortFile(const std::string& path, int port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+int Run(const Config& config) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  // Blocked before any thread starts, so every thread inherits the mask and only
+  // WaitForStopSignal receives them.
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // Migrate, retrying while the database is unreachable (it may still be starting).
+  const absl::Time give_up = absl::Now() + config.db_connect_timeout;
+  absl::Duration backoff = absl::Milliseconds(100);
+  absl::StatusOr<std::vector<std::string>> applied;
+  while (true) {
+    applied = Migrator().Run(config.database_url, absl::Seconds(5));
+    if (applied.ok() || !absl::IsUnavailable(applied.status())) break;
+    const absl::Duration left = give_up - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    std::cerr << "vanguard-orchestrator: database not reachable yet, retrying: "
+              << applied.status().message() << std::endl;
+    if (WaitForStopSignal(stop_signals, std::min(backoff, left))) return 0;
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+  if (!applied.ok()) {
+    std::cerr << "vanguard-orchestrator: cannot prepare the database"
+              << (absl::IsUnavailable(applied.status())
+                      ? absl::StrCat(" (gave up after ",
+                                     absl::FormatDuration(config.db_connect_timeout), ")")
+                      : "")
+              << ": " << applied.status().message() << std::endl;
+    return 1;
+  }
+  for (const std::string& version : *applied) {
+    std::cerr << "vanguard-orchestrator: applied migration " << version << std::endl;
+  }
+  if (config.migrate_only) {
+    std::cout << "schema is current (" << applied->size() << " migrations applied now)"
+              << std::endl;
+    return 0;
+  }
+
+  absl::StatusOr<std::unique_ptr<PostgresPool>> pool =
+      PostgresPool::Create({.conninfo = config.database_url, .size = config.db_pool_size});
+  if (!pool.ok()) {
+    std::cerr << "vanguard-orchestrator: " << pool.status().message() << std::endl;
+    return 1;
+  }
+  ModelRepository models(pool->get());
+  TestRepository tests(pool->get());
+  OrchestratorService service(&models, &tests);
+  OrchestratorGrpcService grpc_service(&service);
+  LeaseReaper reaper(pool->get(), {.interval = config.reaper_interval});
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&grpc_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "vanguard-orchestrator: cannot listen on " << config.listen << std::endl;
+    return 1;
+  }
+  reaper.Start();
+
+  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  if (!config.port_file.empty() && !WritePortFile(config.port_file, port)) {
+    std::cerr << "vanguard-orchestrator: cannot write --port_file " << config.port_file << ": "
+              << std::strerror(errno) << std::endl;
+    server->Shutdown();
+    return 1;
+  }
+  std::cout << "LISTENING " << host << ":" << port << std::endl;
+
+  WaitForStopSignal(stop_signals, absl::InfiniteDuration());
+  std::cerr << "vanguard-orchestrator: stopping" << std::endl;
+  // Watch streams notice the shutdown through their context and end.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  reaper.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace vanguard
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves the vanguard.v1.Orchestrator gRPC API (model registry, test queue, worker "
+      "protocol) backed by PostgreSQL.\nUsage: vanguard-orchestrator "
+      "--database_url=postgresql://USER@HOST:PORT/DB [--listen=HOST:PORT]");
+  // --help lists the flags defined here (absl matches on the binary's name otherwise).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "orchestrator/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+  absl::ParseCommandLine(argc, argv);
+
+  vanguard::Config config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.port_file = absl::GetFlag(FLAGS_port_file);
+  config.database_url = absl::GetFlag(FLAGS_database_url);
+  if (config.database_url.empty()) {
+    const char* env = std::getenv("VANGUARD_DATABASE_URL");
+    if (env != nullptr) config.database_url = env;
+  }
+  config.migrate_only = absl::GetFlag(FLAGS_migrate_only);
+  config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
+  config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
+  config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
+
+  if (config.database_url.empty()) {
+    std::cerr << "vanguard-orchestrator: no database: pass --database_url or set "
+                 "VANGUARD_DATABASE_URL"
+              << std::endl;
+    return 2;
+  }
+  if (config.listen.empty() || config.listen.find(':') == std::string::npos) {
+    std::cerr << "vanguard-orchestrator: --listen must be HOST:PORT" << std::endl;
+    return 2;
+  }
+  if (config.db_pool_size < 1) {
+    std::cerr << "vanguard-orchestrator: --db_pool_size must be >= 1" << std::endl;
+    return 2;
+  }
+  if (config.reaper_interval <= absl::ZeroDuration()) {
+    std::cerr << "vanguard-orchestrator: --reaper_interval must be > 0" << std::endl;
+    return 2;
+  }
+  return vanguard::Run(config);
+}

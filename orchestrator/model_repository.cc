@@ -1,0 +1,86 @@
+// The model registry table; see model_repository.h. Any thread may call.
+#include "orchestrator/model_repository.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "orchestrator/proto_json.h"
+
+namespace vanguard {
+namespace {
+
+constexpr char kSelectModel[] =
+    "SELECT id, spec::text AS spec,"
+    "       (extract(epoch FROM created_at) * 1000000)::bigint AS created_us"
+    "  FROM models ";
+
+absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
+  RegisteredModel out;
+  out.id = row["id"].as<int64_t>();
+  RETURN_IF_ERROR(ProtoFromJson(row["spec"].c_str(), &out.model));
+  *out.model.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RegisteredModel> ModelRepository::Register(const v1::Model& model) {
+  v1::Model stored = model;
+  stored.clear_create_time();  // the row's created_at is the truth
+  ASSIGN_OR_RETURN(std::string json, ProtoToJson(stored));
+  absl::StatusOr<RegisteredModel> registered =
+      pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<RegisteredModel> {
+        pqxx::row row = txn.exec_params1(
+            "INSERT INTO models (name, version, protocol, spec) VALUES ($1, $2, $3, $4::jsonb)"
+            " RETURNING id, spec::text AS spec,"
+            "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us",
+            model.name(), model.version(), v1::Protocol_Name(model.protocol()), json);
+        return ModelFromRow(row);
+      });
+  if (absl::IsAlreadyExists(registered.status())) {
+    return absl::AlreadyExistsError(absl::StrCat("model ", model.name(), " version ",
+                                                 model.version(), " is already registered"));
+  }
+  return registered;
+}
+
+absl::StatusOr<RegisteredModel> ModelRepository::Get(const std::string& name,
+                                                     const std::string& version) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<RegisteredModel> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows =
+        version.empty()
+            ? txn.exec_params(absl::StrCat(kSelectModel,
+                                           "WHERE name = $1 ORDER BY created_at DESC, id DESC"
+                                           " LIMIT 1"),
+                              name)
+            : txn.exec_params(absl::StrCat(kSelectModel, "WHERE name = $1 AND version = $2"), name,
+                              version);
+    if (rows.empty()) {
+      return absl::NotFoundError(
+          version.empty()
+              ? absl::StrCat("model ", name, " is not registered")
+              : absl::StrCat("model ", name, " version ", version, " is not registered"));
+    }
+    return ModelFromRow(rows[0]);
+  });
+}
+
+absl::StatusOr<std::vector<v1::Model>> ModelRepository::List(const std::string& name, int limit) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::Model>> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows =
+        txn.exec_params(absl::StrCat(kSelectModel,
+                                     "WHERE ($1::text = '' OR name = $1::text)"
+                                     " ORDER BY name, created_at DESC, id DESC LIMIT $2"),
+                        name, limit);
+    std::vector<v1::Model> models;
+    models.reserve(rows.size());
+    for (const pqxx::row& row : rows) {
+      ASSIGN_OR_RETURN(RegisteredModel m, ModelFromRow(row));
+      models.push_back(std::move(m.model));
+    }
+    return models;
+  });
+}
+
+}  // namespace vanguard

@@ -1,0 +1,49 @@
+// The model registry table (`models`): what is tested, where it is served, and its SLO.
+// Each row keeps the full vanguard.v1.Model as jsonb plus the columns queries filter on.
+//
+//   ModelRepository models(pool);
+//   ASSIGN_OR_RETURN(RegisteredModel m, models.Register(model));   // ALREADY_EXISTS if taken
+//   ASSIGN_OR_RETURN(RegisteredModel latest, models.Get("resnet50", ""));
+//
+// Thread-safe (all state is in Postgres); any thread may call. Database errors map as in
+// common/postgres.h (UNAVAILABLE when the database is unreachable).
+#ifndef VANGUARD_ORCHESTRATOR_MODEL_REPOSITORY_H_
+#define VANGUARD_ORCHESTRATOR_MODEL_REPOSITORY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/postgres.h"
+#include "vanguard/v1/model.pb.h"
+
+namespace vanguard {
+
+struct RegisteredModel {
+  int64_t id = 0;   // models.id, referenced by tests.model_id
+  v1::Model model;  // with create_time set
+};
+
+class ModelRepository {
+ public:
+  explicit ModelRepository(PostgresPool* pool) : pool_(pool) {}
+
+  // Inserts a new (name, version). ALREADY_EXISTS if that version is registered.
+  // The model is stored as given (validation is the caller's job); create_time is set.
+  absl::StatusOr<RegisteredModel> Register(const v1::Model& model);
+
+  // The given version, or the most recently registered one when version is empty.
+  // NOT_FOUND if there is none.
+  absl::StatusOr<RegisteredModel> Get(const std::string& name, const std::string& version);
+
+  // Models ordered by name, then newest version first; only `name` when not empty.
+  absl::StatusOr<std::vector<v1::Model>> List(const std::string& name, int limit);
+
+ private:
+  PostgresPool* pool_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_MODEL_REPOSITORY_H_

@@ -1,0 +1,219 @@
+// Orchestrator RPC logic; see orchestrator_service.h. Any gRPC thread may call.
+#include "orchestrator/orchestrator_service.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "orchestrator/validation.h"
+
+namespace vanguard {
+namespace {
+
+constexpr size_t kMaxRequestIdLength = 200;
+
+absl::Status Invalid(absl::string_view field, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
+}
+
+absl::Status ValidateTestId(int64_t id, absl::string_view field) {
+  if (id <= 0) return Invalid(field, "must be > 0");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateFence(int64_t test_id, int32_t attempt) {
+  RETURN_IF_ERROR(ValidateTestId(test_id, "test_id"));
+  if (attempt <= 0) return Invalid("attempt", "must be > 0 (the attempt LeaseTest returned)");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWorkerId(const std::string& worker_id) {
+  if (worker_id.empty()) return Invalid("worker_id", "must not be empty");
+  if (worker_id.size() > 200) return Invalid("worker_id", "must be at most 200 characters");
+  return absl::OkStatus();
+}
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out.set_seconds(nanos / 1'000'000'000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  return out;
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Duration> OrchestratorService::LeaseDuration(
+    const google::protobuf::Duration& requested) const {
+  RETURN_IF_ERROR(ValidateDuration(requested, "lease_duration", DurationRule::kNonNegative));
+  absl::Duration d = FromProto(requested);
+  if (d == absl::ZeroDuration()) return options_.default_lease;
+  if (d > options_.max_lease) {
+    return Invalid("lease_duration",
+                   absl::StrCat("must be at most ", absl::FormatDuration(options_.max_lease)));
+  }
+  return d;
+}
+
+absl::StatusOr<int> OrchestratorService::PageSize(int requested) const {
+  if (requested < 0) return Invalid("page_size", "must be >= 0");
+  if (requested == 0) return options_.default_page_size;
+  return std::min(requested, options_.max_page_size);
+}
+
+absl::StatusOr<v1::RegisterModelResponse> OrchestratorService::RegisterModel(
+    const v1::RegisterModelRequest& request) {
+  if (!request.has_model()) return Invalid("model", "must be set");
+  RETURN_IF_ERROR(ValidateModel(request.model()));
+  v1::Model model = request.model();
+  if (model.protocol() == v1::PROTOCOL_UNSPECIFIED) {
+    model.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
+  }
+  if (model.served_name().empty()) model.set_served_name(model.name());
+  if (!model.has_default_warmup()) model.mutable_default_warmup()->set_seconds(0);
+  ASSIGN_OR_RETURN(RegisteredModel registered, models_->Register(model));
+  v1::RegisterModelResponse response;
+  *response.mutable_model() = std::move(registered.model);
+  return response;
+}
+
+absl::StatusOr<v1::GetModelResponse> OrchestratorService::GetModel(
+    const v1::GetModelRequest& request) {
+  if (request.name().empty()) return Invalid("name", "must not be empty");
+  ASSIGN_OR_RETURN(RegisteredModel registered, models_->Get(request.name(), request.version()));
+  v1::GetModelResponse response;
+  *response.mutable_model() = std::move(registered.model);
+  return response;
+}
+
+absl::StatusOr<v1::ListModelsResponse> OrchestratorService::ListModels(
+    const v1::ListModelsRequest& request) {
+  ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
+  ASSIGN_OR_RETURN(std::vector<v1::Model> models, models_->List(request.name(), limit));
+  v1::ListModelsResponse response;
+  for (v1::Model& model : models) *response.add_models() = std::move(model);
+  return response;
+}
+
+absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
+    const v1::SubmitTestRequest& request) {
+  if (!request.has_spec()) return Invalid("spec", "must be set");
+  RETURN_IF_ERROR(ValidateTestSpec(request.spec()));
+  if (request.request_id().size() > kMaxRequestIdLength) {
+    return Invalid("request_id",
+                   absl::StrCat("must be at most ", kMaxRequestIdLength, " characters"));
+  }
+  ASSIGN_OR_RETURN(RegisteredModel model,
+                   models_->Get(request.spec().model(), request.spec().model_version()));
+
+  v1::TestSpec spec = request.spec();
+  // Pin the version so the test means the same thing whenever it runs.
+  spec.set_model_version(model.model.version());
+  if (spec.max_attempts() == 0) spec.set_max_attempts(options_.default_max_attempts);
+  if (!spec.has_request_timeout() || FromProto(spec.request_timeout()) == absl::ZeroDuration()) {
+    *spec.mutable_request_timeout() = ToProto(options_.default_request_timeout);
+  }
+  if (!spec.has_step_warmup()) *spec.mutable_step_warmup() = model.model.default_warmup();
+  if (!spec.has_step_warmup()) spec.mutable_step_warmup()->set_seconds(0);
+
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Submit(spec, model.id, request.request_id()));
+  v1::SubmitTestResponse response;
+  *response.mutable_test() = std::move(test);
+  return response;
+}
+
+absl::StatusOr<v1::GetTestResponse> OrchestratorService::GetTest(
+    const v1::GetTestRequest& request) {
+  RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Get(request.id()));
+  v1::GetTestResponse response;
+  *response.mutable_test() = std::move(test);
+  return response;
+}
+
+absl::StatusOr<v1::ListTestsResponse> OrchestratorService::ListTests(
+    const v1::ListTestsRequest& request) {
+  if (!v1::TestState_IsValid(request.state())) return Invalid("state", "must be a known state");
+  ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
+  TestRepository::ListFilter filter;
+  filter.state = request.state();
+  filter.model = request.model();
+  filter.limit = limit;
+  ASSIGN_OR_RETURN(std::vector<v1::Test> tests, tests_->List(filter));
+  v1::ListTestsResponse response;
+  for (v1::Test& test : tests) *response.add_tests() = std::move(test);
+  return response;
+}
+
+absl::StatusOr<v1::CancelTestResponse> OrchestratorService::CancelTest(
+    const v1::CancelTestRequest& request) {
+  RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Cancel(request.id()));
+  v1::CancelTestResponse response;
+  *response.mutable_test() = std::move(test);
+  return response;
+}
+
+absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
+    const v1::LeaseTestRequest& request) {
+  RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
+  ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
+  ASSIGN_OR_RETURN(std::optional<v1::Test> test, tests_->Lease(request.worker_id(), lease));
+  v1::LeaseTestResponse response;
+  if (test.has_value()) {
+    response.set_attempt(test->attempt());
+    *response.mutable_test() = std::move(*test);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> OrchestratorService::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
+  RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
+  ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
+  ASSIGN_OR_RETURN(bool cancel_requested, tests_->Heartbeat(request.test_id(), request.attempt(),
+                                                            request.worker_id(), lease));
+  v1::HeartbeatResponse response;
+  response.set_cancel_requested(cancel_requested);
+  return response;
+}
+
+absl::StatusOr<v1::ReportStepResponse> OrchestratorService::ReportStep(
+    const v1::ReportStepRequest& request) {
+  RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
+  if (!request.has_step()) return Invalid("step", "must be set");
+  RETURN_IF_ERROR(ValidateStep(request.step()));
+  RETURN_IF_ERROR(tests_->ReportStep(request.test_id(), request.attempt(), request.step()));
+  return v1::ReportStepResponse();
+}
+
+absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
+    const v1::CompleteTestRequest& request) {
+  RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
+  std::optional<v1::TestResult> result;
+  std::string error;
+  switch (request.outcome_case()) {
+    case v1::CompleteTestRequest::kResult:
+      RETURN_IF_ERROR(ValidateTestResult(request.result()));
+      result = request.result();
+      break;
+    case v1::CompleteTestRequest::kError:
+      if (request.error().empty()) return Invalid("error", "must not be empty");
+      error = request.error();
+      break;
+    default:
+      return Invalid("outcome", "must set result or error");
+  }
+  ASSIGN_OR_RETURN(v1::Test test,
+                   tests_->Complete(request.test_id(), request.attempt(), result, error));
+  v1::CompleteTestResponse response;
+  *response.mutable_test() = std::move(test);
+  return response;
+}
+
+}  // namespace vanguard

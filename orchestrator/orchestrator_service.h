@@ -1,0 +1,68 @@
+// The orchestrator's logic: one plain method per RPC of vanguard.v1.Orchestrator, taking
+// the request proto and returning the response or an absl::Status. The gRPC adapter
+// (grpc_service.h) only translates; tests call these methods directly.
+//
+//   OrchestratorService service(&models, &tests);
+//   absl::StatusOr<v1::SubmitTestResponse> r = service.SubmitTest(request);
+//
+// Codes: INVALID_ARGUMENT naming the field and rule for bad requests; NOT_FOUND for an
+// unknown model/test; ALREADY_EXISTS for a registered model version; FAILED_PRECONDITION
+// for a lost lease or a finished test; UNAVAILABLE when the database is unreachable.
+// Thread-safe; any gRPC thread may call.
+#ifndef VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+#define VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "orchestrator/model_repository.h"
+#include "orchestrator/test_repository.h"
+#include "vanguard/v1/orchestrator.pb.h"
+
+namespace vanguard {
+
+class OrchestratorService {
+ public:
+  struct Options {
+    absl::Duration default_lease = absl::Seconds(30);
+    absl::Duration max_lease = absl::Hours(1);
+    absl::Duration default_request_timeout = absl::Seconds(10);
+    int default_max_attempts = 3;
+    int default_page_size = 50;
+    int max_page_size = 1000;
+  };
+
+  OrchestratorService(ModelRepository* models, TestRepository* tests)
+      : OrchestratorService(models, tests, Options()) {}
+  OrchestratorService(ModelRepository* models, TestRepository* tests, Options options)
+      : models_(models), tests_(tests), options_(options) {}
+
+  // Model registry.
+  absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const v1::RegisterModelRequest& request);
+  absl::StatusOr<v1::GetModelResponse> GetModel(const v1::GetModelRequest& request);
+  absl::StatusOr<v1::ListModelsResponse> ListModels(const v1::ListModelsRequest& request);
+
+  // Tests. SubmitTest pins the resolved model version in the stored spec and fills the
+  // defaults (max_attempts 3, request_timeout 10 s, step_warmup = model's default_warmup).
+  absl::StatusOr<v1::SubmitTestResponse> SubmitTest(const v1::SubmitTestRequest& request);
+  absl::StatusOr<v1::GetTestResponse> GetTest(const v1::GetTestRequest& request);
+  absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
+  absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);
+
+  // Worker protocol. LeaseTest returns an empty response when no test is ready.
+  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
+  absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request);
+  absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request);
+
+ private:
+  absl::StatusOr<absl::Duration> LeaseDuration(const google::protobuf::Duration& requested) const;
+  absl::StatusOr<int> PageSize(int requested) const;
+
+  ModelRepository* models_;
+  TestRepository* tests_;
+  const Options options_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_

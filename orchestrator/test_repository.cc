@@ -1,0 +1,351 @@
+// The test queue, steps and results tables; see test_repository.h. Any thread may call.
+#include "orchestrator/test_repository.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "orchestrator/proto_json.h"
+
+namespace vanguard {
+namespace {
+
+// Columns every read of a test selects, from `tests t JOIN models m`.
+constexpr char kTestColumns[] =
+    " t.id, t.request_id, t.spec::text AS spec, t.state, t.attempt, t.error, t.lease_owner,"
+    " t.cancel_requested,"
+    " (extract(epoch FROM t.created_at) * 1000000)::bigint AS created_us,"
+    " (extract(epoch FROM t.started_at) * 1000000)::bigint AS started_us,"
+    " (extract(epoch FROM t.finished_at) * 1000000)::bigint AS finished_us,"
+    " m.spec::text AS model_spec,"
+    " (extract(epoch FROM m.created_at) * 1000000)::bigint AS model_created_us ";
+
+v1::TestState TestStateFromDb(const std::string& s) {
+  if (s == "queued") return v1::TEST_STATE_QUEUED;
+  if (s == "running") return v1::TEST_STATE_RUNNING;
+  if (s == "succeeded") return v1::TEST_STATE_SUCCEEDED;
+  if (s == "failed") return v1::TEST_STATE_FAILED;
+  if (s == "cancelled") return v1::TEST_STATE_CANCELLED;
+  return v1::TEST_STATE_UNSPECIFIED;
+}
+
+// "HEALTH_STATE_OVERLOADED" -> "overloaded", for the steps.health_state column.
+std::string HealthStateToDb(v1::HealthState state) {
+  std::string name = v1::HealthState_Name(state);
+  constexpr absl::string_view kPrefix = "HEALTH_STATE_";
+  if (name.rfind(kPrefix.data(), 0) == 0) name = name.substr(kPrefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name.empty() ? "unspecified" : name;
+}
+
+// Builds a Test from a row with kTestColumns and a `result` column (jsonb text or NULL).
+absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row) {
+  v1::Test test;
+  test.set_id(row["id"].as<int64_t>());
+  if (!row["request_id"].is_null()) test.set_request_id(row["request_id"].c_str());
+  RETURN_IF_ERROR(ProtoFromJson(row["spec"].c_str(), test.mutable_spec()));
+  test.set_state(TestStateFromDb(row["state"].c_str()));
+  test.set_attempt(row["attempt"].as<int32_t>());
+  if (!row["error"].is_null()) test.set_error(row["error"].c_str());
+  if (!row["lease_owner"].is_null()) test.set_lease_owner(row["lease_owner"].c_str());
+  test.set_cancel_requested(row["cancel_requested"].as<bool>());
+  *test.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
+  if (!row["started_us"].is_null()) {
+    *test.mutable_start_time() = TimestampFromMicros(row["started_us"].as<int64_t>());
+  }
+  if (!row["finished_us"].is_null()) {
+    *test.mutable_end_time() = TimestampFromMicros(row["finished_us"].as<int64_t>());
+  }
+  RETURN_IF_ERROR(ProtoFromJson(row["model_spec"].c_str(), test.mutable_model()));
+  *test.mutable_model()->mutable_create_time() =
+      TimestampFromMicros(row["model_created_us"].as<int64_t>());
+  if (!row["result"].is_null()) {
+    RETURN_IF_ERROR(ProtoFromJson(row["result"].c_str(), test.mutable_result()));
+  }
+  return test;
+}
+
+// The full test (steps of the current attempt included) as `txn` sees it.
+absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id) {
+  pqxx::result rows =
+      txn.exec_params(absl::StrCat("SELECT", kTestColumns,
+                                   ", r.detail::text AS result"
+                                   " FROM tests t JOIN models m ON m.id = t.model_id"
+                                   " LEFT JOIN results r ON r.test_id = t.id"
+                                   " WHERE t.id = $1"),
+                      id);
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat("test ", id, " does not exist"));
+  ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0]));
+  pqxx::result steps = txn.exec_params(
+      "SELECT detail::text AS detail, histogram FROM steps"
+      " WHERE test_id = $1 AND attempt = $2 ORDER BY step_index",
+      id, test.attempt());
+  for (const pqxx::row& row : steps) {
+    v1::Step* step = test.add_steps();
+    RETURN_IF_ERROR(ProtoFromJson(row["detail"].c_str(), step));
+    if (!row["histogram"].is_null()) {
+      pqxx::binarystring histogram(row["histogram"]);
+      step->set_latency_histogram(histogram.str());
+    }
+  }
+  return test;
+}
+
+// Why a fenced write (heartbeat, step, complete) by `attempt` on test `id` was refused.
+absl::Status LeaseNotHeld(pqxx::transaction_base& txn, int64_t id, int32_t attempt,
+                          const std::string* worker_id) {
+  pqxx::result rows =
+      txn.exec_params("SELECT state, attempt, lease_owner FROM tests WHERE id = $1", id);
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat("test ", id, " does not exist"));
+  const pqxx::row& row = rows[0];
+  const int32_t current = row["attempt"].as<int32_t>();
+  const std::string state = row["state"].c_str();
+  if (current != attempt) {
+    return absl::FailedPreconditionError(absl::StrCat("lease lost: test ", id, " is at attempt ",
+                                                      current, " (", state, "), not attempt ",
+                                                      attempt));
+  }
+  if (state != "running") {
+    return absl::FailedPreconditionError(absl::StrCat("test ", id, " is ", state, ", not running"));
+  }
+  if (worker_id != nullptr) {
+    const std::string owner = row["lease_owner"].is_null() ? "" : row["lease_owner"].c_str();
+    if (owner != *worker_id) {
+      return absl::FailedPreconditionError(absl::StrCat("lease lost: test ", id, " attempt ",
+                                                        attempt, " is leased to ", owner, ", not ",
+                                                        *worker_id));
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("lease of test ", id, " attempt ", attempt, " is not held"));
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+std::string TestStateToDb(v1::TestState state) {
+  switch (state) {
+    case v1::TEST_STATE_QUEUED:
+      return "queued";
+    case v1::TEST_STATE_RUNNING:
+      return "running";
+    case v1::TEST_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::TEST_STATE_FAILED:
+      return "failed";
+    case v1::TEST_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "";
+  }
+}
+
+absl::StatusOr<v1::Test> TestRepository::Submit(const v1::TestSpec& spec, int64_t model_id,
+                                                const std::string& request_id) {
+  ASSIGN_OR_RETURN(std::string json, ProtoToJson(spec));
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
+    pqxx::result inserted = txn.exec_params(
+        "INSERT INTO tests (request_id, model_id, spec, priority, max_attempts)"
+        " VALUES (NULLIF($1::text, ''), $2, $3::jsonb, $4, $5)"
+        " ON CONFLICT (request_id) DO NOTHING RETURNING id",
+        request_id, model_id, json, spec.priority(), spec.max_attempts());
+    int64_t id;
+    if (!inserted.empty()) {
+      id = inserted[0][0].as<int64_t>();
+    } else {
+      // Same request_id as an earlier submit: that test is the answer.
+      id = txn.exec_params1("SELECT id FROM tests WHERE request_id = $1", request_id)[0]
+               .as<int64_t>();
+    }
+    return LoadTest(txn, id);
+  });
+}
+
+absl::StatusOr<v1::Test> TestRepository::Get(int64_t id) {
+  // Repeatable read: the test row, its steps and its result from one snapshot.
+  return pool_->Transact<pqxx::repeatable_read>(
+      [&](pqxx::transaction<pqxx::repeatable_read>& txn) { return LoadTest(txn, id); });
+}
+
+absl::StatusOr<std::vector<v1::Test>> TestRepository::List(const ListFilter& filter) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::Test>> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows =
+        txn.exec_params(absl::StrCat("SELECT", kTestColumns,
+                                     ", r.detail::text AS result"
+                                     " FROM tests t JOIN models m ON m.id = t.model_id"
+                                     " LEFT JOIN results r ON r.test_id = t.id"
+                                     " WHERE ($1::text = '' OR t.state = $1::text)"
+                                     "   AND ($2::text = '' OR m.name = $2::text)"
+                                     " ORDER BY t.created_at DESC, t.id DESC LIMIT $3"),
+                        TestStateToDb(filter.state), filter.model, filter.limit);
+    std::vector<v1::Test> tests;
+    tests.reserve(rows.size());
+    for (const pqxx::row& row : rows) {
+      ASSIGN_OR_RETURN(v1::Test test, TestFromRow(row));
+      tests.push_back(std::move(test));
+    }
+    return tests;
+  });
+}
+
+absl::StatusOr<v1::Test> TestRepository::Cancel(int64_t id) {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
+    // SET expressions see the row as it was: a queued test ends now, a running one is
+    // flagged for its worker.
+    pqxx::result updated = txn.exec_params(
+        "UPDATE tests SET"
+        "   state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,"
+        "   finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END,"
+        "   cancel_requested = true"
+        " WHERE id = $1 AND state IN ('queued', 'running') RETURNING id",
+        id);
+    if (updated.empty()) {
+      pqxx::result rows = txn.exec_params("SELECT state FROM tests WHERE id = $1", id);
+      if (rows.empty()) return absl::NotFoundError(absl::StrCat("test ", id, " does not exist"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("test ", id, " already ", rows[0][0].c_str(), "; nothing to cancel"));
+    }
+    return LoadTest(txn, id);
+  });
+}
+
+absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string& worker_id,
+                                                              absl::Duration lease_duration) {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<std::optional<v1::Test>> {
+    // One statement: pick and lock the best ready row (skipping rows other leasers hold),
+    // then take it. The attempt bump is the fencing token.
+    pqxx::result rows = txn.exec_params(
+        absl::StrCat("WITH leased AS ("
+                     "  UPDATE tests SET state = 'running', lease_owner = $1,"
+                     "    lease_expires_at = now() + make_interval(secs => $2::float8),"
+                     "    attempt = attempt + 1, started_at = now()"
+                     "  WHERE id = (SELECT id FROM tests"
+                     "              WHERE state = 'queued' AND not_before <= now()"
+                     "              ORDER BY priority DESC, created_at, id"
+                     "              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                     "  RETURNING *)"
+                     " SELECT",
+                     kTestColumns,
+                     ", NULL::text AS result FROM leased t JOIN models m ON m.id = t.model_id"),
+        worker_id, Seconds(lease_duration));
+    if (rows.empty()) return std::optional<v1::Test>();
+    ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0]));
+    return std::optional<v1::Test>(std::move(test));
+  });
+}
+
+absl::StatusOr<bool> TestRepository::Heartbeat(int64_t test_id, int32_t attempt,
+                                               const std::string& worker_id,
+                                               absl::Duration lease_duration) {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<bool> {
+    // Touches only lease_expires_at (not indexed), so the update stays HOT.
+    pqxx::result rows = txn.exec_params(
+        "UPDATE tests SET lease_expires_at = now() + make_interval(secs => $4::float8)"
+        " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
+        " RETURNING cancel_requested",
+        test_id, attempt, worker_id, Seconds(lease_duration));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id);
+    return rows[0][0].as<bool>();
+  });
+}
+
+absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step) {
+  v1::Step detail = step;
+  detail.set_attempt(attempt);
+  detail.clear_latency_histogram();  // kept in its own bytea column, not base64 in jsonb
+  ASSIGN_OR_RETURN(std::string json, ProtoToJson(detail));
+  const pqxx::binarystring histogram(step.latency_histogram());
+  return pool_->Transact([&](pqxx::work& txn) -> absl::Status {
+    // The fence row lock (FOR SHARE) keeps the test from being completed or re-leased
+    // while the step is written.
+    pqxx::result rows = txn.exec_params(
+        "WITH fence AS ("
+        "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running'"
+        "  FOR SHARE)"
+        " INSERT INTO steps (test_id, attempt, step_index, target_qps, achieved_qps, p50_ms,"
+        "   p90_ms, p99_ms, p999_ms, max_ms, error_rate, scheduled, completed, errors,"
+        "   timeouts, dropped, health_state, passed, client_valid, histogram, detail)"
+        " SELECT id, $2::integer, $3::integer, $4::float8, $5::float8, $6::float8, $7::float8,"
+        "   $8::float8, $9::float8, $10::float8, $11::float8, $12::bigint, $13::bigint,"
+        "   $14::bigint, $15::bigint, $16::bigint, $17::text, $18::boolean, $19::boolean,"
+        "   NULLIF($20::bytea, ''::bytea), $21::jsonb"
+        " FROM fence"
+        " ON CONFLICT (test_id, attempt, step_index) DO UPDATE SET"
+        "   target_qps = EXCLUDED.target_qps, achieved_qps = EXCLUDED.achieved_qps,"
+        "   p50_ms = EXCLUDED.p50_ms, p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms,"
+        "   p999_ms = EXCLUDED.p999_ms, max_ms = EXCLUDED.max_ms,"
+        "   error_rate = EXCLUDED.error_rate, scheduled = EXCLUDED.scheduled,"
+        "   completed = EXCLUDED.completed, errors = EXCLUDED.errors,"
+        "   timeouts = EXCLUDED.timeouts, dropped = EXCLUDED.dropped,"
+        "   health_state = EXCLUDED.health_state, passed = EXCLUDED.passed,"
+        "   client_valid = EXCLUDED.client_valid, histogram = EXCLUDED.histogram,"
+        "   detail = EXCLUDED.detail, recorded_at = now()"
+        " RETURNING step_index",
+        test_id, attempt, step.index(), step.target_qps(), step.achieved_qps(),
+        step.latency().p50_ms(), step.latency().p90_ms(), step.latency().p99_ms(),
+        step.latency().p999_ms(), step.latency().max_ms(), step.error_rate(), step.scheduled(),
+        step.completed(), step.errors(), step.timeouts(), step.dropped(),
+        HealthStateToDb(step.health_state()), step.passed(), step.client_valid(), histogram, json);
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attempt,
+                                                  const std::optional<v1::TestResult>& result,
+                                                  const std::string& error) {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
+    pqxx::result rows = txn.exec_params(
+        "SELECT cancel_requested,"
+        "   extract(epoch FROM now() - started_at)::float8 AS elapsed_s"
+        " FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' FOR UPDATE",
+        test_id, attempt);
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr);
+    const bool cancel_requested = rows[0]["cancel_requested"].as<bool>();
+    const double elapsed_s =
+        rows[0]["elapsed_s"].is_null() ? 0.0 : rows[0]["elapsed_s"].as<double>();
+
+    if (result.has_value()) {
+      v1::TestResult stored = *result;
+      if (stored.steps_taken() == 0) {
+        stored.set_steps_taken(txn.exec_params1("SELECT count(*) FROM steps"
+                                                " WHERE test_id = $1 AND attempt = $2",
+                                                test_id, attempt)[0]
+                                   .as<int32_t>());
+      }
+      if (!stored.has_test_duration()) {
+        *stored.mutable_test_duration() = DurationFromSeconds(elapsed_s);
+      }
+      ASSIGN_OR_RETURN(std::string json, ProtoToJson(stored));
+      txn.exec_params(
+          "INSERT INTO results (test_id, model_id, max_sustainable_qps, converged,"
+          "   confidence_low_qps, confidence_high_qps, steps_taken, test_seconds, detail)"
+          " SELECT id, model_id, $2::float8, $3::boolean, NULLIF($4::float8, 0),"
+          "   NULLIF($5::float8, 0), $6::integer, $7::float8, $8::jsonb"
+          " FROM tests WHERE id = $1"
+          " ON CONFLICT (test_id) DO UPDATE SET"
+          "   max_sustainable_qps = EXCLUDED.max_sustainable_qps,"
+          "   converged = EXCLUDED.converged,"
+          "   confidence_low_qps = EXCLUDED.confidence_low_qps,"
+          "   confidence_high_qps = EXCLUDED.confidence_high_qps,"
+          "   steps_taken = EXCLUDED.steps_taken, test_seconds = EXCLUDED.test_seconds,"
+          "   detail = EXCLUDED.detail, recorded_at = now()",
+          test_id, stored.max_sustainable_qps(), stored.converged(), stored.confidence_low_qps(),
+          stored.confidence_high_qps(), stored.steps_taken(),
+          DurationToSeconds(stored.test_duration()), json);
+    }
+    const char* state = cancel_requested     ? "cancelled"
+                        : result.has_value() ? "succeeded"
+                                             : "failed";
+    txn.exec_params(
+        "UPDATE tests SET state = $2, error = NULLIF($3::text, ''), finished_at = now(),"
+        "   lease_expires_at = NULL"
+        " WHERE id = $1",
+        test_id, state, error);
+    return LoadTest(txn, test_id);
+  });
+}
+
+}  // namespace vanguard

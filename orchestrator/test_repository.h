@@ -1,0 +1,96 @@
+// The test queue and what tests produce: tables `tests` (the queue, with leases), `steps`
+// (every step of every attempt) and `results` (one row per finished test).
+//
+//   TestRepository tests(pool);
+//   ASSIGN_OR_RETURN(v1::Test t, tests.Submit(spec, model_id, "ci-run-42"));
+//   ASSIGN_OR_RETURN(std::optional<v1::Test> leased, tests.Lease("worker-1", absl::Seconds(30)));
+//   // leased->attempt() is the fencing token every later call must carry:
+//   ASSIGN_OR_RETURN(bool cancel, tests.Heartbeat(id, attempt, "worker-1", absl::Seconds(30)));
+//   RETURN_IF_ERROR(tests.ReportStep(id, attempt, step));
+//   ASSIGN_OR_RETURN(v1::Test done, tests.Complete(id, attempt, result, ""));
+//
+// Leasing is one atomic statement (FOR UPDATE SKIP LOCKED: highest priority first, then
+// oldest), so any number of orchestrators can serve any number of workers. A lease has an
+// owner, an expiry extended by heartbeats, and a fencing token (the attempt number, bumped
+// by each lease): a worker that lost its lease gets FAILED_PRECONDITION on every write.
+// Times come from the database's now(), one clock for every orchestrator replica.
+//
+// Each row keeps the full proto as jsonb (protobuf JSON mapping, .proto field names) next
+// to the columns queries filter on. Thread-safe (all state is in Postgres); any thread may
+// call. Database errors map as in common/postgres.h.
+#ifndef VANGUARD_ORCHESTRATOR_TEST_REPOSITORY_H_
+#define VANGUARD_ORCHESTRATOR_TEST_REPOSITORY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/postgres.h"
+#include "vanguard/v1/test.pb.h"
+
+namespace vanguard {
+
+// "queued", "running", ... as stored in tests.state; "" for TEST_STATE_UNSPECIFIED.
+std::string TestStateToDb(v1::TestState state);
+
+class TestRepository {
+ public:
+  explicit TestRepository(PostgresPool* pool) : pool_(pool) {}
+
+  // Queues a test. `spec` is stored as given: the caller validated it, applied defaults and
+  // resolved the model to `model_id`. Idempotent on a non-empty request_id: a second
+  // submit with the same id returns the test the first one created (and queues nothing).
+  absl::StatusOr<v1::Test> Submit(const v1::TestSpec& spec, int64_t model_id,
+                                  const std::string& request_id);
+
+  // The test with its resolved model, the steps of its current attempt ordered by index,
+  // and its result if it has one. NOT_FOUND if there is no such test.
+  absl::StatusOr<v1::Test> Get(int64_t id);
+
+  struct ListFilter {
+    v1::TestState state = v1::TEST_STATE_UNSPECIFIED;  // unspecified: any
+    std::string model;                                 // empty: any
+    int limit = 50;
+  };
+  // Newest first, with model and result but without steps.
+  absl::StatusOr<std::vector<v1::Test>> List(const ListFilter& filter);
+
+  // A queued test is cancelled at once; a running one gets cancel_requested (its worker
+  // learns it from the next heartbeat). FAILED_PRECONDITION for a finished test,
+  // NOT_FOUND for an unknown one.
+  absl::StatusOr<v1::Test> Cancel(int64_t id);
+
+  // Leases the ready queued test with the highest priority (then the oldest) to worker_id
+  // for lease_duration: state running, attempt + 1. nullopt when none is ready.
+  absl::StatusOr<std::optional<v1::Test>> Lease(const std::string& worker_id,
+                                                absl::Duration lease_duration);
+
+  // Extends the lease of a running test held by worker_id at this attempt and returns
+  // whether cancellation was requested. FAILED_PRECONDITION when the lease is not held
+  // (stale attempt, other owner, test no longer running); NOT_FOUND for an unknown test.
+  absl::StatusOr<bool> Heartbeat(int64_t test_id, int32_t attempt, const std::string& worker_id,
+                                 absl::Duration lease_duration);
+
+  // Stores (or replaces: idempotent on test, attempt, step.index()) one step of a running
+  // test at this attempt. FAILED_PRECONDITION for a stale attempt or a test not running.
+  absl::Status ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step);
+
+  // Ends a running test at this attempt: with a result (succeeded) or an error (failed);
+  // cancelled instead if cancellation was requested. Exactly one of result / error.
+  // A result's steps_taken and test_duration are filled in when left zero.
+  // FAILED_PRECONDITION for a stale attempt or a test not running.
+  absl::StatusOr<v1::Test> Complete(int64_t test_id, int32_t attempt,
+                                    const std::optional<v1::TestResult>& result,
+                                    const std::string& error);
+
+ private:
+  PostgresPool* pool_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_TEST_REPOSITORY_H_

@@ -1,0 +1,274 @@
+// Request validation rules; see validation.h. Any thread may call.
+#include "orchestrator/validation.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace vanguard {
+namespace {
+
+constexpr size_t kMaxNameLength = 200;
+
+absl::Status Invalid(absl::string_view field, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
+}
+
+bool HasSpaceOrControl(absl::string_view s) {
+  for (char c : s) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c)) ||
+        absl::ascii_iscntrl(static_cast<unsigned char>(c))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Registry names end up in URLs and SQL filters: keep them plain.
+bool IsPlainName(absl::string_view s) {
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// "http(s)://host[:port][/path]" with a non-empty host and nothing odd in it.
+bool IsHttpUrl(absl::string_view url) {
+  absl::string_view rest;
+  if (absl::StartsWith(url, "http://")) {
+    rest = url.substr(7);
+  } else if (absl::StartsWith(url, "https://")) {
+    rest = url.substr(8);
+  } else {
+    return false;
+  }
+  if (HasSpaceOrControl(rest)) return false;
+  absl::string_view host = rest.substr(0, rest.find_first_of("/?#"));
+  return !host.empty() && host.front() != ':';
+}
+
+// "host:port" as gRPC targets are usually written.
+bool IsHostPort(absl::string_view target) {
+  size_t colon = target.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 || colon + 1 == target.size()) return false;
+  if (HasSpaceOrControl(target) || absl::StrContains(target, "/")) return false;
+  for (char c : target.substr(colon + 1)) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
+
+absl::Status ValidateName(absl::string_view value, absl::string_view field) {
+  if (value.empty()) return Invalid(field, "must not be empty");
+  if (value.size() > kMaxNameLength) {
+    return Invalid(field, absl::StrCat("must be at most ", kMaxNameLength, " characters"));
+  }
+  if (!IsPlainName(value)) {
+    return Invalid(field, "may contain only letters, digits, '.', '_' and '-'");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSweep(const v1::SweepStrategy& sweep) {
+  const bool has_range = sweep.min_qps() != 0 || sweep.max_qps() != 0 || sweep.steps() != 0;
+  if (sweep.rates_qps_size() > 0) {
+    if (has_range) {
+      return Invalid("spec.sweep", "set either rates_qps or min_qps/max_qps/steps, not both");
+    }
+    for (int i = 0; i < sweep.rates_qps_size(); ++i) {
+      double rate = sweep.rates_qps(i);
+      if (!std::isfinite(rate) || rate <= 0) {
+        return Invalid(absl::StrCat("spec.sweep.rates_qps[", i, "]"), "must be > 0");
+      }
+    }
+  } else {
+    if (!std::isfinite(sweep.min_qps()) || !std::isfinite(sweep.max_qps()) ||
+        sweep.min_qps() <= 0 || sweep.min_qps() >= sweep.max_qps()) {
+      return Invalid("spec.sweep", "min_qps must be > 0 and < max_qps (or list rates_qps)");
+    }
+    if (sweep.steps() < 2 || sweep.steps() > 1000) {
+      return Invalid("spec.sweep.steps",
+                     "must be between 2 and 1000 when min_qps/max_qps are used");
+    }
+  }
+  if (sweep.stop_after_failures() < 0) {
+    return Invalid("spec.sweep.stop_after_failures", "must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLatency(const v1::LatencySummary& latency, absl::string_view field) {
+  const double values[] = {latency.p50_ms(),  latency.p90_ms(), latency.p99_ms(),
+                           latency.p999_ms(), latency.max_ms(), latency.mean_ms()};
+  for (double v : values) {
+    if (!std::isfinite(v) || v < 0) return Invalid(field, "percentiles must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_view field,
+                              DurationRule rule) {
+  constexpr int64_t kMaxSeconds = 315'576'000'000;  // the Duration range: 10,000 years
+  const bool well_formed = d.seconds() >= -kMaxSeconds && d.seconds() <= kMaxSeconds &&
+                           d.nanos() > -1'000'000'000 && d.nanos() < 1'000'000'000 &&
+                           !(d.seconds() > 0 && d.nanos() < 0) &&
+                           !(d.seconds() < 0 && d.nanos() > 0);
+  if (!well_formed) return Invalid(field, "must be a valid duration");
+  const bool negative = d.seconds() < 0 || d.nanos() < 0;
+  const bool zero = d.seconds() == 0 && d.nanos() == 0;
+  if (rule == DurationRule::kPositive && (negative || zero)) return Invalid(field, "must be > 0");
+  if (rule == DurationRule::kNonNegative && negative) return Invalid(field, "must be >= 0");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateModel(const v1::Model& model) {
+  if (absl::Status s = ValidateName(model.name(), "model.name"); !s.ok()) return s;
+  if (model.version().empty()) return Invalid("model.version", "must not be empty");
+  if (model.version().size() > kMaxNameLength) {
+    return Invalid("model.version",
+                   absl::StrCat("must be at most ", kMaxNameLength, " characters"));
+  }
+  if (HasSpaceOrControl(model.version()) || absl::StrContains(model.version(), "/")) {
+    return Invalid("model.version", "must not contain whitespace or '/'");
+  }
+  if (!v1::Protocol_IsValid(model.protocol())) {
+    return Invalid("model.protocol", "must be a known protocol");
+  }
+  if (model.endpoints_size() == 0) {
+    return Invalid("model.endpoints", "must list at least one endpoint");
+  }
+  const bool grpc = model.protocol() == v1::PROTOCOL_KSERVE_V2_GRPC;
+  for (int i = 0; i < model.endpoints_size(); ++i) {
+    const std::string& endpoint = model.endpoints(i);
+    if (grpc ? !(IsHttpUrl(endpoint) || IsHostPort(endpoint)) : !IsHttpUrl(endpoint)) {
+      return Invalid(absl::StrCat("model.endpoints[", i, "]"),
+                     grpc ? "must be host:port or an http(s) URL" : "must be an http(s) URL");
+    }
+  }
+  if (!model.served_name().empty() &&
+      (HasSpaceOrControl(model.served_name()) || absl::StrContains(model.served_name(), "/"))) {
+    return Invalid("model.served_name", "must not contain whitespace or '/'");
+  }
+  if (model.hardware().accelerator_count() < 0) {
+    return Invalid("model.hardware.accelerator_count", "must be >= 0");
+  }
+  if (!model.has_slo() || !model.slo().has_p99_latency()) {
+    return Invalid("model.slo.p99_latency", "must be set (> 0)");
+  }
+  if (absl::Status s = ValidateDuration(model.slo().p99_latency(), "model.slo.p99_latency",
+                                        DurationRule::kPositive);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateDuration(model.slo().p50_latency(), "model.slo.p50_latency",
+                                        DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (!IsFraction(model.slo().max_error_rate())) {
+    return Invalid("model.slo.max_error_rate", "must be between 0 and 1");
+  }
+  if (!IsFraction(model.slo().min_achieved_ratio())) {
+    return Invalid("model.slo.min_achieved_ratio", "must be between 0 and 1");
+  }
+  if (absl::Status s = ValidateDuration(model.default_warmup(), "model.default_warmup",
+                                        DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [key, value] : model.labels()) {
+    if (key.empty()) return Invalid("model.labels", "keys must not be empty");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
+  if (spec.model().empty()) return Invalid("spec.model", "must not be empty");
+  switch (spec.strategy_case()) {
+    case v1::TestSpec::kSweep:
+      if (absl::Status s = ValidateSweep(spec.sweep()); !s.ok()) return s;
+      break;
+    default:
+      return Invalid("spec.strategy", "must be set (supported: sweep)");
+  }
+  if (!spec.has_step_duration()) return Invalid("spec.step_duration", "must be > 0");
+  if (absl::Status s =
+          ValidateDuration(spec.step_duration(), "spec.step_duration", DurationRule::kPositive);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateDuration(spec.step_warmup(), "spec.step_warmup", DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateDuration(spec.request_timeout(), "spec.request_timeout",
+                                        DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (!v1::Schedule_IsValid(spec.schedule())) {
+    return Invalid("spec.schedule", "must be a known schedule");
+  }
+  if (spec.max_attempts() < 0 || spec.max_attempts() > 100) {
+    return Invalid("spec.max_attempts", "must be between 0 (default 3) and 100");
+  }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty()) return Invalid("spec.labels", "keys must not be empty");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStep(const v1::Step& step) {
+  if (step.index() < 0) return Invalid("step.index", "must be >= 0");
+  if (!std::isfinite(step.target_qps()) || step.target_qps() <= 0) {
+    return Invalid("step.target_qps", "must be > 0");
+  }
+  if (!std::isfinite(step.achieved_qps()) || step.achieved_qps() < 0) {
+    return Invalid("step.achieved_qps", "must be >= 0");
+  }
+  if (!IsFraction(step.error_rate())) return Invalid("step.error_rate", "must be between 0 and 1");
+  if (absl::Status s = ValidateLatency(step.latency(), "step.latency"); !s.ok()) return s;
+  if (absl::Status s = ValidateLatency(step.service_latency(), "step.service_latency"); !s.ok()) {
+    return s;
+  }
+  const std::pair<int64_t, const char*> counts[] = {
+      {step.scheduled(), "step.scheduled"}, {step.sent(), "step.sent"},
+      {step.completed(), "step.completed"}, {step.errors(), "step.errors"},
+      {step.timeouts(), "step.timeouts"},   {step.dropped(), "step.dropped"}};
+  for (const auto& [value, field] : counts) {
+    if (value < 0) return Invalid(field, "must be >= 0");
+  }
+  if (!v1::HealthState_IsValid(step.health_state())) {
+    return Invalid("step.health_state", "must be a known health state");
+  }
+  if (absl::Status s = ValidateDuration(step.warmup(), "step.warmup", DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  return ValidateDuration(step.duration(), "step.duration", DurationRule::kNonNegative);
+}
+
+absl::Status ValidateTestResult(const v1::TestResult& result) {
+  const std::pair<double, const char*> rates[] = {
+      {result.max_sustainable_qps(), "result.max_sustainable_qps"},
+      {result.confidence_low_qps(), "result.confidence_low_qps"},
+      {result.confidence_high_qps(), "result.confidence_high_qps"}};
+  for (const auto& [value, field] : rates) {
+    if (!std::isfinite(value) || value < 0) return Invalid(field, "must be >= 0");
+  }
+  if (result.steps_taken() < 0) return Invalid("result.steps_taken", "must be >= 0");
+  return ValidateDuration(result.test_duration(), "result.test_duration",
+                          DurationRule::kNonNegative);
+}
+
+}  // namespace vanguard

@@ -1,0 +1,38 @@
+// Request validation for the orchestrator: every rule a request can break, reported as
+// INVALID_ARGUMENT naming the field and the rule, e.g.
+//   "model.endpoints[0]: must be an http(s) URL"
+//   "spec.sweep: min_qps must be > 0 and < max_qps"
+// Pure functions; any thread may call. Defaults are applied after validation, by the
+// service, so "unset" and "zero" are accepted wherever the proto documents a default.
+#ifndef VANGUARD_ORCHESTRATOR_VALIDATION_H_
+#define VANGUARD_ORCHESTRATOR_VALIDATION_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/duration.pb.h"
+#include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/test.pb.h"
+
+namespace vanguard {
+
+// A Model to register (field names prefixed "model.").
+absl::Status ValidateModel(const v1::Model& model);
+
+// A TestSpec to submit (prefixed "spec.").
+absl::Status ValidateTestSpec(const v1::TestSpec& spec);
+
+// A step a worker reports (prefixed "step.").
+absl::Status ValidateStep(const v1::Step& step);
+
+// A result a worker completes a test with (prefixed "result.").
+absl::Status ValidateTestResult(const v1::TestResult& result);
+
+// A Duration must be well formed (seconds and nanos in range, same sign) and, depending on
+// the rule, > 0 or >= 0. `field` is the full field name used in the message.
+enum class DurationRule { kPositive, kNonNegative };
+absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_view field,
+                              DurationRule rule);
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_VALIDATION_H_

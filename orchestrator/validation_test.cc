@@ -1,0 +1,90 @@
+// Unit tests for the validation rules that need no database: duration and URL edge cases.
+// Every rule is also exercised through OrchestratorService in
+// tests/integration/orchestrator_service_test.cc.
+#include "orchestrator/validation.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vanguard {
+namespace {
+
+using ::testing::HasSubstr;
+
+google::protobuf::Duration Dur(int64_t seconds, int32_t nanos) {
+  google::protobuf::Duration d;
+  d.set_seconds(seconds);
+  d.set_nanos(nanos);
+  return d;
+}
+
+v1::Model ValidModel() {
+  v1::Model m;
+  m.set_name("resnet50");
+  m.set_version("v1");
+  m.add_endpoints("http://127.0.0.1:8000");
+  m.mutable_slo()->mutable_p99_latency()->set_seconds(1);
+  return m;
+}
+
+TEST(ValidateDurationTest, RejectsMalformedAndNegative) {
+  EXPECT_TRUE(ValidateDuration(Dur(1, 0), "d", DurationRule::kPositive).ok());
+  EXPECT_TRUE(ValidateDuration(Dur(0, 0), "d", DurationRule::kNonNegative).ok());
+  EXPECT_THAT(ValidateDuration(Dur(0, 0), "x.d", DurationRule::kPositive).message(),
+              HasSubstr("x.d: must be > 0"));
+  EXPECT_THAT(ValidateDuration(Dur(-1, 0), "x.d", DurationRule::kNonNegative).message(),
+              HasSubstr("x.d: must be >= 0"));
+  EXPECT_THAT(ValidateDuration(Dur(1, -5), "x.d", DurationRule::kNonNegative).message(),
+              HasSubstr("x.d: must be a valid duration"));
+  EXPECT_THAT(ValidateDuration(Dur(0, 1'000'000'000), "x.d", DurationRule::kNonNegative).message(),
+              HasSubstr("must be a valid duration"));
+}
+
+TEST(ValidateModelTest, AcceptsHttpAndHttpsEndpoints) {
+  v1::Model m = ValidModel();
+  m.add_endpoints("https://predictor.example.com/base");
+  EXPECT_TRUE(ValidateModel(m).ok()) << ValidateModel(m);
+}
+
+TEST(ValidateModelTest, NamesTheBadEndpointByIndex) {
+  for (const char* bad : {"127.0.0.1:8000", "ftp://x", "http://", "http://:80", "http://a b"}) {
+    v1::Model m = ValidModel();
+    m.add_endpoints(bad);
+    absl::Status s = ValidateModel(m);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("model.endpoints[1]: must be an http(s) URL")) << bad;
+  }
+}
+
+TEST(ValidateModelTest, GrpcProtocolAcceptsHostPort) {
+  v1::Model m = ValidModel();
+  m.set_protocol(v1::PROTOCOL_KSERVE_V2_GRPC);
+  m.add_endpoints("10.0.0.5:8001");
+  EXPECT_TRUE(ValidateModel(m).ok());
+  m.add_endpoints("10.0.0.5");
+  EXPECT_THAT(ValidateModel(m).message(), HasSubstr("model.endpoints[2]: must be host:port"));
+}
+
+TEST(ValidateModelTest, RejectsUnknownProtocolValue) {
+  v1::Model m = ValidModel();
+  m.set_protocol(static_cast<v1::Protocol>(99));
+  EXPECT_THAT(ValidateModel(m).message(), HasSubstr("model.protocol"));
+}
+
+TEST(ValidateTestSpecTest, RejectsNonFiniteRates) {
+  v1::TestSpec spec;
+  spec.set_model("m");
+  spec.mutable_step_duration()->set_seconds(1);
+  spec.mutable_sweep()->add_rates_qps(10);
+  spec.mutable_sweep()->add_rates_qps(std::numeric_limits<double>::infinity());
+  EXPECT_THAT(ValidateTestSpec(spec).message(), HasSubstr("spec.sweep.rates_qps[1]: must be > 0"));
+  spec.mutable_sweep()->clear_rates_qps();
+  spec.mutable_sweep()->set_min_qps(std::numeric_limits<double>::quiet_NaN());
+  spec.mutable_sweep()->set_max_qps(10);
+  spec.mutable_sweep()->set_steps(3);
+  EXPECT_THAT(ValidateTestSpec(spec).message(),
+              HasSubstr("spec.sweep: min_qps must be > 0 and < max_qps"));
+}
+
+}  // namespace
+}  // namespace vanguard
