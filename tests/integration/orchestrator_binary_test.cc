@@ -1,0 +1,124 @@
+// The vanguard-orchestrator binary as an operator runs it, against a real PostgreSQL
+// ($VANGUARD_TEST_PG): --help, --migrate_only, serving on port 0 with LISTENING and
+// --port_file, clean exit on SIGTERM, and a clear non-zero exit when the database is gone.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "database_test_base.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+
+namespace vanguard {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunBinary;
+using testing::Subprocess;
+
+constexpr char kBinary[] = "vanguard-orchestrator";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<testing::TestDatabase> EmptyDatabase() {
+  absl::StatusOr<std::unique_ptr<testing::TestDatabase>> db = testing::TestDatabase::Create();
+  EXPECT_TRUE(db.ok()) << db.status();
+  return db.ok() ? *std::move(db) : nullptr;
+}
+
+TEST(OrchestratorBinaryTest, HelpListsEveryFlag) {
+  absl::StatusOr<testing::RunResult> r = RunBinary(kBinary, {"--help"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string help = r->out + r->err;
+  for (const char* flag : {"--listen", "--port_file", "--database_url", "--migrate_only",
+                           "--reaper_interval", "--db_pool_size", "--db_connect_timeout"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+}
+
+TEST(OrchestratorBinaryTest, MigrateOnlyAppliesTheSchemaAndExits) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  absl::StatusOr<testing::RunResult> r =
+      RunBinary(kBinary, {"--migrate_only", "--database_url=" + db->conninfo()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  pqxx::connection conn(db->conninfo());
+  pqxx::nontransaction txn(conn);
+  EXPECT_GE(txn.exec1("SELECT count(*) FROM schema_migrations")[0].as<int>(), 1);
+  EXPECT_FALSE(txn.exec1("SELECT to_regclass('tests') IS NULL")[0].as<bool>());
+
+  // Also through the environment variable, and a second time (nothing left to do).
+  r = RunBinary(kBinary, {"--migrate_only"}, {"VANGUARD_DATABASE_URL=" + db->conninfo()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+}
+
+TEST(OrchestratorBinaryTest, ServesOnPortZeroWritesPortFileAndStopsOnSigterm) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  const std::string port_file =
+      absl::StrCat(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", "/orch-port-", getpid());
+  std::remove(port_file.c_str());
+  absl::StatusOr<std::unique_ptr<Subprocess>> server = Subprocess::StartServer(
+      kBinary, {"--listen=127.0.0.1:0", "--port_file=" + port_file,
+                "--database_url=" + db->conninfo(), "--reaper_interval=1s"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_GT((*server)->port(), 0);
+  EXPECT_EQ(ReadFile(port_file), absl::StrCat((*server)->port(), "\n"));
+
+  auto stub = v1::Orchestrator::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse registered;
+  grpc::ClientContext ctx1;
+  ctx1.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status status = stub->RegisterModel(&ctx1, reg, &registered);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::ListModelsRequest list;
+  v1::ListModelsResponse listed;
+  grpc::ClientContext ctx2;
+  ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ASSERT_TRUE(stub->ListModels(&ctx2, list, &listed).ok());
+  EXPECT_EQ(listed.models_size(), 1);
+
+  int wait_status = (*server)->Terminate(absl::Seconds(10));
+  EXPECT_TRUE(WIFEXITED(wait_status)) << "killed instead of exiting on SIGTERM; stderr:\n"
+                                      << (*server)->Stderr();
+  EXPECT_EQ(WEXITSTATUS(wait_status), 0);
+  std::remove(port_file.c_str());
+}
+
+TEST(OrchestratorBinaryTest, UnreachableDatabaseAtStartExitsNonZeroWithAClearMessage) {
+  absl::StatusOr<testing::RunResult> r = RunBinary(
+      kBinary, {"--listen=127.0.0.1:0", "--database_url=host=127.0.0.1 port=1 user=x dbname=x",
+                "--db_connect_timeout=1s"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->exit_code, 0);
+  EXPECT_THAT(r->err, HasSubstr("cannot prepare the database"));
+  EXPECT_THAT(r->err, HasSubstr("gave up after 1s"));
+  EXPECT_THAT(r->out, Not(HasSubstr("LISTENING")));
+}
+
+TEST(OrchestratorBinaryTest, NoDatabaseConfiguredIsAUsageError) {
+  absl::StatusOr<testing::RunResult> r =
+      RunBinary(kBinary, {"--listen=127.0.0.1:0"}, {"VANGUARD_DATABASE_URL="});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->exit_code, 0);
+  EXPECT_THAT(r->err, HasSubstr("VANGUARD_DATABASE_URL"));
+}
+
+}  // namespace
+}  // namespace vanguard
