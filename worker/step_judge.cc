@@ -1,0 +1,145 @@
+// Step judging against the SLO. See step_judge.h.
+#include "worker/step_judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+
+namespace vanguard::worker {
+namespace {
+
+absl::Duration ToAbsl(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+bool CountsConsistent(const vanguard::v1::StepResult& r) {
+  if (r.scheduled() <= 0) return false;
+  if (r.sent() < 0 || r.completed() < 0 || r.errors() < 0 || r.timeouts() < 0 || r.dropped() < 0) {
+    return false;
+  }
+  if (r.sent() > r.scheduled()) return false;
+  // Every scheduled request ends at most once: completed, failed, timed out or dropped.
+  return r.completed() + r.errors() + r.timeouts() + r.dropped() <= r.scheduled();
+}
+
+}  // namespace
+
+absl::StatusOr<StepJudge> StepJudge::Create(const vanguard::v1::Slo& slo,
+                                            std::unique_ptr<HealthScorer> scorer) {
+  if (ToAbsl(slo.p99_latency()) <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("model.slo.p99_latency must be > 0");
+  }
+  if (ToAbsl(slo.p50_latency()) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("model.slo.p50_latency must be >= 0");
+  }
+  if (!std::isfinite(slo.max_error_rate()) || slo.max_error_rate() < 0 ||
+      slo.max_error_rate() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.slo.max_error_rate must be in [0, 1], got ", slo.max_error_rate()));
+  }
+  if (!std::isfinite(slo.min_achieved_ratio()) || slo.min_achieved_ratio() < 0 ||
+      slo.min_achieved_ratio() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.slo.min_achieved_ratio must be in [0, 1], got ", slo.min_achieved_ratio()));
+  }
+  const double ratio =
+      slo.min_achieved_ratio() == 0 ? kDefaultMinAchievedRatio : slo.min_achieved_ratio();
+  if (scorer == nullptr) scorer = std::make_unique<MaxRatioHealthScorer>();
+  return StepJudge(slo, ratio, std::move(scorer));
+}
+
+StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double target_qps) {
+  StepJudgement j;
+  j.client_valid = result.client_valid();
+  std::vector<HealthSignal> signals;
+  std::vector<std::string> breaches;
+  std::vector<std::string> held;
+
+  const bool counts_ok = CountsConsistent(result);
+  if (!counts_ok) {
+    breaches.push_back(absl::StrFormat(
+        "inconsistent counts: scheduled %d, sent %d, completed %d, errors %d, timeouts %d, "
+        "dropped %d",
+        result.scheduled(), result.sent(), result.completed(), result.errors(), result.timeouts(),
+        result.dropped()));
+  }
+  j.error_rate = result.scheduled() > 0 ? static_cast<double>(result.errors() + result.timeouts()) /
+                                              static_cast<double>(result.scheduled())
+                                        : 0.0;
+
+  // p99 from the intended send time: queueing delay counts.
+  const double p99_ms = result.latency().p99_ms();
+  const double p99_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.p99_latency()));
+  signals.push_back({"p99", p99_ms, p99_limit_ms});
+  if (p99_ms > p99_limit_ms) {
+    breaches.push_back(absl::StrFormat("p99 %.1f ms > %g ms", p99_ms, p99_limit_ms));
+  } else {
+    held.push_back(absl::StrFormat("p99 %.1f ms <= %g ms", p99_ms, p99_limit_ms));
+  }
+
+  const double p50_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.p50_latency()));
+  if (p50_limit_ms > 0) {
+    const double p50_ms = result.latency().p50_ms();
+    signals.push_back({"p50", p50_ms, p50_limit_ms});
+    if (p50_ms > p50_limit_ms) {
+      breaches.push_back(absl::StrFormat("p50 %.1f ms > %g ms", p50_ms, p50_limit_ms));
+    } else {
+      held.push_back(absl::StrFormat("p50 %.1f ms <= %g ms", p50_ms, p50_limit_ms));
+    }
+  }
+
+  if (slo_.max_error_rate() > 0) {
+    signals.push_back({"error_rate", j.error_rate, slo_.max_error_rate()});
+    if (j.error_rate > slo_.max_error_rate()) {
+      breaches.push_back(absl::StrFormat("error rate %.2f%% > %g%%", j.error_rate * 100,
+                                         slo_.max_error_rate() * 100));
+    } else {
+      held.push_back(absl::StrFormat("error rate %.2f%% <= %g%%", j.error_rate * 100,
+                                     slo_.max_error_rate() * 100));
+    }
+  }
+
+  const double achieved = result.achieved_qps();
+  const double required = min_achieved_ratio_ * target_qps;
+  // The health signal is the shortfall relative to the allowed shortfall, so a step that
+  // achieves its full target scores 0 and one exactly at min_achieved_ratio scores 1.0.
+  // (target/achieved against 1/ratio would score a perfect step 0.99, i.e. CRITICAL.)
+  const double shortfall = target_qps > 0 ? std::max(0.0, 1.0 - achieved / target_qps) : 0.0;
+  const double allowed_shortfall = 1.0 - min_achieved_ratio_;
+  if (allowed_shortfall > 0) {
+    signals.push_back({"achieved", shortfall, allowed_shortfall});
+  } else {
+    signals.push_back({"achieved", shortfall > 0 ? 1.0 + shortfall : 0.0, 1.0});
+  }
+  if (achieved < required) {
+    breaches.push_back(absl::StrFormat("achieved %.1f < %g%% of %g", achieved,
+                                       min_achieved_ratio_ * 100, target_qps));
+  } else {
+    held.push_back(absl::StrFormat("achieved %.1f >= %g%% of %g", achieved,
+                                   min_achieved_ratio_ * 100, target_qps));
+  }
+
+  j.health = scorer_->Score(signals);
+
+  if (!j.client_valid) {
+    j.passed = false;
+    j.verdict = absl::StrCat(
+        "not judged: load generator invalid (",
+        result.client_invalid_reason().empty() ? "no reason given" : result.client_invalid_reason(),
+        ")");
+    return j;
+  }
+  j.passed = breaches.empty();
+  j.verdict =
+      j.passed ? absl::StrCat("pass: ", absl::StrJoin(held, ", ")) : absl::StrJoin(breaches, "; ");
+  return j;
+}
+
+}  // namespace vanguard::worker

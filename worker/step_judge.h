@@ -1,0 +1,63 @@
+// Judges one step's result (from the replayer) against the model's SLO.
+//
+// A step passes when its client was valid, its counts are consistent, and
+//   p99 latency (from intended send time) <= slo.p99_latency,
+//   p50 latency <= slo.p50_latency                 (when set),
+//   (errors + timeouts) / scheduled <= slo.max_error_rate  (when set),
+//   achieved_qps >= min_achieved_ratio * target     (ratio 0 means 0.99).
+// The verdict is one line naming every breached limit with its numbers, e.g.
+//   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
+// and the health score comes from a HealthScorer over the same metrics.
+//
+//   ASSIGN_OR_RETURN(StepJudge judge, StepJudge::Create(test.model().slo()));
+//   StepJudgement j = judge.Judge(step_result, /*target_qps=*/400);
+//
+// Called from the test runner's thread only.
+#ifndef VANGUARD_WORKER_STEP_JUDGE_H_
+#define VANGUARD_WORKER_STEP_JUDGE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/replayer.pb.h"
+#include "worker/health_scorer.h"
+
+namespace vanguard::worker {
+
+struct StepJudgement {
+  bool passed = false;
+  bool client_valid = true;
+  double error_rate = 0;  // (errors + timeouts) / scheduled
+  HealthScore health;
+  std::string verdict;
+};
+
+class StepJudge {
+ public:
+  static constexpr double kDefaultMinAchievedRatio = 0.99;
+
+  // INVALID_ARGUMENT naming the field when the SLO cannot be judged (p99_latency unset,
+  // ratios outside [0, 1], negative durations). `scorer` defaults to MaxRatioHealthScorer.
+  static absl::StatusOr<StepJudge> Create(const vanguard::v1::Slo& slo,
+                                          std::unique_ptr<HealthScorer> scorer = nullptr);
+
+  // `target_qps` is the rate the step was asked to offer.
+  StepJudgement Judge(const vanguard::v1::StepResult& result, double target_qps);
+
+  double min_achieved_ratio() const { return min_achieved_ratio_; }
+
+ private:
+  StepJudge(const vanguard::v1::Slo& slo, double min_achieved_ratio,
+            std::unique_ptr<HealthScorer> scorer)
+      : slo_(slo), min_achieved_ratio_(min_achieved_ratio), scorer_(std::move(scorer)) {}
+
+  vanguard::v1::Slo slo_;
+  double min_achieved_ratio_;
+  std::unique_ptr<HealthScorer> scorer_;
+};
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_STEP_JUDGE_H_
