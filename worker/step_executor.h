@@ -1,0 +1,84 @@
+// Runs one step on the replayer: builds the RunStepRequest for a leased test and rate,
+// calls Replayer.RunStep (server streaming), and collects the per-window metrics and the
+// final StepResult.
+//
+//   StepExecutor executor(replayer_stub.get(), Clock::Real());
+//   ASSIGN_OR_RETURN(RunStepRequest req, StepExecutor::BuildRequest(test, 400, /*index=*/2));
+//   ASSIGN_OR_RETURN(ExecutedStep step, executor.Execute(req, &cancel, on_window));
+//
+// Called from the test runner's thread; the CancellationToken may be cancelled from any
+// thread and stops the stream promptly.
+#ifndef VANGUARD_WORKER_STEP_EXECUTOR_H_
+#define VANGUARD_WORKER_STEP_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "vanguard/v1/replayer.grpc.pb.h"
+#include "vanguard/v1/replayer.pb.h"
+#include "vanguard/v1/test.pb.h"
+#include "worker/cancellation.h"
+
+namespace vanguard::worker {
+
+// What one RunStep call produced.
+struct ExecutedStep {
+  vanguard::v1::RunStepRequest request;
+  vanguard::v1::StepResult result;
+  // Every streamed window, warmup included, in arrival order (kept for per-window storage).
+  std::vector<vanguard::v1::WindowMetrics> windows;
+  absl::Time start_time;
+  absl::Time end_time;
+};
+
+struct StepExecutorOptions {
+  // Added to warmup + duration + request timeout to form the RunStep deadline: covers
+  // connection setup and draining the last requests.
+  absl::Duration deadline_margin = absl::Seconds(10);
+};
+
+class StepExecutor {
+ public:
+  static constexpr absl::Duration kDefaultRequestTimeout = absl::Seconds(10);
+
+  using WindowCallback = std::function<void(const vanguard::v1::WindowMetrics&)>;
+
+  // `replayer` and `clock` must outlive the executor.
+  StepExecutor(vanguard::v1::Replayer::StubInterface* replayer, Clock* clock,
+               StepExecutorOptions options = {});
+
+  // The request for step `step_index` of `test` at `rate_qps`: model endpoints[0] as
+  // target, served_name (or name) as model_name, request_template as body; duration,
+  // warmup (default: the model's), request timeout (default 10 s) and schedule from the
+  // spec; a seed derived from the test id and step index. INVALID_ARGUMENT naming the
+  // field when the test cannot be run (no endpoint, no step_duration, bad rate).
+  static absl::StatusOr<vanguard::v1::RunStepRequest> BuildRequest(const vanguard::v1::Test& test,
+                                                                   double rate_qps, int step_index);
+
+  // Deterministic, distinct per (test, step) so a rerun replays the same schedule.
+  static uint64_t StepSeed(int64_t test_id, int step_index);
+
+  // warmup + duration + request timeout + margin.
+  absl::Duration Deadline(const vanguard::v1::RunStepRequest& request) const;
+
+  // Runs the step. `cancel` (nullable) stops it from another thread; `on_window`
+  // (nullable) sees each window as it arrives, on this thread.
+  // Errors: CANCELLED when `cancel` fired; the replayer's status when the call failed
+  // (UNAVAILABLE when it is down, DEADLINE_EXCEEDED...); UNAVAILABLE when the stream
+  // ended without a StepResult.
+  absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
+                                       CancellationToken* cancel, const WindowCallback& on_window);
+
+ private:
+  vanguard::v1::Replayer::StubInterface* const replayer_;
+  Clock* const clock_;
+  const StepExecutorOptions options_;
+};
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_STEP_EXECUTOR_H_
