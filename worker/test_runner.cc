@@ -1,0 +1,297 @@
+// One leased test, start to finish. See test_runner.h.
+#include "worker/test_runner.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <variant>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "worker/lease_keeper.h"
+#include "worker/proto_time.h"
+#include "worker/strategy.h"
+
+namespace vanguard::worker {
+namespace {
+
+constexpr absl::Duration kBackoffSlice = absl::Milliseconds(100);
+constexpr absl::Duration kMaxReportBackoff = absl::Seconds(10);
+
+bool IsLeaseLost(const absl::Status& s) {
+  return absl::IsFailedPrecondition(s) || absl::IsNotFound(s);
+}
+
+bool IsTransient(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
+}
+
+}  // namespace
+
+const char* TestRunOutcomeName(TestRunOutcome outcome) {
+  switch (outcome) {
+    case TestRunOutcome::kSucceeded:
+      return "succeeded";
+    case TestRunOutcome::kFailed:
+      return "failed";
+    case TestRunOutcome::kCancelled:
+      return "cancelled";
+    case TestRunOutcome::kAbandoned:
+      return "abandoned";
+    case TestRunOutcome::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& executed,
+                                   const StepJudgement& judgement) {
+  const vanguard::v1::StepResult& r = executed.result;
+  vanguard::v1::Step step;
+  step.set_index(index);
+  step.set_attempt(attempt);
+  step.set_target_qps(executed.request.rate_qps());
+  step.set_achieved_qps(r.achieved_qps());
+  *step.mutable_latency() = r.latency();
+  *step.mutable_service_latency() = r.service_latency();
+  step.set_error_rate(judgement.error_rate);
+  step.set_scheduled(r.scheduled());
+  step.set_sent(r.sent());
+  step.set_completed(r.completed());
+  step.set_errors(r.errors());
+  step.set_timeouts(r.timeouts());
+  step.set_dropped(r.dropped());
+  step.set_health_state(judgement.health.state);
+  step.set_passed(judgement.passed);
+  step.set_verdict(judgement.verdict);
+  step.set_client_valid(r.client_valid());
+  *step.mutable_start_time() = ToProtoTimestamp(executed.start_time);
+  *step.mutable_end_time() = ToProtoTimestamp(executed.end_time);
+  *step.mutable_warmup() = executed.request.warmup();
+  // What the replayer actually measured, when it says.
+  *step.mutable_duration() = FromProtoDuration(r.measured()) > absl::ZeroDuration()
+                                 ? r.measured()
+                                 : executed.request.duration();
+  step.set_latency_histogram(r.latency_histogram());
+  return step;
+}
+
+std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step) {
+  absl::string_view health = vanguard::v1::HealthState_Name(step.health_state());
+  absl::ConsumePrefix(&health, "HEALTH_STATE_");
+  return absl::StrFormat("test %d step %d: target %g qps, achieved %.1f qps, p99 %.1f ms, %s: %s",
+                         test_id, step.index(), step.target_qps(), step.achieved_qps(),
+                         step.latency().p99_ms(), health, step.verdict());
+}
+
+TestRunner::TestRunner(OrchestratorClient* orchestrator, StepExecutor* executor, Clock* clock,
+                       TestRunnerOptions options)
+    : orchestrator_(orchestrator),
+      executor_(executor),
+      clock_(clock),
+      options_(std::move(options)) {}
+
+void TestRunner::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_requested_ = true;
+  if (current_step_cancel_ != nullptr) current_step_cancel_->Cancel();
+}
+
+bool TestRunner::stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stop_requested_;
+}
+
+void TestRunner::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void TestRunner::Backoff(absl::Duration d, CancellationToken* cancel) {
+  while (d > absl::ZeroDuration() && !stopped() && (cancel == nullptr || !cancel->IsCancelled())) {
+    const absl::Duration slice = std::min(d, kBackoffSlice);
+    clock_->SleepFor(slice);
+    d -= slice;
+  }
+}
+
+absl::Status TestRunner::CallWithRetries(const std::function<absl::Status()>& call) {
+  absl::Duration backoff = options_.retry_backoff;
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = call();
+    if (s.ok() || !IsTransient(s) || attempt >= options_.max_report_attempts || stopped()) {
+      return s;
+    }
+    Log(absl::StrCat("orchestrator call failed (", s.ToString(), "); retrying"));
+    Backoff(backoff, nullptr);
+    backoff = std::min(backoff * 2, kMaxReportBackoff);
+  }
+}
+
+TestRunOutcome TestRunner::Complete(const vanguard::v1::CompleteTestRequest& request,
+                                    TestRunOutcome on_success) {
+  absl::Status s = CallWithRetries([&] { return orchestrator_->CompleteTest(request).status(); });
+  if (s.ok()) {
+    Log(absl::StrCat("test ", request.test_id(), ": completed (", TestRunOutcomeName(on_success),
+                     ")"));
+    return on_success;
+  }
+  if (stopped()) return TestRunOutcome::kStopped;
+  Log(absl::StrCat("test ", request.test_id(), ": could not complete, abandoning: ", s.ToString()));
+  return TestRunOutcome::kAbandoned;
+}
+
+TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
+  const vanguard::v1::Test& test = lease.test();
+  const int64_t test_id = test.id();
+  const int32_t attempt = lease.attempt();
+  const absl::Duration started = clock_->Monotonic();
+
+  CancellationToken step_cancel;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_requested_) return TestRunOutcome::kStopped;
+    current_step_cancel_ = &step_cancel;
+  }
+  absl::Cleanup detach_cancel = [this] {
+    absl::MutexLock lock(&mu_);
+    current_step_cancel_ = nullptr;
+  };
+
+  auto complete_with_error = [&](const std::string& error, TestRunOutcome outcome) {
+    vanguard::v1::CompleteTestRequest request;
+    request.set_test_id(test_id);
+    request.set_attempt(attempt);
+    request.set_error(error);
+    Log(absl::StrCat("test ", test_id, ": ", error));
+    return Complete(request, outcome);
+  };
+
+  // A test this worker cannot run fails at once rather than after its lease expires.
+  absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec());
+  if (!strategy.ok()) {
+    return complete_with_error(std::string(strategy.status().message()), TestRunOutcome::kFailed);
+  }
+  absl::StatusOr<StepJudge> judge = StepJudge::Create(test.model().slo());
+  if (!judge.ok()) {
+    return complete_with_error(std::string(judge.status().message()), TestRunOutcome::kFailed);
+  }
+  if (absl::StatusOr<vanguard::v1::RunStepRequest> probe =
+          StepExecutor::BuildRequest(test, /*rate_qps=*/1.0, /*step_index=*/1);
+      !probe.ok()) {
+    return complete_with_error(std::string(probe.status().message()), TestRunOutcome::kFailed);
+  }
+
+  LeaseKeeperOptions keeper_options;
+  keeper_options.worker_id = options_.worker_id;
+  keeper_options.lease_duration = options_.lease_duration;
+  keeper_options.log = options_.log;
+  LeaseKeeper keeper(orchestrator_, clock_, test_id, attempt, keeper_options, &step_cancel);
+  if (options_.heartbeat_thread) keeper.StartBackgroundBeats();
+
+  Log(absl::StrCat("test ", test_id, ": leased (attempt ", attempt, "), model ",
+                   test.model().name(), ":", test.model().version(), ", strategy ",
+                   (*strategy)->name()));
+
+  // Why the test must stop now, if it must.
+  auto interruption = [&]() -> std::optional<TestRunOutcome> {
+    if (stopped()) return TestRunOutcome::kStopped;
+    if (keeper.lease_lost()) return TestRunOutcome::kAbandoned;
+    if (keeper.cancel_requested()) {
+      return complete_with_error("cancelled by user", TestRunOutcome::kCancelled);
+    }
+    return std::nullopt;
+  };
+
+  std::optional<StepOutcome> last;
+  int index = 1;
+  int steps_taken = 0;
+  while (true) {
+    keeper.MaybeBeat();
+    if (std::optional<TestRunOutcome> o = interruption()) return *o;
+
+    const Decision decision = (*strategy)->Next(last);
+    if (const Done* done = std::get_if<Done>(&decision)) {
+      vanguard::v1::CompleteTestRequest request;
+      request.set_test_id(test_id);
+      request.set_attempt(attempt);
+      vanguard::v1::TestResult* result = request.mutable_result();
+      result->set_max_sustainable_qps(done->max_sustainable_qps);
+      result->set_converged(done->converged);
+      result->set_confidence_low_qps(done->confidence_low_qps);
+      result->set_confidence_high_qps(done->confidence_high_qps);
+      result->set_steps_taken(steps_taken);
+      *result->mutable_test_duration() = ToProtoDuration(clock_->Monotonic() - started);
+      result->set_summary(done->summary);
+      Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", test_id,
+                          done->max_sustainable_qps,
+                          done->converged ? "converged" : "not converged", done->summary));
+      return Complete(request, TestRunOutcome::kSucceeded);
+    }
+    const double rate = std::get<RunStep>(decision).rate_qps;
+
+    absl::StatusOr<ExecutedStep> executed;
+    absl::Duration backoff = options_.retry_backoff;
+    for (int retry = 0;; ++retry) {
+      absl::StatusOr<vanguard::v1::RunStepRequest> request =
+          StepExecutor::BuildRequest(test, rate, index);
+      if (!request.ok()) {
+        return complete_with_error(absl::StrCat("step ", index, ": ", request.status().message()),
+                                   TestRunOutcome::kFailed);
+      }
+      executed = executor_->Execute(
+          *request, &step_cancel, [&](const vanguard::v1::WindowMetrics&) { keeper.MaybeBeat(); });
+      if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
+          retry >= options_.max_step_retries) {
+        break;
+      }
+      Log(absl::StrFormat("test %d step %d: %s; retry %d of %d in %s", test_id, index,
+                          executed.status().ToString(), retry + 1, options_.max_step_retries,
+                          absl::FormatDuration(backoff)));
+      Backoff(backoff, &step_cancel);
+      backoff *= 2;
+      keeper.MaybeBeat();
+    }
+    if (!executed.ok()) {
+      if (std::optional<TestRunOutcome> o = interruption()) return *o;
+      return complete_with_error(
+          absl::StrFormat("step %d at %g qps: %s", index, rate, executed.status().message()),
+          TestRunOutcome::kFailed);
+    }
+
+    const StepJudgement judgement = judge->Judge(executed->result, rate);
+    vanguard::v1::ReportStepRequest report;
+    report.set_test_id(test_id);
+    report.set_attempt(attempt);
+    *report.mutable_step() = BuildStepReport(index, attempt, *executed, judgement);
+    Log(FormatStepLine(test_id, report.step()));
+
+    absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
+    if (!reported.ok()) {
+      if (stopped()) return TestRunOutcome::kStopped;
+      Log(absl::StrCat("test ", test_id, ": ",
+                       IsLeaseLost(reported) ? "lease lost" : "cannot report", " (",
+                       reported.ToString(), "); abandoning"));
+      return TestRunOutcome::kAbandoned;
+    }
+    ++steps_taken;
+    ++index;
+
+    StepOutcome outcome;
+    outcome.rate_qps = rate;
+    outcome.passed = judgement.passed;
+    outcome.client_valid = judgement.client_valid;
+    outcome.achieved_qps = executed->result.achieved_qps();
+    outcome.p50_ms = executed->result.latency().p50_ms();
+    outcome.p99_ms = executed->result.latency().p99_ms();
+    outcome.error_rate = judgement.error_rate;
+    outcome.health_score = judgement.health.score;
+    outcome.health_state = judgement.health.state;
+    last = outcome;
+  }
+}
+
+}  // namespace vanguard::worker

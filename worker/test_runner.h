@@ -1,0 +1,110 @@
+// Runs one leased test to its end: asks the strategy for a rate, runs the step on the
+// replayer, judges it against the model's SLO, reports it, and finally completes the test
+// with the strategy's estimate.
+//
+//   TestRunner runner(&orchestrator, &executor, Clock::Real(), {.worker_id = "w1"});
+//   TestRunOutcome outcome = runner.Run(lease_response);
+//
+// Outcomes the user notices:
+//  - every step is reported (ReportStep) with increasing index and the lease's attempt;
+//  - the test is completed with a TestResult (estimate, confidence, steps, duration);
+//  - a heartbeat reply with cancel_requested stops the step in flight and completes the
+//    test with the error "cancelled by user";
+//  - FAILED_PRECONDITION (lease lost, stale fencing token) from any call abandons the
+//    test at once, without completing it (the new lease holder owns it);
+//  - a replayer that is UNAVAILABLE is retried twice with backoff, then the test is
+//    completed with the error;
+//  - Stop() (shutdown) stops the step in flight and returns without completing, so the
+//    lease expires and the test is retried elsewhere.
+//
+// Run() is called from one thread (the lease loop's); Stop() from any thread.
+#ifndef VANGUARD_WORKER_TEST_RUNNER_H_
+#define VANGUARD_WORKER_TEST_RUNNER_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "vanguard/v1/orchestrator.pb.h"
+#include "vanguard/v1/test.pb.h"
+#include "worker/cancellation.h"
+#include "worker/orchestrator_client.h"
+#include "worker/step_executor.h"
+#include "worker/step_judge.h"
+
+namespace vanguard::worker {
+
+struct TestRunnerOptions {
+  std::string worker_id;
+  absl::Duration lease_duration = absl::Seconds(30);
+  // Replayer UNAVAILABLE / DEADLINE_EXCEEDED: retries per step, backoff doubling from
+  // retry_backoff.
+  int max_step_retries = 2;
+  absl::Duration retry_backoff = absl::Seconds(1);
+  // Orchestrator UNAVAILABLE on ReportStep/CompleteTest: attempts before giving up (the
+  // lease then expires and the test is retried).
+  int max_report_attempts = 5;
+  // Heartbeat from a background thread too, not only between steps and per window.
+  bool heartbeat_thread = true;
+  // One line per step and per test event; nullable.
+  std::function<void(const std::string&)> log;
+};
+
+enum class TestRunOutcome {
+  kSucceeded,  // completed with a result
+  kFailed,     // completed with an error
+  kCancelled,  // completed with "cancelled by user"
+  kAbandoned,  // lease lost or orchestrator unreachable: not completed
+  kStopped,    // Stop() called: not completed
+};
+
+const char* TestRunOutcomeName(TestRunOutcome outcome);
+
+// The Step reported for step `index` of lease `attempt`.
+vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& executed,
+                                   const StepJudgement& judgement);
+
+// "test 7 step 2: target 400 qps, achieved 399.8 qps, p99 45.1 ms, HEALTHY: pass: ..."
+std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step);
+
+class TestRunner {
+ public:
+  // Pointers must outlive the runner.
+  TestRunner(OrchestratorClient* orchestrator, StepExecutor* executor, Clock* clock,
+             TestRunnerOptions options);
+
+  // Runs the leased test (lease.test must be set) to one of the outcomes above.
+  TestRunOutcome Run(const vanguard::v1::LeaseTestResponse& lease);
+
+  // Sticky: the current Run (if any) returns kStopped promptly, later Runs at once.
+  void Stop();
+
+ private:
+  bool stopped() const;
+  void Log(const std::string& line) const;
+  // Sleeps on the clock in small slices, giving up early when `cancel` fires or Stop().
+  void Backoff(absl::Duration d, CancellationToken* cancel);
+  // Retries `call` while it returns a transient error; FAILED_PRECONDITION and NOT_FOUND
+  // are returned at once.
+  absl::Status CallWithRetries(const std::function<absl::Status()>& call);
+  // CompleteTest with an error or a result; kAbandoned when it cannot be delivered.
+  TestRunOutcome Complete(const vanguard::v1::CompleteTestRequest& request,
+                          TestRunOutcome on_success);
+
+  OrchestratorClient* const orchestrator_;
+  StepExecutor* const executor_;
+  Clock* const clock_;
+  const TestRunnerOptions options_;
+
+  mutable absl::Mutex mu_;
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  CancellationToken* current_step_cancel_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_TEST_RUNNER_H_

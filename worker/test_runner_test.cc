@@ -1,0 +1,334 @@
+// TestRunner against gmock orchestrator and replayer stubs and a FakeClock: what the
+// orchestrator is told (steps, completion, heartbeats) for the ways a test can go.
+#include "worker/test_runner.h"
+
+#include <memory>
+#include <vector>
+
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "vanguard/v1/replayer_mock.grpc.pb.h"
+#include "worker/proto_time.h"
+#include "worker/testing/scripted_stream.h"
+
+namespace vanguard::worker {
+namespace {
+
+using ::testing::_;
+using ::testing::AtLeast;
+using ::testing::HasSubstr;
+using ::testing::NiceMock;
+using ::testing::Return;
+using ::testing::Truly;
+using testing_util::MakeStepResult;
+using testing_util::NewScriptedReader;
+using testing_util::ResultEvent;
+using testing_util::StreamScript;
+using testing_util::WindowEvent;
+
+constexpr int64_t kTestId = 7;
+constexpr int32_t kAttempt = 2;
+constexpr int kWindowsPerStep = 5;
+
+class TestRunnerTest : public ::testing::Test {
+ protected:
+  TestRunnerTest() : client_(&orchestrator_), executor_(&replayer_, &clock_) {
+    options_.worker_id = "worker-a";
+    options_.lease_duration = absl::Seconds(3);  // a heartbeat is due every second
+    options_.heartbeat_thread = false;           // beats come from windows, in fake time
+
+    ON_CALL(orchestrator_, Heartbeat(_, _, _)).WillByDefault(Return(grpc::Status::OK));
+    ON_CALL(orchestrator_, ReportStep(_, _, _))
+        .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::ReportStepRequest& r,
+                              vanguard::v1::ReportStepResponse*) {
+          reports_.push_back(r);
+          return grpc::Status::OK;
+        });
+    ON_CALL(orchestrator_, CompleteTest(_, _, _))
+        .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::CompleteTestRequest& r,
+                              vanguard::v1::CompleteTestResponse*) {
+          completions_.push_back(r);
+          return grpc::Status::OK;
+        });
+    ON_CALL(replayer_, RunStepRaw(_, _))
+        .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+          return NewScriptedReader(PredictorStep(r.rate_qps()));
+        });
+  }
+
+  // A predictor that holds its SLO up to capacity_ qps; every window takes one second.
+  std::shared_ptr<StreamScript> PredictorStep(double rate) {
+    auto script = std::make_shared<StreamScript>();
+    for (int i = 0; i < kWindowsPerStep; ++i) script->events.push_back(WindowEvent(i));
+    script->events.push_back(ResultEvent(rate <= capacity_
+                                             ? MakeStepResult(rate, rate, 10, 40)
+                                             : MakeStepResult(rate, capacity_, 200, 900)));
+    script->before_read = [this] { clock_.Advance(absl::Seconds(1)); };
+    last_script_ = script;
+    return script;
+  }
+
+  static vanguard::v1::LeaseTestResponse Lease() {
+    vanguard::v1::LeaseTestResponse lease;
+    lease.set_attempt(kAttempt);
+    vanguard::v1::Test* test = lease.mutable_test();
+    test->set_id(kTestId);
+    test->set_attempt(kAttempt);
+    vanguard::v1::Model* model = test->mutable_model();
+    model->set_name("resnet50");
+    model->set_version("v1");
+    model->add_endpoints("http://127.0.0.1:8000");
+    model->mutable_slo()->mutable_p99_latency()->set_nanos(100'000'000);
+    model->mutable_slo()->set_max_error_rate(0.01);
+    vanguard::v1::TestSpec* spec = test->mutable_spec();
+    spec->mutable_sweep()->set_min_qps(100);
+    spec->mutable_sweep()->set_max_qps(500);
+    spec->mutable_sweep()->set_steps(5);
+    *spec->mutable_step_duration() = ToProtoDuration(absl::Seconds(5));
+    *spec->mutable_step_warmup() = ToProtoDuration(absl::Seconds(1));
+    return lease;
+  }
+
+  TestRunner& runner() {
+    if (runner_ == nullptr) {
+      runner_ = std::make_unique<TestRunner>(&client_, &executor_, &clock_, options_);
+    }
+    return *runner_;
+  }
+
+  NiceMock<vanguard::v1::MockOrchestratorStub> orchestrator_;
+  NiceMock<vanguard::v1::MockReplayerStub> replayer_;
+  FakeClock clock_;
+  OrchestratorClient client_;
+  StepExecutor executor_;
+  TestRunnerOptions options_;
+  std::unique_ptr<TestRunner> runner_;
+  double capacity_ = 250;
+  std::vector<vanguard::v1::ReportStepRequest> reports_;
+  std::vector<vanguard::v1::CompleteTestRequest> completions_;
+  std::shared_ptr<StreamScript> last_script_;
+};
+
+TEST_F(TestRunnerTest, ReportsEveryStepAndCompletesWithHighestPassingRate) {
+  EXPECT_CALL(orchestrator_, Heartbeat(_, Truly([](const vanguard::v1::HeartbeatRequest& r) {
+                                         return r.test_id() == kTestId && r.attempt() == kAttempt &&
+                                                r.worker_id() == "worker-a";
+                                       }),
+                                       _))
+      .Times(AtLeast(3));
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+
+  ASSERT_EQ(reports_.size(), 3u);
+  const double targets[] = {100, 200, 300};
+  for (int i = 0; i < 3; ++i) {
+    const vanguard::v1::ReportStepRequest& r = reports_[i];
+    EXPECT_EQ(r.test_id(), kTestId);
+    EXPECT_EQ(r.attempt(), kAttempt);
+    EXPECT_EQ(r.step().index(), i + 1);
+    EXPECT_EQ(r.step().attempt(), kAttempt);
+    EXPECT_EQ(r.step().target_qps(), targets[i]);
+    EXPECT_EQ(r.step().passed(), i < 2) << r.step().verdict();
+    EXPECT_TRUE(r.step().client_valid());
+    EXPECT_EQ(r.step().latency_histogram(), "histogram-bytes");
+    EXPECT_EQ(FromProtoDuration(r.step().warmup()), absl::Seconds(1));
+    EXPECT_EQ(FromProtoDuration(r.step().duration()), absl::Seconds(10));  // as measured
+    EXPECT_LT(absl::FromUnixSeconds(r.step().start_time().seconds()),
+              absl::FromUnixSeconds(r.step().end_time().seconds()));
+  }
+  EXPECT_EQ(reports_[0].step().achieved_qps(), 100);
+  EXPECT_EQ(reports_[0].step().latency().p99_ms(), 40);
+  EXPECT_EQ(reports_[0].step().health_state(), vanguard::v1::HEALTH_STATE_HEALTHY);
+  EXPECT_EQ(reports_[2].step().achieved_qps(), 250);
+  EXPECT_EQ(reports_[2].step().health_state(), vanguard::v1::HEALTH_STATE_OVERLOADED);
+  EXPECT_THAT(reports_[2].step().verdict(), HasSubstr("p99 900.0 ms > 100 ms"));
+  EXPECT_GT(reports_[2].step().error_rate(), 0.1);
+
+  ASSERT_EQ(completions_.size(), 1u);
+  const vanguard::v1::CompleteTestRequest& done = completions_[0];
+  EXPECT_EQ(done.test_id(), kTestId);
+  EXPECT_EQ(done.attempt(), kAttempt);
+  ASSERT_TRUE(done.has_result());
+  EXPECT_EQ(done.result().max_sustainable_qps(), 200);
+  EXPECT_TRUE(done.result().converged());
+  EXPECT_EQ(done.result().confidence_low_qps(), 200);
+  EXPECT_EQ(done.result().confidence_high_qps(), 300);
+  EXPECT_EQ(done.result().steps_taken(), 3);
+  // Three steps of seven one-second reads each (five windows, the result, end of stream).
+  EXPECT_EQ(FromProtoDuration(done.result().test_duration()), absl::Seconds(21));
+  EXPECT_FALSE(done.result().summary().empty());
+}
+
+TEST_F(TestRunnerTest, CancelInHeartbeatStopsTheStepAndCompletesAsCancelled) {
+  vanguard::v1::HeartbeatResponse cancel;
+  cancel.set_cancel_requested(true);
+  EXPECT_CALL(orchestrator_, Heartbeat(_, _, _))
+      .WillOnce([&](grpc::ClientContext*, const vanguard::v1::HeartbeatRequest&,
+                    vanguard::v1::HeartbeatResponse* response) {
+        *response = cancel;
+        return grpc::Status::OK;
+      })
+      .WillRepeatedly(Return(grpc::Status::OK));
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(1);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kCancelled);
+
+  // The heartbeat after the first window cancelled the step: nothing more was read.
+  EXPECT_EQ(last_script_->reads, 1);
+  EXPECT_TRUE(reports_.empty());
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].error(), "cancelled by user");
+  EXPECT_EQ(completions_[0].attempt(), kAttempt);
+}
+
+TEST_F(TestRunnerTest, LeaseLostOnReportAbandonsWithoutCompleting) {
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "stale fencing token")));
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(1);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kAbandoned);
+}
+
+TEST_F(TestRunnerTest, LeaseLostOnHeartbeatStopsTheStepAndAbandons) {
+  EXPECT_CALL(orchestrator_, Heartbeat(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease expired")));
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _)).Times(0);
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kAbandoned);
+  EXPECT_EQ(last_script_->reads, 1);
+}
+
+TEST_F(TestRunnerTest, UnavailableReplayerIsRetriedTwiceThenTheTestFails) {
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(3).WillRepeatedly([](auto*, auto&) {
+    auto script = std::make_shared<StreamScript>();
+    script->final_status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused");
+    return NewScriptedReader(script);
+  });
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kFailed);
+
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(), HasSubstr("connection refused"));
+  EXPECT_THAT(completions_[0].error(), HasSubstr("step 1"));
+  EXPECT_EQ(clock_.Monotonic(), absl::Seconds(1 + 2));  // backoff 1 s, then 2 s
+}
+
+TEST_F(TestRunnerTest, ReplayerThatRecoversDoesNotFailTheTest) {
+  EXPECT_CALL(replayer_, RunStepRaw(_, _))
+      .WillOnce([](auto*, auto&) {
+        auto script = std::make_shared<StreamScript>();
+        script->final_status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting");
+        return NewScriptedReader(script);
+      })
+      .WillRepeatedly([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        return NewScriptedReader(PredictorStep(r.rate_qps()));
+      });
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+  ASSERT_EQ(reports_.size(), 3u);
+  EXPECT_EQ(reports_[0].step().index(), 1);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 200);
+}
+
+TEST_F(TestRunnerTest, InvalidClientStepIsReportedAndRerun) {
+  int calls = 0;
+  EXPECT_CALL(replayer_, RunStepRaw(_, _))
+      .WillRepeatedly([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        auto script = PredictorStep(r.rate_qps());
+        if (calls++ == 0) {
+          vanguard::v1::StepResult* result = script->events.back().mutable_result();
+          result->set_client_valid(false);
+          result->set_client_invalid_reason("send skew p99 40 ms");
+        }
+        return NewScriptedReader(script);
+      });
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+
+  ASSERT_EQ(reports_.size(), 4u);
+  EXPECT_EQ(reports_[0].step().index(), 1);
+  EXPECT_EQ(reports_[0].step().target_qps(), 100);
+  EXPECT_FALSE(reports_[0].step().client_valid());
+  EXPECT_FALSE(reports_[0].step().passed());
+  EXPECT_THAT(reports_[0].step().verdict(), HasSubstr("not judged"));
+  EXPECT_EQ(reports_[1].step().index(), 2);
+  EXPECT_EQ(reports_[1].step().target_qps(), 100);
+  EXPECT_TRUE(reports_[1].step().passed());
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 200);
+  EXPECT_EQ(completions_[0].result().steps_taken(), 4);
+}
+
+TEST_F(TestRunnerTest, UnavailableOrchestratorOnReportIsRetried) {
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::UNAVAILABLE, "orchestrator restarting")))
+      .WillRepeatedly([this](grpc::ClientContext*, const vanguard::v1::ReportStepRequest& r,
+                             vanguard::v1::ReportStepResponse*) {
+        reports_.push_back(r);
+        return grpc::Status::OK;
+      });
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+  ASSERT_EQ(reports_.size(), 3u);
+  EXPECT_EQ(reports_[0].step().index(), 1);
+}
+
+TEST_F(TestRunnerTest, SpecWithoutStrategyFailsWithoutRunningSteps) {
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  lease.mutable_test()->mutable_spec()->clear_sweep();
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kFailed);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(), HasSubstr("spec.strategy"));
+}
+
+TEST_F(TestRunnerTest, ModelWithoutP99SloFailsWithoutRunningSteps) {
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  lease.mutable_test()->mutable_model()->mutable_slo()->clear_p99_latency();
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kFailed);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(), HasSubstr("slo.p99_latency"));
+}
+
+TEST_F(TestRunnerTest, StopDuringAStepReturnsWithoutReportingOrCompleting) {
+  EXPECT_CALL(replayer_, RunStepRaw(_, _))
+      .WillOnce([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        auto script = PredictorStep(r.rate_qps());
+        script->before_read = [this, s = script.get()] {
+          if (s->reads == 2) runner().Stop();  // SIGTERM during the third window
+        };
+        return NewScriptedReader(script);
+      });
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _)).Times(0);
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kStopped);
+  EXPECT_EQ(last_script_->reads, 3);
+  // A stopped runner takes no further test.
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kStopped);
+}
+
+TEST(FormatStepLineTest, NamesTestStepRatesLatencyAndVerdict) {
+  vanguard::v1::Step step;
+  step.set_index(3);
+  step.set_target_qps(400);
+  step.set_achieved_qps(371.25);
+  step.mutable_latency()->set_p99_ms(182.3);
+  step.set_health_state(vanguard::v1::HEALTH_STATE_OVERLOADED);
+  step.set_verdict("p99 182.3 ms > 100 ms");
+  EXPECT_EQ(FormatStepLine(9, step),
+            "test 9 step 3: target 400 qps, achieved 371.2 qps, p99 182.3 ms, OVERLOADED: "
+            "p99 182.3 ms > 100 ms");
+}
+
+}  // namespace
+}  // namespace vanguard::worker
