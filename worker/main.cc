@@ -1,0 +1,149 @@
+// vanguard-worker: leases capacity tests from the orchestrator and runs them through the
+// replayer. Parses flags, wires the library objects, and turns SIGTERM/SIGINT into a
+// prompt stop (the test in flight is not completed, so its lease expires and it is retried).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+#include "vanguard/v1/replayer.grpc.pb.h"
+#include "worker/lease_loop.h"
+#include "worker/orchestrator_client.h"
+#include "worker/step_executor.h"
+#include "worker/test_runner.h"
+
+ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
+          "Orchestrator gRPC address (host:port) to lease tests from");
+ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
+          "Replayer gRPC address (host:port) that runs each step's load");
+ABSL_FLAG(std::string, worker_id, "", "Name this worker leases under; empty: <hostname>-<pid>");
+ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(30),
+          "Lease length asked for; heartbeats are sent every third of it");
+ABSL_FLAG(absl::Duration, poll_interval, absl::Seconds(1),
+          "Wait between LeaseTest calls when no test is queued");
+ABSL_FLAG(bool, once, false, "Exit after running one test");
+ABSL_FLAG(int, max_tests, 0, "Exit after running this many tests; 0: no limit");
+
+namespace {
+
+std::mutex log_mu;
+
+void LogLine(const std::string& line) {
+  std::lock_guard<std::mutex> lock(log_mu);
+  std::cerr << "vanguard-worker: " << line << std::endl;
+}
+
+std::string DefaultWorkerId() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return absl::StrCat(host[0] != '\0' ? host : "worker", "-", getpid());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Leases capacity tests from the Vanguard orchestrator and runs them step by step "
+      "through a replayer.\nThe bearer token for the orchestrator is read from "
+      "VANGUARD_TOKEN when set.\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
+      "--replayer=127.0.0.1:50052");
+  // --help lists the flags of this file (Abseil's default looks for <program>.cc).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "worker/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+  absl::ParseCommandLine(argc, argv);
+
+  const absl::Duration lease_duration = absl::GetFlag(FLAGS_lease_duration);
+  const absl::Duration poll_interval = absl::GetFlag(FLAGS_poll_interval);
+  const int max_tests = absl::GetFlag(FLAGS_once) ? 1 : absl::GetFlag(FLAGS_max_tests);
+  if (lease_duration < absl::Seconds(3)) {
+    LogLine("--lease_duration must be at least 3s");
+    return 2;
+  }
+  if (poll_interval <= absl::ZeroDuration()) {
+    LogLine("--poll_interval must be > 0");
+    return 2;
+  }
+  if (max_tests < 0) {
+    LogLine("--max_tests must be >= 0");
+    return 2;
+  }
+  std::string worker_id = absl::GetFlag(FLAGS_worker_id);
+  if (worker_id.empty()) worker_id = DefaultWorkerId();
+
+  // Block the stop signals in every thread (gRPC's included) and take them on one thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  vanguard::worker::OrchestratorClientOptions client_options;
+  if (const char* token = std::getenv("VANGUARD_TOKEN"); token != nullptr) {
+    client_options.bearer_token = token;
+  }
+  auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_orchestrator), grpc::InsecureChannelCredentials()));
+  auto replayer_stub = vanguard::v1::Replayer::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_replayer), grpc::InsecureChannelCredentials()));
+
+  vanguard::Clock* clock = vanguard::Clock::Real();
+  vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
+  vanguard::worker::StepExecutor executor(replayer_stub.get(), clock);
+
+  vanguard::worker::TestRunnerOptions runner_options;
+  runner_options.worker_id = worker_id;
+  runner_options.lease_duration = lease_duration;
+  runner_options.log = LogLine;
+  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, runner_options);
+
+  vanguard::worker::LeaseLoopOptions loop_options;
+  loop_options.worker_id = worker_id;
+  loop_options.lease_duration = lease_duration;
+  loop_options.poll_interval = poll_interval;
+  loop_options.max_tests = max_tests;
+  loop_options.log = LogLine;
+  vanguard::worker::LeaseLoop loop(&orchestrator, &runner, clock, loop_options);
+
+  std::atomic<bool> done{false};
+  std::thread signal_watcher([&] {
+    const timespec tick = {0, 200'000'000};
+    while (!done.load()) {
+      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        LogLine(absl::StrCat("signal ", sig, ": stopping"));
+        loop.Stop();
+        return;
+      }
+    }
+  });
+
+  LogLine(absl::StrCat("worker ", worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
+                       ", replayer ", absl::GetFlag(FLAGS_replayer)));
+  loop.Run();
+  done.store(true);
+  signal_watcher.join();
+  LogLine(absl::StrCat("exiting after ", loop.tests_run(), " test(s)"));
+  return 0;
+}
