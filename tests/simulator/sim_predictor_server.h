@@ -1,0 +1,70 @@
+// The simulated predictor's HTTP/1.1 server: KServe v2 REST endpoints and a Triton-style
+// /metrics page in front of a SlotScheduler whose slots and service time make the true
+// capacity known (slots * 1000 / service_ms requests/s).
+//
+//   ASSIGN_OR_RETURN(auto server, SimPredictorServer::Create(config));
+//   std::cout << "LISTENING " << server->address() << std::endl;
+//   server->Start();      // returns at once; `threads` threads run the event loop
+//   ...
+//   server->Shutdown();   // e.g. on SIGTERM
+//
+// Event-driven on Boost.Asio/Beast: every connection runs on its own strand, the scheduler
+// on one more, so any number of event-loop threads keeps the scheduling model exact. A
+// request's service completes at the virtual instant the model says, woken by one steady
+// timer set to the earliest completion (absolute expiry, so service time does not drift).
+//
+// Create/Start/Shutdown/address/port: any one thread (main); Shutdown is idempotent.
+#ifndef VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
+#define VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tests/simulator/slot_scheduler.h"
+
+namespace vanguard::sim {
+
+struct SimPredictorConfig {
+  // HOST:PORT; port 0 picks a free one. IPv6 hosts in brackets: "[::1]:0".
+  std::string listen = "127.0.0.1:8000";
+  std::string model_name = "sim";
+  SlotScheduler::Config scheduler;
+  // Event-loop threads.
+  int threads = 1;
+};
+
+class SimPredictorServer {
+ public:
+  // Validates the config (INVALID_ARGUMENT naming the field), binds and listens
+  // (UNAVAILABLE when the address cannot be bound). Serves nothing until Start().
+  static absl::StatusOr<std::unique_ptr<SimPredictorServer>> Create(
+      const SimPredictorConfig& config);
+  ~SimPredictorServer();  // Shutdown()
+  SimPredictorServer(const SimPredictorServer&) = delete;
+  SimPredictorServer& operator=(const SimPredictorServer&) = delete;
+
+  // The bound address, "127.0.0.1:PORT" (IPv6: "[::1]:PORT").
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  // slots * 1000 / service_ms.
+  double TrueCapacityRps() const;
+
+  void Start();
+  // Stops accepting, stops the event loop and joins its threads. Open connections and
+  // requests in flight are dropped.
+  void Shutdown();
+
+  struct Core;  // event-loop state, defined in the .cc
+
+ private:
+  SimPredictorServer() = default;
+
+  std::unique_ptr<Core> core_;
+  std::string address_;
+  int port_ = 0;
+};
+
+}  // namespace vanguard::sim
+
+#endif  // VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
