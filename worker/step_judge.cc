@@ -70,9 +70,12 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
         result.scheduled(), result.sent(), result.completed(), result.errors(), result.timeouts(),
         result.dropped()));
   }
-  j.error_rate = result.scheduled() > 0 ? static_cast<double>(result.errors() + result.timeouts()) /
-                                              static_cast<double>(result.scheduled())
-                                        : 0.0;
+  // Clamped so inconsistent counts still give a fraction the orchestrator accepts.
+  j.error_rate = result.scheduled() > 0
+                     ? std::clamp(static_cast<double>(result.errors() + result.timeouts()) /
+                                      static_cast<double>(result.scheduled()),
+                                  0.0, 1.0)
+                     : 0.0;
 
   // p99 from the intended send time: queueing delay counts.
   const double p99_ms = result.latency().p99_ms();

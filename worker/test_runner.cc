@@ -272,6 +272,13 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
     absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
     if (!reported.ok()) {
       if (stopped()) return TestRunOutcome::kStopped;
+      if (!IsLeaseLost(reported) && !IsTransient(reported)) {
+        // The orchestrator refuses this step (e.g. INVALID_ARGUMENT): retrying the test
+        // elsewhere would only repeat it, so fail it with the reason.
+        return complete_with_error(
+            absl::StrCat("step ", index, " report rejected: ", reported.message()),
+            TestRunOutcome::kFailed);
+      }
       Log(absl::StrCat("test ", test_id, ": ",
                        IsLeaseLost(reported) ? "lease lost" : "cannot report", " (",
                        reported.ToString(), "); abandoning"));

@@ -192,6 +192,16 @@ TEST_F(TestRunnerTest, LeaseLostOnReportAbandonsWithoutCompleting) {
   EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kAbandoned);
 }
 
+TEST_F(TestRunnerTest, RejectedReportFailsTheTestWithTheReason) {
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "step.error_rate: bad")));
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(1);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kFailed);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(), HasSubstr("step.error_rate: bad"));
+}
+
 TEST_F(TestRunnerTest, LeaseLostOnHeartbeatStopsTheStepAndAbandons) {
   EXPECT_CALL(orchestrator_, Heartbeat(_, _, _))
       .WillOnce(Return(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease expired")));
