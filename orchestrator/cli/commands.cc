@@ -179,9 +179,11 @@ void CommandRunner::ReportProgress(const v1::Test& test, FollowProgress& progres
     progress.reported_steps.push_back(key);
     to << RenderStepProgress(step) << "\n";
   }
-  if (test.state() != progress.state || test.attempt() != progress.attempt) {
+  if (test.state() != progress.state || test.attempt() != progress.attempt ||
+      test.cancel_requested() != progress.cancel_requested) {
     progress.state = test.state();
     progress.attempt = test.attempt();
+    progress.cancel_requested = test.cancel_requested();
     to << RenderStateLine(test) << "\n";
   }
   to.flush();

@@ -63,6 +63,7 @@ class CommandRunner {
   struct FollowProgress {
     v1::TestState state = v1::TEST_STATE_UNSPECIFIED;
     int32_t attempt = -1;
+    bool cancel_requested = false;
     std::vector<std::pair<int32_t, int32_t>> reported_steps;  // (attempt, index)
   };
 

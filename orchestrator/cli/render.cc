@@ -263,6 +263,9 @@ std::string RenderTestTable(const v1::Test& test) {
   if (!test.lease_owner().empty() && !IsTerminal(test.state())) {
     absl::StrAppend(&out, "  worker     ", test.lease_owner(), "\n");
   }
+  if (test.cancel_requested() && !IsTerminal(test.state())) {
+    absl::StrAppend(&out, "  cancel     requested; the worker stops at its next heartbeat\n");
+  }
   if (!test.request_id().empty()) absl::StrAppend(&out, "  request id ", test.request_id(), "\n");
   if (!test.error().empty()) absl::StrAppend(&out, "  error      ", test.error(), "\n");
   absl::StrAppend(&out, "\n", RenderSteps(test), "\n", RenderResult(test));
@@ -338,6 +341,9 @@ std::string RenderStateLine(const v1::Test& test) {
   if (test.attempt() > 0) details.push_back(absl::StrCat("attempt ", test.attempt()));
   if (!test.lease_owner().empty() && !IsTerminal(test.state())) {
     details.push_back(absl::StrCat("worker ", test.lease_owner()));
+  }
+  if (test.cancel_requested() && !IsTerminal(test.state())) {
+    details.push_back("cancel requested");
   }
   if (!test.error().empty()) details.push_back(test.error());
   if (!details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(details, ", "), ")");

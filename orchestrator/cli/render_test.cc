@@ -227,6 +227,10 @@ TEST(RenderStateLineTest, StateAttemptAndWorker) {
   test.set_attempt(2);
   test.set_lease_owner("worker-a");
   EXPECT_EQ(RenderStateLine(test), "test 9: RUNNING (attempt 2, worker worker-a)");
+  test.set_cancel_requested(true);
+  EXPECT_EQ(RenderStateLine(test),
+            "test 9: RUNNING (attempt 2, worker worker-a, cancel requested)");
+  EXPECT_THAT(RenderTestTable(test), HasSubstr("cancel     requested"));
 }
 
 }  // namespace
