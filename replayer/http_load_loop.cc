@@ -114,7 +114,15 @@ class HttpLoadLoop::Impl {
                                                  config_.target.host,
                                                  "\": ", ec ? ec.message() : "no addresses"));
     }
+    // One address for the whole step. Prefer IPv4: "localhost" often resolves to ::1 first
+    // while local predictors commonly listen on 127.0.0.1 only.
     endpoint_ = endpoints.begin()->endpoint();
+    for (const auto& entry : endpoints) {
+      if (entry.endpoint().address().is_v4()) {
+        endpoint_ = entry.endpoint();
+        break;
+      }
+    }
 
     t0_ = SteadyClock::now();
     housekeeping_next_ = t0_;
@@ -374,7 +382,7 @@ class HttpLoadLoop::Impl {
     housekeeping_timer_.expires_at(housekeeping_next_);
     housekeeping_timer_.async_wait([this](error_code ec) {
       if (ec || finished_) return;
-      ExpirePending(SteadyClock::now());
+      ServePending();  // expires overdue waiting requests; opens connections if there is room
       DeliverClosedWindows();
       MaybeFinish();
       if (!finished_) ArmHousekeeping();
