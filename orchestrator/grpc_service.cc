@@ -94,6 +94,10 @@ grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
       if (context->IsCancelled()) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
       }
+      if (shutting_down_.load()) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "orchestrator shutting down; watch again to continue");
+      }
       current = service_->GetTest(get);
       if (!current.ok()) return ToGrpcStatus(current.status());
       if (WatchedFields(current->test()) != sent) break;

@@ -7,10 +7,13 @@
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
 // it again whenever its state, attempt, step count, result or error changed; it finishes
-// after sending a finished test, or when the client cancels or the server shuts down.
-// Called on gRPC's server threads.
+// after sending a finished test, when the client cancels, or with UNAVAILABLE once
+// BeginShutdown() was called (so server shutdown does not wait for open watches).
+// Called on gRPC's server threads; BeginShutdown from any thread.
 #ifndef VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
+
+#include <atomic>
 
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -29,6 +32,9 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
       : OrchestratorGrpcService(service, Options(), Clock::Real()) {}
   OrchestratorGrpcService(OrchestratorService* service, Options options, Clock* clock)
       : service_(service), options_(options), clock_(clock) {}
+
+  // Ends open WatchTest streams at their next poll; call before grpc::Server::Shutdown.
+  void BeginShutdown() { shutting_down_.store(true); }
 
   grpc::Status RegisterModel(grpc::ServerContext* context, const v1::RegisterModelRequest* request,
                              v1::RegisterModelResponse* response) override;
@@ -59,6 +65,7 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
   OrchestratorService* service_;
   const Options options_;
   Clock* clock_;
+  std::atomic<bool> shutting_down_{false};
 };
 
 }  // namespace vanguard

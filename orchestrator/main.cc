@@ -96,7 +96,9 @@ int Run(const Config& config) {
   absl::Duration backoff = absl::Milliseconds(100);
   absl::StatusOr<std::vector<std::string>> applied;
   while (true) {
-    applied = Migrator().Run(config.database_url, absl::Seconds(5));
+    const absl::Duration connect_timeout =
+        std::clamp(give_up - absl::Now(), absl::Seconds(1), absl::Seconds(5));
+    applied = Migrator().Run(config.database_url, connect_timeout);
     if (applied.ok() || !absl::IsUnavailable(applied.status())) break;
     const absl::Duration left = give_up - absl::Now();
     if (left <= absl::ZeroDuration()) break;
@@ -157,8 +159,9 @@ int Run(const Config& config) {
 
   WaitForStopSignal(stop_signals, absl::InfiniteDuration());
   std::cerr << "vanguard-orchestrator: stopping" << std::endl;
-  // Watch streams notice the shutdown through their context and end.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // Open watches end at their next poll; unary calls get a moment to finish.
+  grpc_service.BeginShutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   reaper.Stop();
   return 0;
 }

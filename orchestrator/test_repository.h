@@ -70,8 +70,10 @@ class TestRepository {
                                                 absl::Duration lease_duration);
 
   // Extends the lease of a running test held by worker_id at this attempt and returns
-  // whether cancellation was requested. FAILED_PRECONDITION when the lease is not held
-  // (stale attempt, other owner, test no longer running); NOT_FOUND for an unknown test.
+  // whether cancellation was requested. A lease past its expiry that the reaper has not
+  // yet taken back can still be extended: the worker is evidently alive. FAILED_PRECONDITION when
+  // the lease is not held (stale attempt, other owner, test no longer running); NOT_FOUND for an
+  // unknown test.
   absl::StatusOr<bool> Heartbeat(int64_t test_id, int32_t attempt, const std::string& worker_id,
                                  absl::Duration lease_duration);
 

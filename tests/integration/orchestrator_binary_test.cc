@@ -94,6 +94,8 @@ TEST(OrchestratorBinaryTest, ServesOnPortZeroWritesPortFileAndStopsOnSigterm) {
   ASSERT_TRUE(stub->ListModels(&ctx2, list, &listed).ok());
   EXPECT_EQ(listed.models_size(), 1);
 
+  stub.reset();  // a connected but idle client would hold the server's shutdown up to 2 s
+
   int wait_status = (*server)->Terminate(absl::Seconds(10));
   EXPECT_TRUE(WIFEXITED(wait_status)) << "killed instead of exiting on SIGTERM; stderr:\n"
                                       << (*server)->Stderr();

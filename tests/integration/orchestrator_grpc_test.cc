@@ -201,5 +201,29 @@ TEST_F(OrchestratorGrpcTest, WatchEndsWhenTheClientCancels) {
   EXPECT_TRUE(stub_->GetTest(Context().get(), get, &got).ok());
 }
 
+TEST_F(OrchestratorGrpcTest, ShutdownEndsOpenWatchesWithUnavailable) {
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse reg_response;
+  ASSERT_TRUE(stub_->RegisterModel(Context().get(), reg, &reg_response).ok());
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  v1::SubmitTestResponse submitted;
+  ASSERT_TRUE(stub_->SubmitTest(Context().get(), submit, &submitted).ok());
+
+  auto context = Context();
+  v1::WatchTestRequest watch;
+  watch.set_id(submitted.test().id());
+  auto reader = stub_->WatchTest(context.get(), watch);
+  v1::WatchTestResponse update;
+  ASSERT_TRUE(reader->Read(&update));
+  grpc_service_->BeginShutdown();
+  while (reader->Read(&update)) {
+  }
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("shutting down"));
+}
+
 }  // namespace
 }  // namespace vanguard

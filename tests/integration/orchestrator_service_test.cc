@@ -159,7 +159,9 @@ TEST_F(OrchestratorServiceTest, SubmitTestRulesNameTheField) {
       {"spec.max_attempts: must be between 0",
        [](auto& r) { r.mutable_spec()->set_max_attempts(-1); }},
       {"spec.labels: keys must not be empty",
-       [](auto& r) { (*r.mutable_spec()->mutable_labels())[""] = "x"; }},
+       [](auto& r) {
+         r.mutable_spec()->mutable_labels()->insert({"", "x"});
+       }},
       {"request_id: must be at most 200", [](auto& r) { r.set_request_id(std::string(201, 'r')); }},
   };
   for (const auto& rule : rules) {
