@@ -3,6 +3,7 @@
 // Parses flags, starts SimPredictorServer, waits for SIGTERM/SIGINT on the main thread.
 #include <signal.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tests/simulator/sim_predictor_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000",
@@ -88,7 +90,12 @@ int main(int argc, char** argv) {
   }
   (*server)->Start();
 
-  std::cerr << "true_capacity_rps=" << (*server)->TrueCapacityRps() << std::endl;
+  // Plain decimal (never 6.4e+06) so scripts can read it: "800", "333.333".
+  const double capacity = (*server)->TrueCapacityRps();
+  const std::string capacity_text = std::abs(capacity - std::round(capacity)) < 1e-6
+                                        ? absl::StrFormat("%.0f", capacity)
+                                        : absl::StrFormat("%.3f", capacity);
+  std::cerr << "true_capacity_rps=" << capacity_text << std::endl;
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
     std::cerr << "vanguard-sim-predictor: cannot write --port_file " << port_file << "\n";
