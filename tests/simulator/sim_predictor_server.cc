@@ -108,7 +108,7 @@ bool IsHttpProtocolError(const beast::error_code& ec) {
 class HttpSession;
 
 struct SimPredictorServer::Core {
-  Core(const SimPredictorConfig& config, const SlotScheduler& slot_scheduler)
+  explicit Core(const SimPredictorConfig& config)
       : io(config.threads),
         acceptor(asio::make_strand(io)),
         scheduler_strand(asio::make_strand(io)),
@@ -117,7 +117,8 @@ struct SimPredictorServer::Core {
         model_name(config.model_name),
         model_label(EscapeLabel(config.model_name)),
         threads(config.threads),
-        scheduler(slot_scheduler) {}
+        profile(config.profile),
+        scheduler(config.profile.batch) {}
 
   // Virtual time of the scheduling model: steady time since the server was created.
   absl::Duration Now() const { return absl::FromChrono(std::chrono::steady_clock::now() - epoch); }
@@ -140,6 +141,7 @@ struct SimPredictorServer::Core {
   const std::string model_name;
   const std::string model_label;  // escaped for Prometheus labels
   const int threads;
+  const Profile profile;
 
   // Requests answered 400 for a malformed body; any session strand increments.
   std::atomic<uint64_t> malformed_requests{0};
@@ -426,7 +428,7 @@ void SimPredictorServer::Core::DeliverCompletions() {
 }
 
 void SimPredictorServer::Core::ArmCompletionTimer() {
-  const std::optional<absl::Duration> next = scheduler.NextCompletionTime();
+  const std::optional<absl::Duration> next = scheduler.NextEventTime();
   if (!next.has_value() || stopping.load()) return;
   if (timer_armed && timer_deadline <= *next) return;
   // Re-arming cancels an outstanding wait (its handler sees operation_aborted); a wait that
@@ -504,13 +506,13 @@ absl::StatusOr<std::unique_ptr<SimPredictorServer>> SimPredictorServer::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("model_name must be non-empty without '/', got \"", config.model_name, "\""));
   }
-  absl::StatusOr<SlotScheduler> scheduler = SlotScheduler::Create(config.scheduler);
-  if (!scheduler.ok()) return scheduler.status();
+  Profile profile = config.profile;
+  if (absl::Status status = FinalizeProfile(profile); !status.ok()) return status;
   absl::StatusOr<HostPort> host_port = ParseListen(config.listen);
   if (!host_port.ok()) return host_port.status();
 
   std::unique_ptr<SimPredictorServer> server(new SimPredictorServer());
-  server->core_ = std::make_unique<Core>(config, *scheduler);
+  server->core_ = std::make_unique<Core>(config);
   Core& core = *server->core_;
 
   beast::error_code ec;
@@ -550,7 +552,9 @@ SimPredictorServer::~SimPredictorServer() {
   if (core_ != nullptr) core_->pending.clear();  // event loop stopped: no strand is running
 }
 
-double SimPredictorServer::TrueCapacityRps() const { return core_->scheduler.TrueCapacityRps(); }
+double SimPredictorServer::SaturationRps() const {
+  return vanguard::sim::SaturationRps(core_->profile);
+}
 
 void SimPredictorServer::Start() {
   core_->Accept();

@@ -21,15 +21,19 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tests/simulator/slot_scheduler.h"
+#include "tests/simulator/profile.h"
 
 namespace vanguard::sim {
 
 struct SimPredictorConfig {
   // HOST:PORT; port 0 picks a free one. IPv6 hosts in brackets: "[::1]:0".
   std::string listen = "127.0.0.1:8000";
+  // HOST:PORT for the KServe v2 gRPC API; empty = no gRPC server.
+  std::string grpc_listen;
   std::string model_name = "sim";
-  SlotScheduler::Config scheduler;
+  // The model: profile.mode picks the batch (profile.batch) or generative
+  // (profile.generative) scheduler.
+  Profile profile;
   // Event-loop threads.
   int threads = 1;
 };
@@ -47,8 +51,10 @@ class SimPredictorServer {
   // The bound address, "127.0.0.1:PORT" (IPv6: "[::1]:PORT").
   const std::string& address() const { return address_; }
   int port() const { return port_; }
-  // slots * 1000 / service_ms.
-  double TrueCapacityRps() const;
+  // The gRPC server's bound address, or empty when there is none.
+  const std::string& grpc_address() const { return grpc_address_; }
+  // Requests/s the profile serves at saturation after warmup.
+  double SaturationRps() const;
 
   void Start();
   // Stops accepting, stops the event loop and joins its threads. Open connections and
@@ -63,6 +69,7 @@ class SimPredictorServer {
   std::unique_ptr<Core> core_;
   std::string address_;
   int port_ = 0;
+  std::string grpc_address_;
 };
 
 }  // namespace vanguard::sim

@@ -39,17 +39,17 @@ TEST(SlotSchedulerTest, RejectsInvalidConfigNamingTheField) {
   EXPECT_TRUE(SlotScheduler::Create({.slots = 1, .service_time = Ms(0.01)}).ok());
 }
 
-TEST(SlotSchedulerTest, TrueCapacityIsSlotsOverServiceTime) {
-  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(10)}).TrueCapacityRps(), 400.0);
-  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(5)}).TrueCapacityRps(), 800.0);
-  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 64, .service_time = Ms(0.01)}).TrueCapacityRps(), 6.4e6);
+TEST(SlotSchedulerTest, SaturationIsSlotsOverServiceTime) {
+  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(10)}).SaturationRps(), 400.0);
+  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(5)}).SaturationRps(), 800.0);
+  EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 64, .service_time = Ms(0.01)}).SaturationRps(), 6.4e6);
 }
 
 TEST(SlotSchedulerTest, ServesOneRequestForExactlyTheServiceTime) {
   SlotScheduler scheduler({.slots = 2, .service_time = Ms(10)});
   std::vector<SlotScheduler::Completion> done;
   EXPECT_EQ(scheduler.Arrive(1, Ms(100), &done), Admission::kStarted);
-  EXPECT_EQ(scheduler.NextCompletionTime(), Ms(110));
+  EXPECT_EQ(scheduler.NextEventTime(), Ms(110));
 
   scheduler.AdvanceTo(Ms(109.999), &done);
   EXPECT_TRUE(done.empty());
@@ -59,7 +59,7 @@ TEST(SlotSchedulerTest, ServesOneRequestForExactlyTheServiceTime) {
   EXPECT_EQ(done[0].arrival, Ms(100));
   EXPECT_EQ(done[0].start, Ms(100));
   EXPECT_EQ(done[0].finish, Ms(110));
-  EXPECT_EQ(scheduler.NextCompletionTime(), std::nullopt);
+  EXPECT_EQ(scheduler.NextEventTime(), std::nullopt);
   EXPECT_EQ(scheduler.stats().completed, 1u);
   EXPECT_EQ(scheduler.stats().total_service_time, Ms(10));
   EXPECT_EQ(scheduler.stats().total_queue_time, absl::ZeroDuration());
@@ -116,7 +116,7 @@ TEST(SlotSchedulerTest, QueuedRequestStartsWhenTheSlotFreesNotWhenTheCallerNotic
   EXPECT_EQ(done[0].finish, Ms(10));
   EXPECT_EQ(done[1].start, Ms(10));
   EXPECT_EQ(done[1].finish, Ms(20));
-  EXPECT_EQ(scheduler.NextCompletionTime(), Ms(30));  // request 3 started at 20
+  EXPECT_EQ(scheduler.NextEventTime(), Ms(30));  // request 3 started at 20
   // Queue time is what each request waited in virtual time: 2 waited 9 ms, 3 waited 18 ms.
   scheduler.AdvanceTo(Ms(30), &done);
   EXPECT_EQ(scheduler.stats().total_queue_time, Ms(9) + Ms(18));
@@ -130,7 +130,7 @@ TEST(SlotSchedulerTest, ArrivalFirstCompletesWhatFinishedBeforeIt) {
   // The timer has not fired yet but the slot is free at t=12: request 2 starts right away.
   EXPECT_EQ(scheduler.Arrive(2, Ms(12), &done), Admission::kStarted);
   EXPECT_THAT(Ids(done), ElementsAre(1));
-  EXPECT_EQ(scheduler.NextCompletionTime(), Ms(22));
+  EXPECT_EQ(scheduler.NextEventTime(), Ms(22));
 }
 
 TEST(SlotSchedulerTest, ThroughputAtSaturationEqualsTrueCapacity) {
@@ -142,7 +142,7 @@ TEST(SlotSchedulerTest, ThroughputAtSaturationEqualsTrueCapacity) {
   for (int client = 0; client < 16; ++client) scheduler.Arrive(next_id++, Ms(0), &done);
   uint64_t completed = 0;
   while (true) {
-    const absl::Duration t = *scheduler.NextCompletionTime();
+    const absl::Duration t = *scheduler.NextEventTime();
     if (t > absl::Seconds(10)) break;
     done.clear();
     scheduler.AdvanceTo(t, &done);

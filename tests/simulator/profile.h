@@ -1,0 +1,82 @@
+// Named model profiles for the simulated predictor: one small JSON file per model class
+// (tests/simulator/profiles/*.json, embedded into the binary at build time) that sets every
+// scheduling parameter and a documented SLO, so a capacity test has a known right answer.
+//
+//   ASSIGN_OR_RETURN(Profile profile, LoadProfile("vision"));        // or a path to a .json
+//   SlotScheduler scheduler(profile.batch);                          // profile.mode == kBatch
+//   double saturation = SaturationRps(profile);
+//
+// File format (all keys optional except none; unknown keys are INVALID_ARGUMENT; times in ms):
+//   {"name": "vision", "description": "...", "mode": "batch" | "generative",
+//    "slots": 2, "base_ms": 6, "per_item_ms": 2, "max_batch": 8, "max_queue_delay_ms": 2,
+//    "max_queue": 256, "jitter_sigma": 0.1, "warmup_factor": 4, "warmup_s": 20,
+//    "stall_rate_per_s": 0.1, "stall_ms": 50, "colocation": 0, "error_rate": 0, "seed": 1,
+//    "generative": {"max_seqs": 16, "token_base_ms": 8, "token_per_seq_ms": 0.25,
+//                   "prefill_ms_per_token": 0.04, "prompt_tokens": 128, "kv_cache_tokens": 0,
+//                   "output_tokens": {"distribution": "constant" | "uniform" | "lognormal",
+//                                     "mean": 64, "sigma": 0.5, "min": 1, "max": 256}},
+//    "slo": {"latency_percentile": 99, "latency_ms": 100, "max_error_rate": 0.01,
+//            "ttft_ms": 1500}}
+// Defaults are the legacy command line's: 4 slots of 10 ms, no batching, no perturbations.
+// Pure functions; any thread.
+#ifndef VANGUARD_TESTS_SIMULATOR_PROFILE_H_
+#define VANGUARD_TESTS_SIMULATOR_PROFILE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tests/simulator/slot_scheduler.h"
+#include "tests/simulator/token_scheduler.h"
+
+namespace vanguard::sim {
+
+// What "meets its SLO" means for a profile.
+struct Slo {
+  // The latency percentile judged (99 = p99), over requests that succeeded, from arrival to
+  // the last byte (for streams: the last token).
+  double latency_percentile = 99;
+  absl::Duration latency_limit = absl::Milliseconds(100);
+  // (rejected + failed) / scheduled may not exceed this.
+  double max_error_rate = 0.01;
+  // Generative only: the same percentile of time to first token; infinite = not judged.
+  absl::Duration ttft_limit = absl::InfiniteDuration();
+};
+
+enum class ProfileMode { kBatch, kGenerative };
+
+struct Profile {
+  std::string name = "default";
+  std::string description;
+  ProfileMode mode = ProfileMode::kBatch;
+  // Batch mode's scheduler. Its slots, max_queue and perturbations also apply in generative
+  // mode (copied into `generative` by Finalize).
+  SlotScheduler::Config batch;
+  TokenScheduler::Config generative;
+  Slo slo;
+};
+
+// Parses a profile file's text. INVALID_ARGUMENT naming the key on bad JSON, unknown keys,
+// wrong types or values out of range.
+absl::StatusOr<Profile> ParseProfileJson(absl::string_view text);
+
+// A name from NamedProfiles() or a path to a JSON file (anything containing '/' or ending in
+// ".json"). NOT_FOUND listing the names for an unknown name; the parse errors otherwise.
+absl::StatusOr<Profile> LoadProfile(absl::string_view name_or_path);
+
+// The profiles shipped in tests/simulator/profiles/: embedding, ranking, vision,
+// nlp_encoder, llm.
+std::vector<std::string> NamedProfiles();
+
+// Copies the shared fields (slots, max_queue, perturbations) from `batch` into `generative`
+// and validates the scheduler config of the profile's mode. Call after changing fields.
+absl::Status FinalizeProfile(Profile& profile);
+
+// Requests per second at saturation after warmup, from the profile's mode's scheduler.
+double SaturationRps(const Profile& profile);
+
+}  // namespace vanguard::sim
+
+#endif  // VANGUARD_TESTS_SIMULATOR_PROFILE_H_
