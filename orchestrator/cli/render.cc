@@ -49,7 +49,10 @@ std::string FormatTime(const google::protobuf::Timestamp& t) {
 }
 
 std::string FormatDuration(const google::protobuf::Duration& d) {
-  return absl::FormatDuration(FromProto(d));
+  absl::Duration v = FromProto(d);
+  // Whole milliseconds are precise enough for a person reading a table.
+  if (v >= absl::Seconds(1)) v = absl::Trunc(v, absl::Milliseconds(1));
+  return absl::FormatDuration(v);
 }
 
 std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
