@@ -2,18 +2,68 @@
 // adds its own file and one case here.
 #include "worker/strategy.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "worker/adaptive_strategy.h"
+#include "worker/binary_search_strategy.h"
+#include "worker/direct_controller_strategy.h"
+#include "worker/ladder_strategy.h"
+#include "worker/stability_strategy.h"
 #include "worker/sweep_strategy.h"
 
 namespace vanguard::worker {
+namespace {
 
-absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::TestSpec& spec) {
+template <typename T>
+absl::StatusOr<std::unique_ptr<Strategy>> Upcast(absl::StatusOr<std::unique_ptr<T>> s) {
+  if (!s.ok()) return s.status();
+  return std::unique_ptr<Strategy>(std::move(*s));
+}
+
+}  // namespace
+
+double CoefficientOfVariation(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  if (mean == 0) return 0;
+  double var = 0;
+  for (double v : values) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(values.size());
+  return std::sqrt(var) / std::abs(mean);
+}
+
+absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::TestSpec& spec,
+                                                         const StrategyContext& context) {
   switch (spec.strategy_case()) {
-    case vanguard::v1::TestSpec::kSweep: {
-      absl::StatusOr<std::unique_ptr<SweepStrategy>> sweep = SweepStrategy::Create(spec.sweep());
-      if (!sweep.ok()) return sweep.status();
-      return std::unique_ptr<Strategy>(std::move(*sweep));
+    case vanguard::v1::TestSpec::kSweep:
+      return Upcast(SweepStrategy::Create(spec.sweep()));
+    case vanguard::v1::TestSpec::kBinarySearch:
+      return Upcast(BinarySearchStrategy::Create(spec.binary_search()));
+    case vanguard::v1::TestSpec::kAdaptive:
+      return Upcast(AdaptiveStrategy::Create(spec.adaptive()));
+    case vanguard::v1::TestSpec::kLadder:
+      return Upcast(LadderStrategy::Create(spec.ladder()));
+    case vanguard::v1::TestSpec::kStability:
+      return Upcast(StabilityStrategy::Create(spec.stability()));
+    case vanguard::v1::TestSpec::kDirectController: {
+      const vanguard::v1::DirectControllerStrategy& dc = spec.direct_controller();
+      double target;
+      if (dc.source_case() == vanguard::v1::DirectControllerStrategy::kTargetQps) {
+        target = dc.target_qps();
+      } else if (dc.source_case() == vanguard::v1::DirectControllerStrategy::SOURCE_NOT_SET) {
+        return absl::InvalidArgumentError(
+            "direct_controller.source: set json_url, prometheus_url or target_qps");
+      } else if (context.controller_target_qps) {
+        target = *context.controller_target_qps;
+      } else {
+        return absl::FailedPreconditionError(
+            "direct_controller: the autoscaler's target rate was not fetched");
+      }
+      return Upcast(DirectControllerStrategy::Create(dc, target));
     }
     case vanguard::v1::TestSpec::STRATEGY_NOT_SET:
       return absl::InvalidArgumentError("spec.strategy: no strategy set (e.g. spec.sweep)");

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "vanguard/v1/test.pb.h"
@@ -38,6 +39,28 @@ struct StepOutcome {
   double error_rate = 0;
   double health_score = 0;  // H; > 1.0 means overloaded
   vanguard::v1::HealthState health_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
+  // Windows of the judged part that breached (H >= 0.8) while both neighbours did not:
+  // isolated spikes, which the adaptive search may treat as noise.
+  int spikes = 0;
+  // The highest state the per-window hysteresis machine reached over the judged windows
+  // (a sustained state: one bad window alone never escalates it); UNSPECIFIED when the step
+  // had no per-window assessment.
+  vanguard::v1::HealthState window_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
+  // Fraction of scheduled requests that met the SLO (seed 003 goodput); < 0: not measured.
+  double goodput = -1;
+  // Predictor queue gauge over the judged windows: mean, and the fraction of the expected
+  // samples (one per window) that landed. queue_samples_fraction 0: no gauge scraped.
+  double queue_mean = 0;
+  double queue_samples_fraction = 0;
+  // Predictor memory gauge (bytes) mean over the judged windows; < 0: not scraped.
+  double memory_bytes = -1;
+};
+
+// Inputs a strategy needs that the runner resolves before the test starts (I/O happens in
+// the runner, never in a strategy).
+struct StrategyContext {
+  // Direct controller: the rate the production autoscaler targets, fetched by the runner.
+  std::optional<double> controller_target_qps;
 };
 
 // Run the next step at this offered rate.
@@ -53,6 +76,12 @@ struct Done {
   double confidence_low_qps = 0;
   double confidence_high_qps = 0;
   std::string summary;  // one line for humans: how the estimate was reached
+  // Ladder calibration: lambda_r and the survivor rate 2 * lambda_r, and each ramp's result.
+  double reserve_qps = 0;
+  double survivor_qps = 0;
+  std::vector<double> ramp_max_qps;
+  // Stability: the drift checks that fired.
+  std::vector<std::string> drift_flags;
 };
 
 using Decision = std::variant<RunStep, Done>;
@@ -71,7 +100,13 @@ class Strategy {
 
 // Builds the strategy a test spec asks for. INVALID_ARGUMENT (naming the field) when the
 // spec has no strategy, one this worker does not know, or bad parameters.
-absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::TestSpec& spec);
+// FAILED_PRECONDITION when a direct_controller spec names a URL the runner has not resolved
+// into context.controller_target_qps.
+absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::TestSpec& spec,
+                                                         const StrategyContext& context = {});
+
+// Coefficient of variation (stddev / mean) of `values`; 0 for fewer than two or mean 0.
+double CoefficientOfVariation(const std::vector<double>& values);
 
 }  // namespace vanguard::worker
 

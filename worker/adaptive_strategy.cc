@@ -1,0 +1,133 @@
+// Algorithm 1: dampening, spike tolerance, convergence detection. See adaptive_strategy.h.
+#include "worker/adaptive_strategy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace vanguard::worker {
+
+absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
+    const vanguard::v1::AdaptiveStrategy& config) {
+  if (!std::isfinite(config.min_qps()) || config.min_qps() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("adaptive.min_qps must be > 0, got ", config.min_qps()));
+  }
+  if (!std::isfinite(config.max_qps()) || config.max_qps() <= config.min_qps()) {
+    return absl::InvalidArgumentError(absl::StrCat("adaptive.max_qps must be > min_qps (",
+                                                   config.min_qps(), "), got ", config.max_qps()));
+  }
+  const double alpha = config.damping() == 0 ? kDefaultDamping : config.damping();
+  if (!std::isfinite(alpha) || alpha <= 0 || alpha >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("adaptive.damping must be in (0, 1), got ", config.damping()));
+  }
+  if (config.spike_tolerance() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("adaptive.spike_tolerance must be >= 0, got ", config.spike_tolerance()));
+  }
+  const int tau = config.spike_tolerance() == 0 ? kDefaultSpikeTolerance : config.spike_tolerance();
+  const double epsilon =
+      config.convergence_cv() == 0 ? kDefaultConvergenceCv : config.convergence_cv();
+  if (!std::isfinite(epsilon) || epsilon <= 0 || epsilon >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("adaptive.convergence_cv must be in (0, 1), got ", config.convergence_cv()));
+  }
+  if (config.max_steps() < 0 || config.max_steps() > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("adaptive.max_steps must be in [0, 1000], got ", config.max_steps()));
+  }
+  const int max_steps = config.max_steps() == 0 ? kDefaultMaxSteps : config.max_steps();
+  return std::unique_ptr<AdaptiveStrategy>(
+      new AdaptiveStrategy(config.min_qps(), config.max_qps(), alpha, tau, epsilon, max_steps));
+}
+
+double AdaptiveStrategy::Place(double target) const {
+  double q = std::clamp(target, min_qps_, max_qps_);
+  if (lowest_failure_ && q >= *lowest_failure_) {
+    // Never repeat a known failure: go halfway between what is known to hold and it.
+    q = (best_.value_or(min_qps_) + *lowest_failure_) / 2;
+  }
+  return q;
+}
+
+Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
+  Done done;
+  done.max_sustainable_qps = best_.value_or(0);
+  done.converged = converged;
+  done.confidence_low_qps = best_.value_or(0);
+  done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
+  done.summary = absl::StrFormat(
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s", why, steps_, best_.value_or(0),
+      lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"));
+  done_ = done;
+  return done;
+}
+
+Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
+  if (done_) return *done_;
+  if (!started_ || !last) {
+    started_ = true;
+    return RunStep{q_};
+  }
+  if (!last->client_valid) {
+    if (!retried_invalid_client_) {
+      retried_invalid_client_ = true;
+      return RunStep{q_};
+    }
+    return Finish(false, absl::StrFormat("stopped: load generator invalid twice at %g qps", q_));
+  }
+  retried_invalid_client_ = false;
+  ++steps_;
+
+  const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
+  const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
+  double next;
+  if (last->passed) {
+    if (!best_ || q_ > *best_) {
+      best_ = q_;
+      best_history_.push_back(q_);
+    }
+    // Dampen once per level above the highest seen so far: entering WARN by alpha, going
+    // on to UNHEALTHY by alpha again, and so on. The paper dampens on every WARN step, which
+    // caps the whole further climb at one step: a model whose p99 sits at 60% of its limit
+    // from low load on could never be climbed to its capacity.
+    const int level = std::min<int>(h, vanguard::v1::HEALTH_STATE_CRITICAL);
+    for (int l = std::max<int>(highest_level_ + 1, vanguard::v1::HEALTH_STATE_WARN); l <= level;
+         ++l) {
+      step_ *= alpha_;
+    }
+    highest_level_ = std::max(highest_level_, level);
+    next = q_ + step_;
+  } else if (last->spikes > 0 && last->spikes <= tau_ && !sustained_breach) {
+    // The breach came from isolated windows only: noise. Move on, more carefully.
+    ++noise_steps_;
+    next = q_ + step_ * alpha_;
+  } else {
+    if (!lowest_failure_ || q_ < *lowest_failure_) lowest_failure_ = q_;
+    next = q_ - step_;
+    step_ *= alpha_;
+    if (best_ && next <= *best_) next = *best_ + step_;
+  }
+  if (best_history_.size() >= 3 && lowest_failure_) {
+    const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
+    if (CoefficientOfVariation(last_three) < epsilon_) {
+      return Finish(true, "converged (CV of the last three best rates below epsilon)");
+    }
+  }
+  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= epsilon_ * *best_) {
+    return Finish(true, "converged (bracket below resolution)");
+  }
+  if (!best_ && lowest_failure_ && q_ <= min_qps_) {
+    return Finish(false, "min_qps already fails");
+  }
+  if (last->passed && q_ >= max_qps_) return Finish(false, "max_qps holds the SLO");
+  if (steps_ >= max_steps_) return Finish(best_ && lowest_failure_, "step limit reached");
+  q_ = Place(next);
+  return RunStep{q_};
+}
+
+}  // namespace vanguard::worker

@@ -1,0 +1,92 @@
+// The adaptive feedback-driven search (the paper's Algorithm 1).
+//
+//   vanguard::v1::AdaptiveStrategy config;
+//   config.set_min_qps(10); config.set_max_qps(1000);
+//   ASSIGN_OR_RETURN(auto search, AdaptiveStrategy::Create(config));
+//
+// Starting at q = min_qps with step = (max_qps - min_qps) / 4, after each step:
+//  - passed and HEALTHY: best = max(best, q); q += step;
+//  - passed and WARN or worse: best = max(best, q); step *= alpha per health level above the
+//    highest level seen so far; q += step  (dampening). The paper dampens on every WARN step,
+//    which bounds the rest of the climb by one step; dampening per newly reached level keeps
+//    the nearer-the-limit-the-smaller-the-move behaviour without that cap;
+//  - failed, but only through at most tau isolated spike windows (the per-window hysteresis
+//    state never reached UNHEALTHY): noise, q += step * alpha, best unchanged  (spike
+//    tolerance);
+//  - otherwise: q -= step, step *= alpha  (backtracking; never back to or below the best,
+//    which is known to hold: best + the damped step instead);
+// Every improvement of the best is recorded. The search stops when the coefficient of
+// variation of the last three recorded bests is below epsilon and a failure above the best has
+// been seen (convergence detection); when the gap between the best and the lowest failure is
+// within epsilon of the best; or after max_steps steps.
+//
+// Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
+// never at or above a rate that already failed (it goes halfway to it instead), so the
+// search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
+//
+// Pure and deterministic; called from the test runner's thread only.
+#ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
+#define VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vanguard/v1/test.pb.h"
+#include "worker/strategy.h"
+
+namespace vanguard::worker {
+
+class AdaptiveStrategy : public Strategy {
+ public:
+  static constexpr double kDefaultDamping = 0.5;
+  static constexpr int kDefaultSpikeTolerance = 2;
+  static constexpr double kDefaultConvergenceCv = 0.02;
+  static constexpr int kDefaultMaxSteps = 20;
+
+  // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
+  static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
+      const vanguard::v1::AdaptiveStrategy& config);
+
+  Decision Next(const std::optional<StepOutcome>& last) override;
+  std::string name() const override { return "adaptive"; }
+
+ private:
+  AdaptiveStrategy(double min_qps, double max_qps, double alpha, int tau, double epsilon,
+                   int max_steps)
+      : min_qps_(min_qps),
+        max_qps_(max_qps),
+        alpha_(alpha),
+        tau_(tau),
+        epsilon_(epsilon),
+        max_steps_(max_steps),
+        q_(min_qps),
+        step_((max_qps - min_qps) / 4) {}
+
+  // The next rate after moving to `target`: clamped to the range and kept below failures.
+  double Place(double target) const;
+  Decision Finish(bool converged, const std::string& why);
+
+  const double min_qps_, max_qps_, alpha_;
+  const int tau_;
+  const double epsilon_;
+  const int max_steps_;
+
+  double q_;
+  double step_;
+  std::optional<double> best_;
+  std::optional<double> lowest_failure_;
+  std::vector<double> best_history_;
+  int steps_ = 0;
+  int noise_steps_ = 0;
+  int highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
+  bool started_ = false;
+  bool retried_invalid_client_ = false;
+  std::optional<Done> done_;
+};
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_

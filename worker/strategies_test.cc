@@ -1,0 +1,400 @@
+// Unit tests of the binary search, adaptive, ladder, direct-controller and stability
+// strategies, each driven in virtual time by a model predictor with a known capacity.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/adaptive_strategy.h"
+#include "worker/binary_search_strategy.h"
+#include "worker/direct_controller_strategy.h"
+#include "worker/ladder_strategy.h"
+#include "worker/stability_strategy.h"
+#include "worker/strategy.h"
+
+namespace vanguard::worker {
+namespace {
+
+using vanguard::v1::HealthState;
+
+// A predictor whose p99 grows as load nears `capacity` and which fails above it.
+StepOutcome ModelPredictor(double rate, double capacity) {
+  StepOutcome o;
+  o.rate_qps = rate;
+  const double load = rate / capacity;
+  o.passed = load <= 1.0;
+  o.achieved_qps = std::min(rate, capacity);
+  o.p99_ms = 10 * load;
+  o.health_score = load;
+  o.health_state = load < 0.6    ? vanguard::v1::HEALTH_STATE_HEALTHY
+                   : load < 0.8  ? vanguard::v1::HEALTH_STATE_WARN
+                   : load < 0.95 ? vanguard::v1::HEALTH_STATE_UNHEALTHY
+                   : load <= 1.0 ? vanguard::v1::HEALTH_STATE_CRITICAL
+                                 : vanguard::v1::HEALTH_STATE_OVERLOADED;
+  o.window_state = o.health_state;
+  o.goodput = o.passed ? 1.0 : 0.8;
+  o.queue_samples_fraction = 1.0;
+  o.queue_mean = o.passed ? 0.1 : 5.0;
+  return o;
+}
+
+struct StrategyRun {
+  Done done;
+  std::vector<double> rates;
+};
+
+StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& predictor,
+                  int limit = 200) {
+  StrategyRun run;
+  std::optional<StepOutcome> last;
+  for (int i = 0; i < limit; ++i) {
+    Decision d = strategy.Next(last);
+    if (auto* done = std::get_if<Done>(&d)) {
+      run.done = *done;
+      return run;
+    }
+    const double rate = std::get<RunStep>(d).rate_qps;
+    run.rates.push_back(rate);
+    last = predictor(rate);
+  }
+  ADD_FAILURE() << "strategy did not finish in " << limit << " steps";
+  return run;
+}
+
+// ---------------------------------------------------------------- binary search
+
+TEST(BinarySearchStrategyTest, BracketsCapacityWithinToleranceInLogSteps) {
+  vanguard::v1::BinarySearchStrategy c;
+  c.set_min_qps(10);
+  c.set_max_qps(1010);
+  c.set_tolerance_qps(5);
+  auto s = BinarySearchStrategy::Create(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 437); });
+  EXPECT_TRUE(run.done.converged);
+  EXPECT_LE(run.done.max_sustainable_qps, 437);
+  EXPECT_GE(run.done.max_sustainable_qps, 437 - 5);
+  EXPECT_LE(run.done.confidence_low_qps, 437);
+  EXPECT_GT(run.done.confidence_high_qps, 437);
+  EXPECT_LE(run.done.confidence_high_qps - run.done.confidence_low_qps, 5);
+  // ceil(log2(1000 / 5)) = 8 halvings.
+  EXPECT_LE(run.rates.size(), 8u);
+  EXPECT_DOUBLE_EQ(run.rates[0], 510);
+}
+
+TEST(BinarySearchStrategyTest, EverythingFailingEstimatesZeroUnconverged) {
+  vanguard::v1::BinarySearchStrategy c;
+  c.set_min_qps(10);
+  c.set_max_qps(100);
+  auto s = BinarySearchStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 1); });
+  EXPECT_FALSE(run.done.converged);
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+  EXPECT_DOUBLE_EQ(run.rates.back(), 10);  // min_qps itself was measured
+}
+
+TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenStops) {
+  vanguard::v1::BinarySearchStrategy c;
+  c.set_min_qps(10);
+  c.set_max_qps(100);
+  auto s = BinarySearchStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 50);
+    o.client_valid = false;
+    return o;
+  });
+  EXPECT_EQ(run.rates.size(), 2u);
+  EXPECT_EQ(run.rates[0], run.rates[1]);
+  EXPECT_FALSE(run.done.converged);
+}
+
+TEST(BinarySearchStrategyTest, RejectsBadRange) {
+  vanguard::v1::BinarySearchStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(10);
+  auto s = BinarySearchStrategy::Create(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("binary_search.max_qps"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- adaptive
+
+TEST(AdaptiveStrategyTest, ConvergesConservativelyNearCapacity) {
+  for (double capacity : {137.0, 437.0, 911.0, 1890.0}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(50);
+    c.set_max_qps(2000);
+    auto s = AdaptiveStrategy::Create(c);
+    ASSERT_TRUE(s.ok()) << s.status();
+    StrategyRun run = Drive(**s, [&](double r) { return ModelPredictor(r, capacity); });
+    EXPECT_TRUE(run.done.converged) << capacity << ": " << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, capacity) << capacity;
+    EXPECT_GE(run.done.max_sustainable_qps, 0.95 * capacity) << capacity << run.done.summary;
+    EXPECT_LE(run.rates.size(), 20u);
+  }
+}
+
+TEST(AdaptiveStrategyTest, FirstStepsFollowAlgorithmOne) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(500);  // step = 100
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  Strategy& a = **s;
+  auto outcome = [](double rate, bool passed, HealthState h, int spikes = 0,
+                    HealthState window = vanguard::v1::HEALTH_STATE_UNSPECIFIED) {
+    StepOutcome o;
+    o.rate_qps = rate;
+    o.passed = passed;
+    o.health_state = h;
+    o.spikes = spikes;
+    o.window_state = window;
+    return o;
+  };
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(std::nullopt)).rate_qps, 100);
+  // Healthy: up by the full step.
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(outcome(100, true, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps,
+      200);
+  // Warn: dampen (alpha = 0.5) and up.
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(outcome(200, true, vanguard::v1::HEALTH_STATE_WARN))).rate_qps, 250);
+  // A failure made of two isolated spikes is noise: up by step * alpha, best unchanged.
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(outcome(250, false, vanguard::v1::HEALTH_STATE_OVERLOADED, 2,
+                                       vanguard::v1::HEALTH_STATE_WARN)))
+          .rate_qps,
+      275);
+  // A sustained failure backs off (never below the best, 200) and dampens.
+  const double next =
+      std::get<RunStep>(a.Next(outcome(275, false, vanguard::v1::HEALTH_STATE_OVERLOADED, 0,
+                                       vanguard::v1::HEALTH_STATE_OVERLOADED)))
+          .rate_qps;
+  EXPECT_DOUBLE_EQ(next, 225);  // 275 - 50 = 225 (> best 200), step now 25
+}
+
+TEST(AdaptiveStrategyTest, TooManySpikesAreAFailure) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(500);
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  Strategy& a = **s;
+  a.Next(std::nullopt);
+  StepOutcome o;
+  o.rate_qps = 100;
+  o.passed = true;
+  o.health_state = vanguard::v1::HEALTH_STATE_HEALTHY;
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 200);
+  o.rate_qps = 200;
+  o.passed = false;
+  o.health_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
+  o.window_state = vanguard::v1::HEALTH_STATE_WARN;
+  o.spikes = 3;  // > tau = 2
+  // Back off: 200 - 100 = 100 <= best, so best + damped step.
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 150);
+}
+
+TEST(AdaptiveStrategyTest, NoiseNeverBecomesTheEstimate) {
+  // Every step above 300 fails through one isolated spike: the estimate stays at what passed.
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(900);
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 1000);
+    if (r > 300) {
+      o.passed = false;
+      o.spikes = 1;
+      o.window_state = vanguard::v1::HEALTH_STATE_HEALTHY;
+    }
+    return o;
+  });
+  EXPECT_LE(run.done.max_sustainable_qps, 300);
+}
+
+TEST(AdaptiveStrategyTest, RejectsBadDamping) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(1);
+  c.set_max_qps(10);
+  c.set_damping(1.5);
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("adaptive.damping"), std::string::npos);
+}
+
+TEST(CoefficientOfVariationTest, MatchesDefinition) {
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({5, 5, 5}), 0);
+  EXPECT_NEAR(CoefficientOfVariation({1, 2, 3}), std::sqrt(2.0 / 3.0) / 2, 1e-12);
+  EXPECT_EQ(CoefficientOfVariation({7}), 0);
+}
+
+// ---------------------------------------------------------------- ladder
+
+TEST(LadderStrategyTest, CoarseThenFineAndPublishesReserveAndSurvivor) {
+  auto s = LadderStrategy::Create({});
+  ASSERT_TRUE(s.ok()) << s.status();
+  // Seed 003: passes up to 4.8 rps, fails at 5.2 (and at 8).
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 5.0); });
+  const std::vector<double> one_ramp = {2, 4, 8, 4.4, 4.8, 5.2};
+  ASSERT_EQ(run.rates.size(), 2 * one_ramp.size());
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    EXPECT_NEAR(run.rates[i], one_ramp[i % one_ramp.size()], 1e-9) << i;
+  }
+  EXPECT_NEAR(run.done.max_sustainable_qps, 4.8, 1e-9);
+  EXPECT_NEAR(run.done.reserve_qps, 3.12, 1e-9);
+  EXPECT_NEAR(run.done.survivor_qps, 6.24, 1e-9);
+  EXPECT_TRUE(run.done.converged);
+  EXPECT_NEAR(run.done.confidence_high_qps, 5.2, 1e-9);
+  EXPECT_EQ(run.done.ramp_max_qps.size(), 2u);
+}
+
+TEST(LadderStrategyTest, DisagreeingRampsGetAThirdDecidedByMedian) {
+  auto s = LadderStrategy::Create({});
+  ASSERT_TRUE(s.ok());
+  int ramp = 0;
+  int steps_in_ramp = 0;
+  const double capacity[] = {5.0, 9.0, 7.0};
+  // A ramp ends after its fine ramp fails; count ramps by the rate dropping back to 2.
+  StrategyRun run = Drive(**s, [&](double r) {
+    if (r == 2 && steps_in_ramp > 0) ++ramp;
+    ++steps_in_ramp;
+    return ModelPredictor(r, capacity[std::min(ramp, 2)]);
+  });
+  ASSERT_EQ(run.done.ramp_max_qps.size(), 3u);
+  EXPECT_NEAR(run.done.ramp_max_qps[0], 4.8, 1e-9);
+  EXPECT_NEAR(run.done.ramp_max_qps[1], 8.8, 1e-9);
+  EXPECT_NEAR(run.done.ramp_max_qps[2], 6.8, 1e-9);
+  EXPECT_NEAR(run.done.max_sustainable_qps, 6.8, 1e-9);
+}
+
+TEST(LadderStrategyTest, StepRuleUsesGoodputQueueAndClientGate) {
+  auto s = LadderStrategy::Create({});
+  ASSERT_TRUE(s.ok());
+  StepOutcome o = ModelPredictor(1, 10);
+  std::string why;
+  EXPECT_EQ((*s)->StepPasses(o, &why), std::optional<bool>(true));
+  o.goodput = 0.985;
+  EXPECT_EQ((*s)->StepPasses(o, &why), std::optional<bool>(false));
+  EXPECT_NE(why.find("goodput"), std::string::npos);
+  o.goodput = 0.995;
+  o.queue_mean = 1.2;
+  EXPECT_EQ((*s)->StepPasses(o, &why), std::optional<bool>(false));
+  EXPECT_NE(why.find("queue"), std::string::npos);
+  o.queue_mean = 0.5;
+  o.client_valid = false;
+  EXPECT_EQ((*s)->StepPasses(o, &why), std::optional<bool>(false));
+  o.client_valid = true;
+  o.queue_samples_fraction = 0.85;
+  EXPECT_EQ((*s)->StepPasses(o, &why), std::nullopt);
+  EXPECT_NE(why.find("not judged"), std::string::npos);
+}
+
+TEST(LadderStrategyTest, TooFewQueueSamplesStopsTheProcedure) {
+  auto s = LadderStrategy::Create({});
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 100);
+    if (r >= 8) o.queue_samples_fraction = 0.5;
+    return o;
+  });
+  EXPECT_FALSE(run.done.converged);
+  EXPECT_EQ(run.rates.size(), 3u);
+  EXPECT_NE(run.done.summary.find("not judged"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- direct controller
+
+TEST(DirectControllerStrategyTest, VerifiesTargetAndHeadroom) {
+  vanguard::v1::DirectControllerStrategy c;
+  c.set_headroom_fraction(0.2);
+  auto s = DirectControllerStrategy::Create(c, 400);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 450); });
+  ASSERT_EQ(run.rates.size(), 2u);
+  EXPECT_DOUBLE_EQ(run.rates[1], 480);
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 400);
+  EXPECT_DOUBLE_EQ(run.done.confidence_high_qps, 480);
+  EXPECT_NE(run.done.summary.find("holds"), std::string::npos);
+}
+
+TEST(DirectControllerStrategyTest, TargetThatFailsEstimatesZero) {
+  auto s = DirectControllerStrategy::Create({}, 500);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 450); });
+  EXPECT_EQ(run.rates.size(), 1u);
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+  EXPECT_NE(run.done.summary.find("does NOT hold"), std::string::npos);
+}
+
+TEST(DirectControllerStrategyTest, FactoryNeedsTheFetchedRateForAUrl) {
+  vanguard::v1::TestSpec spec;
+  spec.mutable_direct_controller()->set_json_url("http://autoscaler/target");
+  EXPECT_TRUE(absl::IsFailedPrecondition(CreateStrategy(spec).status()));
+  StrategyContext context;
+  context.controller_target_qps = 120;
+  auto s = CreateStrategy(spec, context);
+  ASSERT_TRUE(s.ok());
+  EXPECT_DOUBLE_EQ(std::get<RunStep>((*s)->Next(std::nullopt)).rate_qps, 120);
+}
+
+// ---------------------------------------------------------------- stability
+
+TEST(StabilityStrategyTest, StableRunHoldsTheRate) {
+  vanguard::v1::StabilityStrategy c;
+  c.set_rate_qps(300);
+  c.set_segments(6);
+  auto s = StabilityStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 500);
+    o.memory_bytes = 1e9;
+    return o;
+  });
+  EXPECT_EQ(run.rates.size(), 6u);
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 300);
+  EXPECT_TRUE(run.done.drift_flags.empty());
+}
+
+TEST(StabilityStrategyTest, FlagsLatencyErrorThroughputAndMemoryDrift) {
+  vanguard::v1::StabilityStrategy c;
+  c.set_rate_qps(300);
+  c.set_segments(9);
+  auto s = StabilityStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  int i = 0;
+  StrategyRun run = Drive(**s, [&](double r) {
+    StepOutcome o = ModelPredictor(r, 500);
+    o.p99_ms = 10 + 2 * i;                  // 10 -> 26 ms
+    o.error_rate = 0.002 * i;               // 0 -> 1.6%
+    o.achieved_qps = 300 - 5 * i;           // 300 -> 260
+    o.memory_bytes = 1e9 * (1 + 0.05 * i);  // +40%
+    ++i;
+    return o;
+  });
+  ASSERT_EQ(run.done.drift_flags.size(), 4u) << run.done.summary;
+  EXPECT_NE(run.done.drift_flags[0].find("latency trend"), std::string::npos);
+  EXPECT_NE(run.done.drift_flags[1].find("error creep"), std::string::npos);
+  EXPECT_NE(run.done.drift_flags[2].find("throughput decay"), std::string::npos);
+  EXPECT_NE(run.done.drift_flags[3].find("memory growth"), std::string::npos);
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+}
+
+TEST(StabilityStrategyTest, MemoryNotScrapedIsNotFlagged) {
+  vanguard::v1::StabilityStrategy c;
+  c.set_rate_qps(300);
+  c.set_segments(3);
+  auto s = StabilityStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 500); });  // memory_bytes -1
+  EXPECT_TRUE(run.done.drift_flags.empty());
+}
+
+}  // namespace
+}  // namespace vanguard::worker
