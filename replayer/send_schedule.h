@@ -13,6 +13,15 @@
 // Poisson:  inter-arrival gaps are exponential with mean 1 / rate, drawn from a
 //           std::mt19937_64 seeded with `seed` and turned into uniforms by hand (53 bits), so
 //           the sequence is the same on every platform for the same seed.
+// Ramp:     the rate rises (or falls) linearly from rate_qps at 0 to ramp_end_qps at `end`;
+//           request i is intended at the t where the expected count r0 t + (r1-r0) t^2 / 2T
+//           reaches i, computed from i directly.
+// Sharding: one step can be split over several event loops (or replayers). Shard k of n
+//           of a constant or ramp schedule gets the requests k, k+n, k+2n... of the whole
+//           schedule; shard k of a Poisson schedule is an independent Poisson stream of
+//           rate/n (the superposition of n such streams is a Poisson stream of rate `rate`),
+//           seeded from (seed, k); shard 0 of 1 is exactly the unsharded schedule.
+// Trace-timed schedules come from the request source (see request_source.h), not from here.
 //
 // Not thread-safe: owned and called by one event-loop thread.
 #ifndef VANGUARD_REPLAYER_SEND_SCHEDULE_H_
@@ -28,8 +37,22 @@
 
 namespace vanguard::replayer {
 
+struct ScheduleSpec {
+  v1::Schedule kind = v1::SCHEDULE_CONSTANT;
+  double rate_qps = 0;
+  double ramp_end_qps = 0;  // SCHEDULE_RAMP only
+  uint64_t seed = 0;
+  absl::Duration end;
+  int shard = 0;
+  int shards = 1;
+};
+
 class SendSchedule {
  public:
+  // INVALID_ARGUMENT naming the rule for a bad spec (rates not finite and > 0, end not > 0,
+  // shard not in [0, shards), SCHEDULE_TRACE, unknown kind).
+  static absl::StatusOr<SendSchedule> Create(const ScheduleSpec& spec);
+
   // INVALID_ARGUMENT if rate_qps is not finite and > 0, end is not > 0, or the schedule kind
   // is unknown. SCHEDULE_UNSPECIFIED means constant.
   static absl::StatusOr<SendSchedule> Create(v1::Schedule kind, double rate_qps, uint64_t seed,
@@ -47,12 +70,16 @@ class SendSchedule {
   int64_t issued() const { return issued_; }
 
  private:
-  SendSchedule(v1::Schedule kind, double rate_qps, uint64_t seed, absl::Duration end);
+  explicit SendSchedule(const ScheduleSpec& spec);
   absl::Duration Compute(int64_t index);
 
   v1::Schedule kind_;
   double rate_qps_;
+  double ramp_end_qps_;
   absl::Duration end_;
+  double end_seconds_;
+  int shard_;
+  int shards_;
   std::mt19937_64 rng_;
   double poisson_sum_seconds_ = 0.0;
   int64_t issued_ = 0;

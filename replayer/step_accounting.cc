@@ -60,7 +60,17 @@ void WindowTally::Merge(const WindowTally& other) {
   errors += other.errors;
   timeouts += other.timeouts;
   dropped += other.dropped;
+  never_dispatched += other.never_dispatched;
+  good += other.good;
+  output_chunks += other.output_chunks;
+  cpu_seconds += other.cpu_seconds;
+  for (const auto& [error_class, count] : other.errors_by_class) {
+    errors_by_class[error_class] += count;
+  }
   latency.Merge(other.latency);
+  ttft.Merge(other.ttft);
+  inter_chunk.Merge(other.inter_chunk);
+  send_skew.Merge(other.send_skew);
 }
 
 void StepTally::Merge(const StepTally& other) {
@@ -70,19 +80,24 @@ void StepTally::Merge(const StepTally& other) {
   errors += other.errors;
   timeouts += other.timeouts;
   dropped += other.dropped;
+  never_dispatched += other.never_dispatched;
+  good += other.good;
+  output_chunks += other.output_chunks;
+  max_cpu_share = std::max(max_cpu_share, other.max_cpu_share);
   for (const auto& [error_class, count] : other.errors_by_class) {
     errors_by_class[error_class] += count;
   }
   latency.Merge(other.latency);
   service_latency.Merge(other.service_latency);
   send_skew.Merge(other.send_skew);
+  ttft.Merge(other.ttft);
+  inter_chunk.Merge(other.inter_chunk);
 }
 
-StepAccounting::StepAccounting(const WindowLayout& layout)
-    : layout_(layout), windows_(layout.count()) {}
+StepAccounting::StepAccounting(const WindowLayout& layout, const RequestSlo& slo)
+    : layout_(layout), slo_(slo), windows_(layout.count()) {}
 
-WindowTally& StepAccounting::Window(absl::Duration intended) {
-  int index = layout_.IndexOf(intended);
+WindowTally& StepAccounting::WindowAt(int index) {
   std::unique_ptr<WindowTally>& window = windows_[index];
   if (window == nullptr) {
     // A request for an already-taken window would be an accounting bug in the caller
@@ -105,7 +120,9 @@ void StepAccounting::OnDropped(absl::Duration intended) {
 }
 
 void StepAccounting::OnDispatched(absl::Duration intended, absl::Duration dispatched) {
-  if (IsMeasured(intended)) measured_.send_skew.Record(ToMicros(dispatched - intended));
+  int64_t skew_us = ToMicros(dispatched - intended);
+  Window(intended).send_skew.Record(skew_us);
+  if (IsMeasured(intended)) measured_.send_skew.Record(skew_us);
 }
 
 void StepAccounting::OnSent(absl::Duration intended, absl::Duration sent) {
@@ -113,19 +130,49 @@ void StepAccounting::OnSent(absl::Duration intended, absl::Duration sent) {
   if (IsMeasured(intended)) ++measured_.sent;
 }
 
-void StepAccounting::OnSuccess(absl::Duration intended, absl::Duration sent, absl::Duration done) {
+void StepAccounting::OnFirstChunk(absl::Duration intended, absl::Duration at) {
+  int64_t ttft_us = ToMicros(at - intended);
+  Window(intended).ttft.Record(ttft_us);
+  if (IsMeasured(intended)) measured_.ttft.Record(ttft_us);
+}
+
+void StepAccounting::OnChunkGap(absl::Duration intended, absl::Duration gap, int64_t count) {
+  if (count <= 0) return;
+  int64_t gap_us = ToMicros(gap);
+  Window(intended).inter_chunk.RecordN(gap_us, count);
+  if (IsMeasured(intended)) measured_.inter_chunk.RecordN(gap_us, count);
+}
+
+void StepAccounting::OnSuccess(absl::Duration intended, absl::Duration sent, absl::Duration done,
+                               int64_t chunks, absl::Duration first_chunk) {
   WindowTally& window = Window(intended);
+  int64_t latency_us = ToMicros(done - intended);
+  bool good = (slo_.latency == absl::ZeroDuration() || done - intended <= slo_.latency) &&
+              (slo_.ttft == absl::ZeroDuration() ||
+               (first_chunk != absl::InfiniteDuration() && first_chunk - intended <= slo_.ttft));
   ++window.completed;
-  window.latency.Record(ToMicros(done - intended));
+  window.latency.Record(latency_us);
+  window.output_chunks += chunks;
+  if (good) ++window.good;
   if (IsMeasured(intended)) {
     ++measured_.completed;
-    measured_.latency.Record(ToMicros(done - intended));
+    measured_.latency.Record(latency_us);
     measured_.service_latency.Record(ToMicros(done - sent));
+    measured_.output_chunks += chunks;
+    if (good) ++measured_.good;
   }
 }
 
 void StepAccounting::OnError(absl::Duration intended, std::string_view error_class) {
-  ++Window(intended).errors;
+  WindowTally& window = Window(intended);
+  ++window.errors;
+  // Find before inserting: a std::string key is built only for the first of a class.
+  auto it = window.errors_by_class.find(std::string(error_class));
+  if (it == window.errors_by_class.end()) {
+    window.errors_by_class.emplace(std::string(error_class), 1);
+  } else {
+    ++it->second;
+  }
   if (IsMeasured(intended)) {
     ++measured_.errors;
     ++measured_.errors_by_class[std::string(error_class)];
@@ -133,11 +180,27 @@ void StepAccounting::OnError(absl::Duration intended, std::string_view error_cla
 }
 
 void StepAccounting::OnTimeout(absl::Duration intended) {
-  ++Window(intended).timeouts;
+  WindowTally& window = Window(intended);
+  ++window.timeouts;
+  ++window.errors_by_class[std::string(kErrorTimeout)];
   if (IsMeasured(intended)) {
     ++measured_.timeouts;
     ++measured_.errors_by_class[std::string(kErrorTimeout)];
   }
+}
+
+void StepAccounting::OnNeverDispatched(absl::Duration intended) {
+  ++Window(intended).never_dispatched;
+  if (IsMeasured(intended)) ++measured_.never_dispatched;
+}
+
+void StepAccounting::OnWindowCpu(int index, double cpu_seconds) {
+  if (index < next_to_take_ || index >= layout_.count()) return;
+  WindowAt(index).cpu_seconds += cpu_seconds;
+}
+
+void StepAccounting::OnCpuShare(double share) {
+  measured_.max_cpu_share = std::max(measured_.max_cpu_share, share);
 }
 
 std::vector<WindowTally> StepAccounting::TakeClosedWindows(absl::Duration schedule_position) {
@@ -167,9 +230,23 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
         "send skew p99 %.3f ms exceeds %.3f ms: the client could not keep the schedule",
         skew_p99_us / 1000.0, absl::ToDoubleMilliseconds(kMaxSendSkewP99)));
   }
+  double skew_max_us = static_cast<double>(measured.send_skew.max());
+  if (skew_max_us > absl::ToDoubleMicroseconds(kMaxSendSkewMax)) {
+    reasons.push_back(absl::StrFormat("send skew max %.3f ms exceeds %.3f ms", skew_max_us / 1000.0,
+                                      absl::ToDoubleMilliseconds(kMaxSendSkewMax)));
+  }
+  if (measured.never_dispatched > 0) {
+    reasons.push_back(
+        absl::StrCat(measured.never_dispatched, " requests scheduled but never dispatched"));
+  }
   if (measured.dropped > 0) {
     reasons.push_back(absl::StrCat(measured.dropped,
                                    " requests dropped by the client's in-flight cap (never sent)"));
+  }
+  if (measured.max_cpu_share > kMaxClientCpuShare) {
+    reasons.push_back(absl::StrFormat(
+        "client CPU %.0f%% of a core over a %s span exceeds %.0f%%", measured.max_cpu_share * 100,
+        absl::FormatDuration(kCpuShareSpan), kMaxClientCpuShare * 100));
   }
   validity.valid = reasons.empty();
   for (const std::string& reason : reasons) {
@@ -177,6 +254,16 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
     validity.reason += reason;
   }
   return validity;
+}
+
+std::string_view HttpErrorClass(int status) {
+  static const std::vector<std::string>* const kNames = [] {
+    auto* names = new std::vector<std::string>();
+    for (int code = 0; code < 1000; ++code) names->push_back(absl::StrCat("http_", code));
+    return names;
+  }();
+  if (status < 0 || status >= 1000) return "http_invalid";
+  return (*kNames)[status];
 }
 
 v1::LatencySummary Summarize(const LatencyHistogram& h) {
@@ -201,10 +288,22 @@ v1::WindowMetrics ToWindowMetrics(const WindowTally& window) {
   metrics.set_errors(window.errors);
   metrics.set_timeouts(window.timeouts);
   metrics.set_dropped(window.dropped);
+  metrics.set_censored(window.censored());
+  metrics.set_never_dispatched(window.never_dispatched);
+  metrics.set_good(window.good);
+  for (const auto& [error_class, count] : window.errors_by_class) {
+    (*metrics.mutable_errors_by_class())[error_class] = count;
+  }
+  if (window.ttft.count() > 0) *metrics.mutable_ttft() = Summarize(window.ttft);
+  if (window.inter_chunk.count() > 0)
+    *metrics.mutable_inter_chunk() = Summarize(window.inter_chunk);
+  metrics.set_output_chunks(window.output_chunks);
+  if (window.send_skew.count() > 0) metrics.set_send_skew_p99_us(window.send_skew.Percentile(99.0));
   double seconds = absl::ToDoubleSeconds(window.span.end - window.span.start);
   if (seconds > 0) {
     metrics.set_offered_qps(static_cast<double>(window.scheduled) / seconds);
     metrics.set_achieved_qps(static_cast<double>(window.completed) / seconds);
+    metrics.set_client_cpu_cores(window.cpu_seconds / seconds);
   }
   *metrics.mutable_latency() = Summarize(window.latency);
   return metrics;
@@ -224,6 +323,20 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
   result.set_errors(measured.errors);
   result.set_timeouts(measured.timeouts);
   result.set_dropped(measured.dropped);
+  result.set_censored(measured.censored());
+  result.set_never_dispatched(measured.never_dispatched);
+  result.set_good(measured.good);
+  result.set_goodput(measured.scheduled > 0 ? static_cast<double>(measured.good) /
+                                                  static_cast<double>(measured.scheduled)
+                                            : 0.0);
+  if (measured.ttft.count() > 0) {
+    *result.mutable_ttft() = Summarize(measured.ttft);
+    result.set_ttft_histogram(measured.ttft.Serialize());
+  }
+  if (measured.inter_chunk.count() > 0)
+    *result.mutable_inter_chunk() = Summarize(measured.inter_chunk);
+  result.set_output_chunks(measured.output_chunks);
+  result.set_max_client_cpu_share(measured.max_cpu_share);
   for (const auto& [error_class, count] : measured.errors_by_class) {
     (*result.mutable_errors_by_class())[error_class] = count;
   }

@@ -52,19 +52,35 @@
 
 namespace vanguard::replayer {
 
-// Client-validity gate. A step is reported client_valid = false (and the worker must not
-// judge it) when, over its measured part:
-//  * the p99 of send skew (dispatch - intended) exceeds kMaxSendSkewP99: the pacing loop could
-//    not keep the schedule, so the offered load was not the one asked for; or
+// Client-validity gate (seed 003 section 2). A step is reported client_valid = false (and
+// the worker must not judge it) when, over its measured part:
+//  * the p99 of send skew (dispatch - intended) exceeds kMaxSendSkewP99, or its max exceeds
+//    kMaxSendSkewMax: the pacing loop could not keep the schedule, so the offered load was
+//    not the one asked for;
+//  * any request was scheduled but never dispatched (the loop fell more than a request
+//    timeout behind, or the step was stopped with requests still to send);
 //  * any request was dropped because in-flight reached max_in_flight: the client refused
-//    load it was asked to offer.
-inline constexpr absl::Duration kMaxSendSkewP99 = absl::Milliseconds(10);
+//    load it was asked to offer; or
+//  * one event loop used more than kMaxClientCpuShare of a core over some 5 s span: a
+//    client that busy cannot be trusted to read responses promptly.
+inline constexpr absl::Duration kMaxSendSkewP99 = absl::Milliseconds(5);
+inline constexpr absl::Duration kMaxSendSkewMax = absl::Milliseconds(50);
+inline constexpr double kMaxClientCpuShare = 0.70;
+inline constexpr absl::Duration kCpuShareSpan = absl::Seconds(5);
 
 // Error classes other than "http_<status>".
 inline constexpr std::string_view kErrorConnect = "connect";
 inline constexpr std::string_view kErrorWrite = "write";
 inline constexpr std::string_view kErrorRead = "read";
-inline constexpr std::string_view kErrorTimeout = "timeout";  // also counted in `timeouts`
+inline constexpr std::string_view kErrorTimeout = "timeout";           // also counted in `timeouts`
+inline constexpr std::string_view kErrorBadResponse = "bad_response";  // not valid HTTP/1.1
+inline constexpr std::string_view kErrorMalformedStream = "malformed_stream";
+
+// A per-request SLO for counting "good" requests (goodput). Zero durations are not checked.
+struct RequestSlo {
+  absl::Duration latency;  // completion - intended
+  absl::Duration ttft;     // first content chunk - intended (streams)
+};
 
 struct WindowSpan {
   int index = 0;
@@ -101,9 +117,19 @@ struct WindowTally {
   int64_t errors = 0;
   int64_t timeouts = 0;
   int64_t dropped = 0;
-  LatencyHistogram latency;  // from intended send time, completed requests only
+  int64_t never_dispatched = 0;
+  int64_t good = 0;           // completed within the RequestSlo
+  int64_t output_chunks = 0;  // streams
+  double cpu_seconds = 0;     // the client's own CPU over the window's wall time
+  std::map<std::string, int64_t> errors_by_class;  // includes "timeout"
+  LatencyHistogram latency;      // from intended send time, completed requests only
+  LatencyHistogram ttft;         // first content chunk - intended, us (streams)
+  LatencyHistogram inter_chunk;  // gaps between content chunks, us (streams)
+  LatencyHistogram send_skew;    // dispatch - intended, us
 
-  int64_t resolved() const { return dropped + completed + errors + timeouts; }
+  // Censored = still open when the client gave up on it (its timeout): the timeouts.
+  int64_t censored() const { return timeouts; }
+  int64_t resolved() const { return dropped + completed + errors + timeouts + never_dispatched; }
   void Merge(const WindowTally& other);
 };
 
@@ -115,17 +141,26 @@ struct StepTally {
   int64_t errors = 0;  // excludes timeouts
   int64_t timeouts = 0;
   int64_t dropped = 0;
+  int64_t never_dispatched = 0;
+  int64_t good = 0;
+  int64_t output_chunks = 0;
+  // Highest CPU share of one core any event loop used over a kCpuShareSpan of the measured
+  // part. Merge takes the max (the gate is about the busiest loop).
+  double max_cpu_share = 0;
   std::map<std::string, int64_t> errors_by_class;  // includes "timeout"
   LatencyHistogram latency;                        // completion - intended, us
   LatencyHistogram service_latency;                // completion - actual send, us
   LatencyHistogram send_skew;                      // dispatch - intended, us
+  LatencyHistogram ttft;                           // streams, us
+  LatencyHistogram inter_chunk;                    // streams, us
 
+  int64_t censored() const { return timeouts; }
   void Merge(const StepTally& other);
 };
 
 class StepAccounting {
  public:
-  explicit StepAccounting(const WindowLayout& layout);
+  explicit StepAccounting(const WindowLayout& layout, const RequestSlo& slo = {});
 
   // Once for every request the schedule issues, before any other call for it.
   void OnScheduled(absl::Duration intended);
@@ -135,10 +170,25 @@ class StepAccounting {
   void OnDispatched(absl::Duration intended, absl::Duration dispatched);
   // Its bytes started going on the wire.
   void OnSent(absl::Duration intended, absl::Duration sent);
-  // Terminal outcomes.
-  void OnSuccess(absl::Duration intended, absl::Duration sent, absl::Duration done);
+  // Streams: the response's first content chunk arrived at `at`; later, `count` more chunks
+  // arrived `gap` after the previous one (the engine passes a zero gap for chunks that came
+  // in the same read).
+  void OnFirstChunk(absl::Duration intended, absl::Duration at);
+  void OnChunkGap(absl::Duration intended, absl::Duration gap, int64_t count = 1);
+  // Terminal outcomes. `chunks` and `first_chunk` describe a stream (0 and
+  // InfiniteDuration otherwise); they decide "good" against the SLO's TTFT limit.
+  void OnSuccess(absl::Duration intended, absl::Duration sent, absl::Duration done,
+                 int64_t chunks = 0, absl::Duration first_chunk = absl::InfiniteDuration());
   void OnError(absl::Duration intended, std::string_view error_class);
   void OnTimeout(absl::Duration intended);
+  // Its intended time came but it was never handed to the connection pool (the loop was a
+  // whole request timeout late). Terminal.
+  void OnNeverDispatched(absl::Duration intended);
+
+  // The client's own CPU: `cpu_seconds` spent during window `index` (before it is taken),
+  // and the share of a core over one kCpuShareSpan of the measured part.
+  void OnWindowCpu(int index, double cpu_seconds);
+  void OnCpuShare(double share);
 
   // Moves out, in index order, every not-yet-taken window that is closed: it ends at or
   // before `schedule_position` (the intended offset of the next request not yet issued;
@@ -152,10 +202,12 @@ class StepAccounting {
   const WindowLayout& layout() const { return layout_; }
 
  private:
-  WindowTally& Window(absl::Duration intended);
+  WindowTally& Window(absl::Duration intended) { return WindowAt(layout_.IndexOf(intended)); }
+  WindowTally& WindowAt(int index);
   bool IsMeasured(absl::Duration intended) const { return intended >= layout_.warmup(); }
 
   WindowLayout layout_;
+  RequestSlo slo_;
   // Created when first touched, released when taken: only open windows hold histograms.
   std::vector<std::unique_ptr<WindowTally>> windows_;
   int next_to_take_ = 0;
@@ -173,6 +225,9 @@ v1::LatencySummary Summarize(const LatencyHistogram& histogram_us);
 v1::WindowMetrics ToWindowMetrics(const WindowTally& window);
 v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
                                absl::Duration measured_duration);
+
+// The "http_<status>" error class, without allocating for common codes.
+std::string_view HttpErrorClass(int status);
 
 }  // namespace vanguard::replayer
 

@@ -90,43 +90,23 @@ absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_vie
   return target;
 }
 
-std::string StepConfig::BuildHttpRequest() const {
-  std::string host_header = target.host.find(':') != std::string::npos
-                                ? absl::StrCat("[", target.host, "]:", target.port)
-                                : absl::StrCat(target.host, ":", target.port);
-  return absl::StrFormat(
-      "POST %s/v2/models/%s/infer HTTP/1.1\r\n"
-      "Host: %s\r\n"
-      "User-Agent: vanguard-replayer\r\n"
-      "Content-Type: application/json\r\n"
-      "Content-Length: %d\r\n"
-      "\r\n"
-      "%s",
-      target.path_prefix, model_name, host_header, request_body.size(), request_body);
-}
-
 absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   StepConfig config;
 
-  switch (request.protocol()) {
-    case v1::PROTOCOL_UNSPECIFIED:
-    case v1::PROTOCOL_KSERVE_V2_REST:
-      break;
-    default:
-      if (!v1::Protocol_IsValid(request.protocol())) {
-        return Invalid("protocol", absl::StrCat("unknown value ", request.protocol()));
-      }
-      return absl::UnimplementedError(
-          absl::StrCat("protocol: ", v1::Protocol_Name(request.protocol()),
-                       " is not supported by this replayer yet (only PROTOCOL_KSERVE_V2_REST)"));
+  if (!v1::Protocol_IsValid(request.protocol())) {
+    return Invalid("protocol", absl::StrCat("unknown value ", request.protocol()));
   }
+  config.protocol = request.protocol() == v1::PROTOCOL_UNSPECIFIED ? v1::PROTOCOL_KSERVE_V2_REST
+                                                                   : request.protocol();
 
   auto target = ParseHttpTarget(request.target(), "target");
   if (!target.ok()) return target.status();
   config.target = *std::move(target);
 
-  if (request.model_name().empty()) {
-    return Invalid("model_name", "must not be empty for PROTOCOL_KSERVE_V2_REST");
+  if (request.model_name().empty() && config.protocol != v1::PROTOCOL_HTTP &&
+      request.trace_path().empty()) {
+    return Invalid("model_name",
+                   absl::StrCat("must not be empty for ", v1::Protocol_Name(config.protocol)));
   }
   for (char c : request.model_name()) {
     if (!IsModelNameChar(c)) {
@@ -141,15 +121,31 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
     return Invalid("request_body",
                    absl::StrCat("must be at most ", kMaxRequestBodyBytes, " bytes"));
   }
-  config.request_body =
-      request.request_body().empty() ? std::string(kDefaultKServeV2Body) : request.request_body();
+  config.request_body = request.request_body();
+  if (config.request_body.empty() && config.protocol == v1::PROTOCOL_KSERVE_V2_REST) {
+    config.request_body = std::string(kDefaultKServeV2Body);
+  }
 
-  if (!std::isfinite(request.rate_qps()) || request.rate_qps() <= 0 ||
-      request.rate_qps() > kMaxRateQps) {
+  if (request.concurrency() < 0 || request.concurrency() > kMaxConcurrency) {
+    return Invalid("concurrency", absl::StrCat("must be in [0, ", kMaxConcurrency, "]"));
+  }
+  config.concurrency = request.concurrency();
+  if (request.threads() < 0 || request.threads() > kMaxThreads) {
+    return Invalid("threads", absl::StrCat("must be in [0, ", kMaxThreads, "]"));
+  }
+  config.threads = request.threads() == 0 ? 1 : request.threads();
+
+  if (config.closed_loop()) {
+    if (request.rate_qps() != 0) {
+      return Invalid("rate_qps", "must be 0 when concurrency > 0 (closed loop has no rate)");
+    }
+  } else if (!std::isfinite(request.rate_qps()) || request.rate_qps() <= 0 ||
+             request.rate_qps() > kMaxRateQps) {
     return Invalid("rate_qps",
                    absl::StrCat("must be > 0 and <= ", kMaxRateQps, ", got ", request.rate_qps()));
   }
   config.rate_qps = request.rate_qps();
+  config.trace_path = request.trace_path();
 
   switch (request.schedule()) {
     case v1::SCHEDULE_UNSPECIFIED:
@@ -158,6 +154,22 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
       break;
     case v1::SCHEDULE_POISSON:
       config.schedule = v1::SCHEDULE_POISSON;
+      break;
+    case v1::SCHEDULE_RAMP:
+      config.schedule = v1::SCHEDULE_RAMP;
+      if (!std::isfinite(request.ramp_end_qps()) || request.ramp_end_qps() <= 0 ||
+          request.ramp_end_qps() > kMaxRateQps) {
+        return Invalid("ramp_end_qps",
+                       absl::StrCat("must be > 0 and <= ", kMaxRateQps, " for SCHEDULE_RAMP, got ",
+                                    request.ramp_end_qps()));
+      }
+      config.ramp_end_qps = request.ramp_end_qps();
+      break;
+    case v1::SCHEDULE_TRACE:
+      config.schedule = v1::SCHEDULE_TRACE;
+      if (request.trace_path().empty()) {
+        return Invalid("trace_path", "must name a trace file for SCHEDULE_TRACE");
+      }
       break;
     default:
       return Invalid("schedule", absl::StrCat("unknown value ", request.schedule()));
@@ -207,6 +219,16 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   }
   config.max_connections =
       request.max_connections() == 0 ? kDefaultMaxConnections : request.max_connections();
+  if (config.concurrency > config.max_in_flight) {
+    return Invalid("concurrency", "must not exceed max_in_flight");
+  }
+
+  auto slo_latency = NonNegativeDuration(request.slo_latency(), "slo_latency");
+  if (!slo_latency.ok()) return slo_latency.status();
+  config.slo_latency = *slo_latency;
+  auto slo_ttft = NonNegativeDuration(request.slo_ttft(), "slo_ttft");
+  if (!slo_ttft.ok()) return slo_ttft.status();
+  config.slo_ttft = *slo_ttft;
   return config;
 }
 

@@ -1,6 +1,6 @@
-// StepConfig: a validated, defaulted RunStepRequest, plus the parsed target URL and the
-// KServe v2 REST request the step sends. ParseStepConfig is the single place where the
-// replayer checks what the outside world sent it; every rule names the field it checks.
+// StepConfig: a validated, defaulted RunStepRequest, plus the parsed target URL. ParseStepConfig is
+// the single place where the replayer checks what the outside world sent it; every rule names the
+// field it checks.
 //
 //   ASSIGN_OR_RETURN(StepConfig config, ParseStepConfig(request));
 //
@@ -33,6 +33,8 @@ inline constexpr absl::Duration kMaxRequestTimeout = absl::Minutes(10);
 inline constexpr int kMaxMaxInFlight = 1'000'000;
 inline constexpr int kMaxMaxConnections = 60'000;
 inline constexpr size_t kMaxRequestBodyBytes = 64 << 20;
+inline constexpr int kMaxThreads = 64;
+inline constexpr int kMaxConcurrency = 100'000;
 
 // A KServe v2 JSON body with one small FP32 input, sent when request_body is empty.
 inline constexpr std::string_view kDefaultKServeV2Body =
@@ -50,11 +52,20 @@ absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_vie
 
 struct StepConfig {
   HttpTarget target;
+  v1::Protocol protocol = v1::PROTOCOL_KSERVE_V2_REST;
   std::string model_name;
-  std::string request_body;  // never empty after parsing
-  double rate_qps = 0;
+  // KServe v2 REST: never empty after parsing (defaults to kDefaultKServeV2Body).
+  // PROTOCOL_HTTP: empty means GET {target}, else POST it to {target}.
+  std::string request_body;
+  double rate_qps = 0;  // 0 in closed-loop mode
   v1::Schedule schedule = v1::SCHEDULE_CONSTANT;
+  double ramp_end_qps = 0;  // SCHEDULE_RAMP only
   uint64_t seed = 0;
+  std::string trace_path;      // empty: synthetic requests
+  int concurrency = 0;         // > 0: closed loop with this many outstanding requests
+  int threads = 1;             // event loops
+  absl::Duration slo_latency;  // zero: not checked
+  absl::Duration slo_ttft;     // zero: not checked
   absl::Duration warmup;
   absl::Duration duration;  // measured part, after warmup
   absl::Duration request_timeout = kDefaultRequestTimeout;
@@ -63,12 +74,11 @@ struct StepConfig {
   int max_connections = kDefaultMaxConnections;
 
   absl::Duration total() const { return warmup + duration; }
-  // "POST /v2/models/{model}/infer HTTP/1.1" ... the complete request bytes, built once.
-  std::string BuildHttpRequest() const;
+  bool closed_loop() const { return concurrency > 0; }
 };
 
 // Validates and defaults a request. INVALID_ARGUMENT naming the field and the rule for bad
-// input; UNIMPLEMENTED for a protocol this replayer does not speak yet.
+// input. Which protocols can actually run is decided by BindProtocol (protocol_binding.h).
 absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request);
 
 }  // namespace vanguard::replayer

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "replayer/protocol_binding.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -114,26 +115,79 @@ TEST(StepConfigTest, RejectsBadLimitsAndEnums) {
   ExpectInvalid(r, "protocol");
 }
 
-TEST(StepConfigTest, ProtocolsNotSpokenYetAreUnimplemented) {
+TEST(StepConfigTest, ProtocolsNotWiredYetAreUnimplementedAtBinding) {
   v1::RunStepRequest r = ValidRequest();
   r.set_protocol(v1::PROTOCOL_OPENAI_CHAT);
   absl::StatusOr<StepConfig> config = ParseStepConfig(r);
-  EXPECT_EQ(config.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(config.status().message(), "protocol"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
+  EXPECT_EQ(binding.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(binding.status().message(), "protocol"));
 }
 
-TEST(StepConfigTest, BuildsAKServeV2InferRequest) {
+TEST(StepConfigTest, BindsAKServeV2InferRequest) {
   v1::RunStepRequest r = ValidRequest();
   r.set_target("http://localhost:8000/prefix");
   r.set_request_body(R"({"inputs":[]})");
   absl::StatusOr<StepConfig> config = ParseStepConfig(r);
   ASSERT_TRUE(config.ok());
-  std::string http = config->BuildHttpRequest();
-  EXPECT_TRUE(absl::StartsWith(http, "POST /prefix/v2/models/sim/infer HTTP/1.1\r\n")) << http;
-  EXPECT_TRUE(absl::StrContains(http, "\r\nHost: localhost:8000\r\n"));
-  EXPECT_TRUE(absl::StrContains(http, "\r\nContent-Type: application/json\r\n"));
-  EXPECT_TRUE(absl::StrContains(http, "\r\nContent-Length: 13\r\n"));
-  EXPECT_TRUE(absl::EndsWith(http, "\r\n\r\n{\"inputs\":[]}"));
+  EXPECT_EQ(config->target.path_prefix, "/prefix");
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
+  ASSERT_TRUE(binding.ok()) << binding.status();
+  auto source = binding->sources(0, 1);
+  ASSERT_TRUE(source.ok());
+  OutgoingRequest request;
+  ASSERT_TRUE((*source)->Next(&request).ok());
+  EXPECT_EQ(request.method, "POST");
+  EXPECT_EQ(request.path, "/v2/models/sim/infer");
+  EXPECT_EQ(request.headers, "Content-Type: application/json\r\n");
+  EXPECT_EQ(request.body, R"({"inputs":[]})");
+}
+
+TEST(StepConfigTest, PlainHttpWithoutABodyIsAGetAndNeedsNoModel) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_protocol(v1::PROTOCOL_HTTP);
+  r.clear_model_name();
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
+  ASSERT_TRUE(binding.ok());
+  auto source = binding->sources(0, 1);
+  OutgoingRequest request;
+  ASSERT_TRUE((*source)->Next(&request).ok());
+  EXPECT_EQ(request.method, "GET");
+  EXPECT_TRUE(request.body.empty());
+}
+
+TEST(StepConfigTest, ClosedLoopTakesConcurrencyInsteadOfARate) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_concurrency(8);
+  ExpectInvalid(r, "rate_qps");  // a rate and a concurrency exclude each other
+  r.set_rate_qps(0);
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->closed_loop());
+  r.set_concurrency(-1);
+  ExpectInvalid(r, "concurrency");
+}
+
+TEST(StepConfigTest, RampNeedsAnEndRateAndTraceNeedsAFile) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_schedule(v1::SCHEDULE_RAMP);
+  ExpectInvalid(r, "ramp_end_qps");
+  r.set_ramp_end_qps(400);
+  EXPECT_TRUE(ParseStepConfig(r).ok());
+  r.set_schedule(v1::SCHEDULE_TRACE);
+  ExpectInvalid(r, "trace_path");
+}
+
+TEST(StepConfigTest, ThreadsAreBoundedAndDefaultToOne) {
+  v1::RunStepRequest r = ValidRequest();
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->threads, 1);
+  r.set_threads(kMaxThreads + 1);
+  ExpectInvalid(r, "threads");
 }
 
 }  // namespace

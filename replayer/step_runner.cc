@@ -1,41 +1,45 @@
 // StepRunner implementation; see step_runner.h. Run() is called on the caller's thread and
-// starts one event-loop thread per step; the two meet only in WindowMailbox.
+// starts one event-loop thread per shard; they meet the caller only in WindowMailbox.
 #include "replayer/step_runner.h"
 
 #include <deque>
+#include <map>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "replayer/http_load_loop.h"
+#include "replayer/load_loop.h"
 
 namespace vanguard::replayer {
 namespace {
 
 constexpr absl::Duration kCancelPollInterval = absl::Milliseconds(20);
 
-// Closed windows travel from the loop thread (Push) to the caller's thread (Wait).
+// Closed windows travel from the loop threads (Push) to the caller's thread (Wait).
 class WindowMailbox {
  public:
-  void Push(std::vector<WindowTally> windows) {
+  void Push(int loop, std::vector<WindowTally> windows) {
     absl::MutexLock lock(&mu_);
-    for (WindowTally& window : windows) windows_.push_back(std::move(window));
+    for (WindowTally& window : windows) windows_.emplace_back(loop, std::move(window));
   }
   void MarkDone() {
     absl::MutexLock lock(&mu_);
-    done_ = true;
+    ++done_;
   }
-  // Waits up to `timeout` for windows or the end; returns what arrived and whether the loop
-  // is done (and everything it pushed has been returned).
-  std::vector<WindowTally> Wait(absl::Duration timeout, bool* done) {
+  // Waits up to `timeout` for windows or the end; returns what arrived and how many loops
+  // are done (everything they pushed has then been returned).
+  std::vector<std::pair<int, WindowTally>> Wait(absl::Duration timeout, int* done) {
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !windows_.empty() || done_; };
+    int seen = done_;
+    auto ready = [this, seen]()
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !windows_.empty() || done_ != seen; };
     mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-    std::vector<WindowTally> out;
+    std::vector<std::pair<int, WindowTally>> out;
     out.reserve(windows_.size());
-    for (WindowTally& window : windows_) out.push_back(std::move(window));
+    for (auto& window : windows_) out.push_back(std::move(window));
     windows_.clear();
     *done = done_;
     return out;
@@ -43,8 +47,44 @@ class WindowMailbox {
 
  private:
   absl::Mutex mu_;
-  std::deque<WindowTally> windows_ ABSL_GUARDED_BY(mu_);
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::pair<int, WindowTally>> windows_ ABSL_GUARDED_BY(mu_);
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Merges the windows of several loops by index and releases them in index order once every
+// loop has closed the window. Caller's thread only.
+class WindowMerger {
+ public:
+  explicit WindowMerger(int loops) : loops_(loops) {}
+  void Add(WindowTally window) {
+    Slot& slot = slots_[window.span.index];
+    if (slot.count == 0) {
+      slot.merged = std::move(window);
+    } else {
+      slot.merged.Merge(window);
+    }
+    ++slot.count;
+  }
+  std::vector<WindowTally> TakeReady() {
+    std::vector<WindowTally> ready;
+    while (true) {
+      auto it = slots_.find(next_);
+      if (it == slots_.end() || it->second.count < loops_) break;
+      ready.push_back(std::move(it->second.merged));
+      slots_.erase(it);
+      ++next_;
+    }
+    return ready;
+  }
+
+ private:
+  struct Slot {
+    WindowTally merged;
+    int count = 0;
+  };
+  const int loops_;
+  std::map<int, Slot> slots_;
+  int next_ = 0;
 };
 
 }  // namespace
@@ -60,35 +100,87 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request
 absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const WindowCallback& on_window,
                                                const CancelledCallback& is_cancelled) {
-  WindowMailbox mailbox;
-  HttpLoadLoop loop(
-      config, [&mailbox](std::vector<WindowTally> windows) { mailbox.Push(std::move(windows)); });
-  absl::Status loop_status;
-  std::thread loop_thread([&] {
-    loop_status = loop.Run();
-    mailbox.MarkDone();
-  });
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(config);
+  if (!binding.ok()) return binding.status();
+  return Run(config, *binding, on_window, is_cancelled);
+}
 
-  bool stopping = false;
-  bool done = false;
-  while (!done) {
-    std::vector<WindowTally> windows = mailbox.Wait(kCancelPollInterval, &done);
-    if (!stopping) {
-      for (const WindowTally& window : windows) {
-        if (on_window && !on_window(ToWindowMetrics(window))) {
-          stopping = true;
-          break;
-        }
+absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
+                                               const ProtocolBinding& binding,
+                                               const WindowCallback& on_window,
+                                               const CancelledCallback& is_cancelled) {
+  absl::StatusOr<TargetAddress> target = ResolveTarget(config.target);
+  if (!target.ok()) return target.status();
+  if (!binding.sources) return absl::InvalidArgumentError("protocol: no request source");
+
+  const int shards = config.threads;
+  WindowMailbox mailbox;
+  std::vector<std::unique_ptr<LoadLoop>> loops;
+  for (int shard = 0; shard < shards; ++shard) {
+    LoopParts parts;
+    absl::StatusOr<std::unique_ptr<RequestSource>> source = binding.sources(shard, shards);
+    if (!source.ok()) return source.status();
+    parts.source = *std::move(source);
+    parts.handlers = binding.handlers;
+    if (binding.transport) {
+      absl::StatusOr<std::unique_ptr<AsyncTransport>> transport = binding.transport(shard, shards);
+      if (!transport.ok()) return transport.status();
+      parts.transport = *std::move(transport);
+    }
+    loops.push_back(std::make_unique<LoadLoop>(config, shard, shards, *target, std::move(parts),
+                                               [&mailbox, shard](std::vector<WindowTally> windows) {
+                                                 mailbox.Push(shard, std::move(windows));
+                                               }));
+  }
+
+  std::vector<absl::Status> statuses(shards);
+  std::vector<std::thread> threads;
+  for (int shard = 0; shard < shards; ++shard) {
+    threads.emplace_back([&, shard] {
+      statuses[shard] = loops[shard]->Run();
+      // A loop that failed takes the others down with it: its shard of the step is gone.
+      if (!statuses[shard].ok()) {
+        for (auto& loop : loops) loop->Stop();
       }
-      if (!stopping && is_cancelled && is_cancelled()) stopping = true;
-      if (stopping && !done) loop.Stop();
+      mailbox.MarkDone();
+    });
+  }
+
+  WindowMerger merger(shards);
+  bool stopping = false;
+  int done = 0;
+  while (done < shards) {
+    std::vector<std::pair<int, WindowTally>> windows = mailbox.Wait(kCancelPollInterval, &done);
+    for (auto& [loop, window] : windows) merger.Add(std::move(window));
+    if (stopping) continue;
+    for (const WindowTally& window : merger.TakeReady()) {
+      if (on_window && !on_window(ToWindowMetrics(window))) {
+        stopping = true;
+        break;
+      }
+    }
+    if (!stopping && is_cancelled && is_cancelled()) stopping = true;
+    if (stopping) {
+      for (auto& loop : loops) loop->Stop();
     }
   }
-  loop_thread.join();
+  for (std::thread& thread : threads) thread.join();
 
   if (stopping) return absl::CancelledError("step cancelled by the caller");
-  if (!loop_status.ok()) return loop_status;
-  return BuildStepResult(loop.accounting().measured(), config.rate_qps, config.duration);
+  // The first real failure wins over the cancellations it caused in the other loops.
+  for (const absl::Status& status : statuses) {
+    if (!status.ok() && status.code() != absl::StatusCode::kCancelled) return status;
+  }
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  StepTally merged;
+  for (const auto& loop : loops) merged.Merge(loop->accounting().measured());
+  last_tally_ = merged;
+  v1::StepResult result = BuildStepResult(merged, config.rate_qps, config.duration);
+  result.set_closed_loop(config.closed_loop());
+  result.set_threads(shards);
+  return result;
 }
 
 }  // namespace vanguard::replayer

@@ -1,7 +1,8 @@
-// StepRunner: runs one replayer step end to end — validates the request, runs an
-// HttpLoadLoop on its own event-loop thread, hands each closed window to the caller as it
-// closes, and returns the StepResult. It is the whole replayer minus transport: the gRPC
-// service and the `vanguard-replayer run` command are thin adapters over it.
+// StepRunner: runs one replayer step end to end — validates the request, runs one LoadLoop
+// per configured thread (each its own shard of the schedule), merges their windows exactly
+// (histograms merged, never averaged) and hands each merged window to the caller as soon as
+// every loop has closed it, and returns the merged StepResult. It is the whole replayer minus
+// transport: the gRPC service and the `vanguard-replayer run` command are thin adapters over it.
 //
 //   StepRunner runner;
 //   absl::StatusOr<v1::StepResult> result = runner.Run(
@@ -19,6 +20,8 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
+#include "replayer/protocol_binding.h"
+#include "replayer/step_accounting.h"
 #include "replayer/step_config.h"
 #include "vanguard/v1/replayer.pb.h"
 
@@ -40,6 +43,17 @@ class StepRunner {
                                      const CancelledCallback& is_cancelled);
   absl::StatusOr<v1::StepResult> Run(const StepConfig& config, const WindowCallback& on_window,
                                      const CancelledCallback& is_cancelled);
+  // With an explicit binding (tests, or callers that bring their own source/handler).
+  absl::StatusOr<v1::StepResult> Run(const StepConfig& config, const ProtocolBinding& binding,
+                                     const WindowCallback& on_window,
+                                     const CancelledCallback& is_cancelled);
+
+  // The merged measured tally of the last successful Run (for tests and benchmarks that
+  // need the raw histograms, e.g. send skew).
+  const StepTally& last_tally() const { return last_tally_; }
+
+ private:
+  StepTally last_tally_;
 };
 
 }  // namespace vanguard::replayer

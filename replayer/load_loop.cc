@@ -1,0 +1,1313 @@
+// The epoll event loop behind LoadLoop; see load_loop.h. Everything in Impl except Stop()
+// runs on the loop thread (the thread inside Run()), so Impl has no locks.
+#include "replayer/load_loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "replayer/send_schedule.h"
+
+namespace vanguard::replayer {
+namespace {
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+// How often the loop expires timed-out requests, samples its CPU and closes windows.
+constexpr int64_t kHousekeepingNs = 2'000'000;
+// At most this many due requests are dispatched before I/O gets a turn; the rest follow
+// immediately (with their original intended times).
+constexpr int kMaxBurst = 256;
+constexpr int kMaxEvents = 256;
+constexpr size_t kReadBufferBytes = 64 * 1024;  // also the largest response header accepted
+// epoll user data for the two non-connection fds.
+constexpr uint64_t kWakeTag = 1;
+constexpr uint64_t kTimerTag = 2;
+constexpr uint64_t kTransportTag = 3;
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * kNanosPerSecond + ts.tv_nsec;
+}
+
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * kNanosPerSecond + ts.tv_nsec;
+}
+
+absl::Duration Ns(int64_t ns) { return absl::Nanoseconds(ns); }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool ContainsTokenIgnoreCase(std::string_view value, std::string_view token) {
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    std::string_view part =
+        value.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
+    while (!part.empty() && (part.back() == ' ' || part.back() == '\t')) part.remove_suffix(1);
+    if (EqualsIgnoreCase(part, token)) return true;
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+// An incremental HTTP/1.1 response parser over the connection's buffer. It keeps only what
+// the loop needs (status, framing, keep-alive) and hands body bytes to a callback.
+class ResponseParser {
+ public:
+  enum class Progress { kNeedMore, kComplete, kError };
+
+  void Reset() {
+    in_headers_ = true;
+    header_scan_ = 0;
+    status_ = 0;
+    keep_alive_ = true;
+    mode_ = Mode::kNone;
+    remaining_ = 0;
+    chunk_state_ = ChunkState::kSize;
+    trailing_garbage_ = false;
+    error_ = nullptr;
+  }
+
+  // Parses the header block buf[0, len) if it is complete. On kComplete of the header,
+  // *header_end is where the body starts. kNeedMore: wait for more bytes.
+  Progress ParseHeader(const char* buf, size_t len, size_t* header_end) {
+    std::string_view data(buf, len);
+    size_t from = header_scan_ > 3 ? header_scan_ - 3 : 0;
+    size_t end = data.find("\r\n\r\n", from);
+    if (end == std::string_view::npos) {
+      header_scan_ = len;
+      if (len >= kReadBufferBytes) return Fail("response header larger than 64 KiB");
+      return Progress::kNeedMore;
+    }
+    *header_end = end + 4;
+    std::string_view block = data.substr(0, end + 2);  // keep the last line's CRLF
+    size_t eol = block.find("\r\n");
+    std::string_view status_line = block.substr(0, eol);
+    // "HTTP/1.x SSS reason"
+    if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." ||
+        (status_line[7] != '0' && status_line[7] != '1') || status_line[8] != ' ') {
+      return Fail("malformed status line");
+    }
+    bool http10 = status_line[7] == '0';
+    int status = 0;
+    for (int i = 9; i < 12; ++i) {
+      char c = status_line[i];
+      if (c < '0' || c > '9') return Fail("malformed status code");
+      status = status * 10 + (c - '0');
+    }
+    if (status_line.size() > 12 && status_line[12] != ' ') return Fail("malformed status line");
+    status_ = status;
+    keep_alive_ = !http10;
+    bool chunked = false;
+    std::optional<int64_t> content_length;
+    size_t pos = eol + 2;
+    while (pos < block.size()) {
+      size_t line_end = block.find("\r\n", pos);
+      std::string_view line = block.substr(pos, line_end - pos);
+      pos = line_end + 2;
+      size_t colon = line.find(':');
+      if (colon == std::string_view::npos || colon == 0) return Fail("malformed header line");
+      std::string_view name = line.substr(0, colon);
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+        value.remove_prefix(1);
+      }
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+      if (EqualsIgnoreCase(name, "content-length")) {
+        int64_t length = 0;
+        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+        if (ec != std::errc() || ptr != value.data() + value.size() || length < 0) {
+          return Fail("invalid Content-Length");
+        }
+        if (content_length.has_value() && *content_length != length) {
+          return Fail("conflicting Content-Length headers");
+        }
+        content_length = length;
+      } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
+        if (ContainsTokenIgnoreCase(value, "chunked")) chunked = true;
+      } else if (EqualsIgnoreCase(name, "connection")) {
+        if (ContainsTokenIgnoreCase(value, "close")) keep_alive_ = false;
+        if (ContainsTokenIgnoreCase(value, "keep-alive")) keep_alive_ = true;
+      }
+    }
+    in_headers_ = false;
+    if ((status >= 100 && status < 200) || status == 204 || status == 304) {
+      mode_ = Mode::kNone;
+    } else if (chunked) {
+      mode_ = Mode::kChunked;
+    } else if (content_length.has_value()) {
+      mode_ = Mode::kLength;
+      remaining_ = *content_length;
+    } else {
+      mode_ = Mode::kUntilClose;
+      keep_alive_ = false;
+    }
+    return Progress::kComplete;
+  }
+
+  // Feeds body bytes; calls on_body(std::string_view) with decoded pieces. kComplete when
+  // the message ended (bytes after it mark trailing_garbage()).
+  template <typename OnBody>
+  Progress FeedBody(const char* data, size_t len, OnBody&& on_body) {
+    switch (mode_) {
+      case Mode::kNone:
+        if (len > 0) trailing_garbage_ = true;
+        return Progress::kComplete;
+      case Mode::kUntilClose:
+        if (len > 0 && !on_body(std::string_view(data, len))) return Progress::kError;
+        return Progress::kNeedMore;
+      case Mode::kLength: {
+        size_t take = static_cast<size_t>(std::min<int64_t>(remaining_, len));
+        if (take > 0 && !on_body(std::string_view(data, take))) return Progress::kError;
+        remaining_ -= static_cast<int64_t>(take);
+        if (remaining_ > 0) return Progress::kNeedMore;
+        if (len > take) trailing_garbage_ = true;
+        return Progress::kComplete;
+      }
+      case Mode::kChunked:
+        return FeedChunked(data, len, on_body);
+    }
+    return Fail("internal parser state");
+  }
+
+  // The peer closed the connection: completes a close-delimited body.
+  bool CompleteAtEof() const { return !in_headers_ && mode_ == Mode::kUntilClose; }
+
+  bool in_headers() const { return in_headers_; }
+  int status() const { return status_; }
+  bool keep_alive() const { return keep_alive_ && !trailing_garbage_; }
+  bool informational() const { return status_ >= 100 && status_ < 200; }
+  const char* error() const { return error_; }
+
+ private:
+  enum class Mode { kNone, kLength, kChunked, kUntilClose };
+  enum class ChunkState {
+    kSize,
+    kExtension,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kTrailerStart,
+    kTrailerLine,
+    kTrailerLf,
+    kEndLf
+  };
+
+  Progress Fail(const char* why) {
+    error_ = why;
+    return Progress::kError;
+  }
+
+  template <typename OnBody>
+  Progress FeedChunked(const char* data, size_t len, OnBody&& on_body) {
+    size_t i = 0;
+    while (i < len) {
+      char c = data[i];
+      switch (chunk_state_) {
+        case ChunkState::kSize: {
+          int digit = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+          if (digit >= 0) {
+            if (remaining_ > (int64_t{1} << 40)) return Fail("chunk size too large");
+            remaining_ = remaining_ * 16 + digit;
+            size_digits_++;
+          } else if (size_digits_ == 0) {
+            return Fail("malformed chunk size");
+          } else if (c == '\r') {
+            chunk_state_ = ChunkState::kSizeLf;
+          } else if (c == ';' || c == ' ' || c == '\t') {
+            chunk_state_ = ChunkState::kExtension;
+          } else {
+            return Fail("malformed chunk size");
+          }
+          ++i;
+          break;
+        }
+        case ChunkState::kExtension:
+          if (c == '\r') chunk_state_ = ChunkState::kSizeLf;
+          ++i;
+          break;
+        case ChunkState::kSizeLf:
+          if (c != '\n') return Fail("malformed chunk size line");
+          ++i;
+          size_digits_ = 0;
+          chunk_state_ = remaining_ == 0 ? ChunkState::kTrailerStart : ChunkState::kData;
+          break;
+        case ChunkState::kData: {
+          size_t take = static_cast<size_t>(std::min<int64_t>(remaining_, len - i));
+          if (!on_body(std::string_view(data + i, take))) return Progress::kError;
+          i += take;
+          remaining_ -= static_cast<int64_t>(take);
+          if (remaining_ == 0) chunk_state_ = ChunkState::kDataCr;
+          break;
+        }
+        case ChunkState::kDataCr:
+          if (c != '\r') return Fail("chunk data not followed by CRLF");
+          ++i;
+          chunk_state_ = ChunkState::kDataLf;
+          break;
+        case ChunkState::kDataLf:
+          if (c != '\n') return Fail("chunk data not followed by CRLF");
+          ++i;
+          chunk_state_ = ChunkState::kSize;
+          break;
+        case ChunkState::kTrailerStart:
+          ++i;
+          chunk_state_ = c == '\r' ? ChunkState::kEndLf : ChunkState::kTrailerLine;
+          break;
+        case ChunkState::kTrailerLine:
+          ++i;
+          if (c == '\r') chunk_state_ = ChunkState::kTrailerLf;
+          break;
+        case ChunkState::kTrailerLf:
+          if (c != '\n') return Fail("malformed trailer");
+          ++i;
+          chunk_state_ = ChunkState::kTrailerStart;
+          break;
+        case ChunkState::kEndLf:
+          if (c != '\n') return Fail("malformed last chunk");
+          ++i;
+          if (i < len) trailing_garbage_ = true;
+          return Progress::kComplete;
+      }
+    }
+    return Progress::kNeedMore;
+  }
+
+  bool in_headers_ = true;
+  size_t header_scan_ = 0;
+  int status_ = 0;
+  bool keep_alive_ = true;
+  Mode mode_ = Mode::kNone;
+  int64_t remaining_ = 0;
+  int size_digits_ = 0;
+  ChunkState chunk_state_ = ChunkState::kSize;
+  bool trailing_garbage_ = false;
+  const char* error_ = nullptr;
+};
+
+// One request in flight (or waiting for a connection). Times are ns offsets from t0.
+struct RequestState {
+  int64_t intended = 0;
+  int64_t sent = 0;
+  int64_t deadline = 0;
+  int64_t first_chunk = -1;
+  int64_t last_chunk = -1;
+  int64_t chunks = 0;
+};
+
+struct Connection {
+  enum class State { kClosed, kConnecting, kActive, kIdle };
+  int fd = -1;
+  State state = State::kClosed;
+  bool want_write = false;
+  std::string out;  // the request's bytes; capacity reused
+  size_t out_offset = 0;
+  std::unique_ptr<char[]> in;  // kReadBufferBytes
+  size_t in_len = 0;
+  ResponseParser parser;
+  std::unique_ptr<ResponseHandler> handler;
+  RequestState request;
+  size_t idle_position = 0;    // index in Impl::idle_ while idle
+  size_t active_position = 0;  // index in Impl::active_ while connecting/active
+};
+
+// Waiting for a free connection, in intended-time order.
+struct PendingRequest {
+  RequestState request;
+  std::string bytes;  // capacity reused
+};
+
+}  // namespace
+
+absl::StatusOr<TargetAddress> ResolveTarget(const HttpTarget& target) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* results = nullptr;
+  std::string port = std::to_string(target.port);
+  int rc = getaddrinfo(target.host.c_str(), port.c_str(), &hints, &results);
+  if (rc != 0 || results == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("target: cannot resolve host \"", target.host,
+                     "\": ", rc != 0 ? gai_strerror(rc) : "no addresses"));
+  }
+  const addrinfo* chosen = results;
+  for (const addrinfo* a = results; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      chosen = a;
+      break;
+    }
+  }
+  TargetAddress address;
+  std::memcpy(&address.address, chosen->ai_addr, chosen->ai_addrlen);
+  address.length = chosen->ai_addrlen;
+  freeaddrinfo(results);
+  return address;
+}
+
+class LoadLoop::Impl {
+ public:
+  Impl(const StepConfig& config, int shard, int shards, const TargetAddress& target,
+       LoopParts parts, WindowsCallback on_windows)
+      : config_(config),
+        shard_(shard),
+        shards_(shards),
+        target_(target),
+        source_(std::move(parts.source)),
+        handlers_(std::move(parts.handlers)),
+        transport_(std::move(parts.transport)),
+        on_windows_(std::move(on_windows)),
+        accounting_(WindowLayout(config.warmup, config.duration, config.window),
+                    RequestSlo{config.slo_latency, config.slo_ttft}),
+        total_ns_(absl::ToInt64Nanoseconds(config.total())),
+        timeout_ns_(absl::ToInt64Nanoseconds(config.request_timeout)),
+        warmup_ns_(absl::ToInt64Nanoseconds(config.warmup)),
+        max_connections_(Share(config.max_connections)),
+        max_in_flight_(Share(config.max_in_flight)) {
+    std::string host = config.target.host.find(':') != std::string::npos
+                           ? absl::StrCat("[", config.target.host, "]")
+                           : config.target.host;
+    host_header_ = absl::StrCat(host, ":", config.target.port);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+
+  ~Impl() {
+    for (auto& connection : connections_) {
+      if (connection->fd >= 0) close(connection->fd);
+    }
+    if (timer_fd_ >= 0) close(timer_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  absl::Status Run() {
+    absl::Status status = Setup();
+    if (status.ok()) status = Loop();
+    Shutdown();
+    return status;
+  }
+
+  void Stop() {
+    stop_requested_.store(true, std::memory_order_relaxed);
+    uint64_t one = 1;
+    if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+  }
+
+  const StepAccounting& accounting() const { return accounting_; }
+
+ private:
+  // This shard's part of a step-wide cap (at least 1).
+  int Share(int total) const {
+    return std::max(1, total / shards_ + (shard_ < total % shards_ ? 1 : 0));
+  }
+
+  absl::Status Setup() {
+    // Sleep precisely: the default 50 us timer slack would be all of our skew budget.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    interned_classes_.reserve(64);  // string_views into it must stay valid
+    if (source_ == nullptr) {
+      return absl::InternalError("load loop: no request source");
+    }
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      return absl::InternalError(absl::StrCat("load loop: epoll/eventfd: ", strerror(errno)));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    if (transport_ != nullptr) {
+      ev.data.u64 = kTransportTag;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, transport_->completion_fd(), &ev) != 0) {
+        return absl::InternalError(absl::StrCat(
+            "load loop: cannot watch the transport's completion fd: ", strerror(errno)));
+      }
+    }
+    if (config_.closed_loop()) {
+      closed_loop_owed_ = Share(config_.concurrency);
+    } else if (config_.schedule == v1::SCHEDULE_TRACE) {
+      double recorded = source_->recorded_rate_qps();
+      if (!(recorded > 0)) {
+        return absl::InvalidArgumentError(
+            "schedule: SCHEDULE_TRACE needs a source that knows its recorded rate");
+      }
+      trace_scale_ = recorded / config_.rate_qps;
+    } else {
+      ScheduleSpec spec;
+      spec.kind = config_.schedule;
+      spec.rate_qps = config_.rate_qps;
+      spec.ramp_end_qps = config_.ramp_end_qps;
+      spec.seed = config_.seed;
+      spec.end = config_.total();
+      spec.shard = shard_;
+      spec.shards = shards_;
+      absl::StatusOr<SendSchedule> schedule = SendSchedule::Create(spec);
+      if (!schedule.ok()) return schedule.status();
+      schedule_.emplace(*std::move(schedule));
+    }
+    t0_ = MonotonicNs();
+    housekeeping_next_ = 0;
+    cpu_last_ = ThreadCpuNs();
+    span_start_ = -1;
+    if (!config_.closed_loop()) Advance();
+    return failure_;
+  }
+
+  // --- the loop ------------------------------------------------------------------------------
+
+  absl::Status Loop() {
+    epoll_event events[kMaxEvents];
+    while (true) {
+      if (stop_requested_.load(std::memory_order_relaxed)) {
+        return absl::CancelledError("step cancelled");
+      }
+      int64_t now = Now();
+      if (config_.closed_loop()) {
+        while (closed_loop_owed_ > 0 && now < total_ns_) {
+          --closed_loop_owed_;
+          DispatchClosedLoop(now);
+          now = Now();
+        }
+      } else {
+        DispatchDue(now);
+      }
+      if (!failure_.ok()) return failure_;
+      now = Now();
+      if (now >= housekeeping_next_) {
+        Housekeeping(now);
+        housekeeping_next_ = now + kHousekeepingNs;
+      }
+      if (Finished(now)) {
+        FinishAccounting(now);
+        return absl::OkStatus();
+      }
+      int64_t wake_at = housekeeping_next_;
+      if (!config_.closed_loop() && has_next_) wake_at = std::min(wake_at, next_intended_);
+      if (config_.closed_loop() && closed_loop_owed_ > 0 && now < total_ns_) wake_at = now;
+      int n = Wait(events, wake_at - Now());
+      if (n < 0) return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
+      for (int i = 0; i < n; ++i) HandleEvent(events[i]);
+    }
+  }
+
+  int64_t Now() const { return MonotonicNs() - t0_; }
+
+  // Waits for I/O for at most `timeout_ns` (<= 0: just polls).
+  int Wait(epoll_event* events, int64_t timeout_ns) {
+    if (timeout_ns < 0) timeout_ns = 0;
+    while (true) {
+      int n;
+      if (use_pwait2_) {
+        timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
+                    static_cast<long>(timeout_ns % kNanosPerSecond)};
+        n = epoll_pwait2(epoll_fd_, events, kMaxEvents, &ts, nullptr);
+        if (n < 0 && errno == ENOSYS) {
+          use_pwait2_ = false;
+          continue;
+        }
+      } else {
+        n = WaitWithTimerfd(events, timeout_ns);
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n;
+    }
+  }
+
+  // Fallback for kernels without epoll_pwait2: an absolute timerfd in the epoll set.
+  int WaitWithTimerfd(epoll_event* events, int64_t timeout_ns) {
+    if (timeout_ns == 0) return epoll_wait(epoll_fd_, events, kMaxEvents, 0);
+    if (timer_fd_ < 0) {
+      timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kTimerTag;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
+    }
+    int64_t at = MonotonicNs() + timeout_ns;
+    itimerspec spec{};
+    spec.it_value.tv_sec = at / kNanosPerSecond;
+    spec.it_value.tv_nsec = at % kNanosPerSecond;
+    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+    return epoll_wait(epoll_fd_, events, kMaxEvents, -1);
+  }
+
+  bool Finished(int64_t now) const {
+    if (in_flight_ > 0) return false;
+    if (config_.closed_loop()) return now >= total_ns_;
+    return !has_next_;
+  }
+
+  void HandleEvent(const epoll_event& event) {
+    uint64_t tag = event.data.u64;
+    if (tag == kWakeTag) {
+      uint64_t value;
+      (void)!read(wake_fd_, &value, sizeof(value));
+      return;
+    }
+    if (tag == kTimerTag) {
+      uint64_t expirations;
+      (void)!read(timer_fd_, &expirations, sizeof(expirations));
+      return;
+    }
+    if (tag == kTransportTag) {
+      DrainTransport();
+      return;
+    }
+    auto* connection = reinterpret_cast<Connection*>(tag);
+    switch (connection->state) {
+      case Connection::State::kClosed:
+        return;
+      case Connection::State::kIdle:
+        // An idle keep-alive connection should stay silent; readable means the server
+        // closed it (or misbehaved): drop it before a request is lost on it.
+        CloseConnection(connection);
+        return;
+      case Connection::State::kConnecting:
+        OnConnected(connection);
+        return;
+      case Connection::State::kActive:
+        if ((event.events & EPOLLOUT) && connection->want_write) {
+          if (!TryWrite(connection)) return;
+        }
+        if (event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadResponse(connection);
+        return;
+    }
+  }
+
+  // --- the schedule ----------------------------------------------------------------------------
+
+  // Fetches the next request of an open-loop schedule into next_request_/next_intended_.
+  void Advance() {
+    if (config_.schedule == v1::SCHEDULE_TRACE) {
+      absl::Status status = source_->Next(&next_request_);
+      if (!status.ok()) {
+        has_next_ = false;
+        if (status.code() != absl::StatusCode::kOutOfRange) failure_ = status;
+        return;
+      }
+      if (!next_request_.trace_offset.has_value()) {
+        has_next_ = false;
+        failure_ = absl::InvalidArgumentError(
+            "schedule: SCHEDULE_TRACE needs a trace time on every request; the source gave "
+            "none");
+        return;
+      }
+      double at = absl::ToDoubleNanoseconds(*next_request_.trace_offset) * trace_scale_;
+      if (!(at >= 0) || at >= static_cast<double>(total_ns_)) {
+        has_next_ = false;
+        return;
+      }
+      next_intended_ = static_cast<int64_t>(at);
+      has_next_ = true;
+      return;
+    }
+    std::optional<absl::Duration> at = schedule_->Next();
+    if (!at.has_value()) {
+      has_next_ = false;
+      return;
+    }
+    absl::Status status = source_->Next(&next_request_);
+    if (!status.ok()) {
+      has_next_ = false;
+      if (status.code() != absl::StatusCode::kOutOfRange) failure_ = status;
+      return;
+    }
+    next_intended_ = absl::ToInt64Nanoseconds(*at);
+    has_next_ = true;
+  }
+
+  void DispatchDue(int64_t now) {
+    for (int burst = 0; burst < kMaxBurst && has_next_ && next_intended_ <= now; ++burst) {
+      int64_t intended = next_intended_;
+      accounting_.OnScheduled(Ns(intended));
+      if (now - intended > timeout_ns_) {
+        accounting_.OnNeverDispatched(Ns(intended));
+      } else if (in_flight_ >= max_in_flight_) {
+        accounting_.OnDropped(Ns(intended));
+      } else {
+        accounting_.OnDispatched(Ns(intended), Ns(now));
+        Send(intended, next_request_, now);
+      }
+      Advance();
+      now = Now();
+    }
+  }
+
+  void DispatchClosedLoop(int64_t now) {
+    absl::Status status = source_->Next(&next_request_);
+    if (!status.ok()) {
+      if (status.code() != absl::StatusCode::kOutOfRange) failure_ = status;
+      closed_loop_owed_ = 0;
+      total_ns_ = std::min(total_ns_, now);  // nothing more to send
+      return;
+    }
+    accounting_.OnScheduled(Ns(now));
+    accounting_.OnDispatched(Ns(now), Ns(now));
+    Send(now, next_request_, now);
+  }
+
+  // A request ended (any outcome): in a closed loop, another one is owed.
+  void Resolved() {
+    --in_flight_;
+    if (config_.closed_loop()) ++closed_loop_owed_;
+  }
+
+  // --- sending -------------------------------------------------------------------------------
+
+  void Serialize(const OutgoingRequest& r, std::string* out) const {
+    out->clear();
+    out->append(r.method.data(), r.method.size());
+    out->push_back(' ');
+    out->append(config_.target.path_prefix);
+    if (r.path.empty()) {
+      if (config_.target.path_prefix.empty()) out->push_back('/');
+    } else {
+      out->append(r.path.data(), r.path.size());
+    }
+    out->append(" HTTP/1.1\r\nHost: ");
+    out->append(host_header_);
+    out->append("\r\nUser-Agent: vanguard-replayer\r\nContent-Length: ");
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), r.body.size());
+    out->append(digits, static_cast<size_t>(end - digits));
+    out->append("\r\n");
+    out->append(r.headers.data(), r.headers.size());
+    out->append("\r\n");
+    out->append(r.body.data(), r.body.size());
+  }
+
+  void Send(int64_t intended, const OutgoingRequest& request, int64_t now) {
+    ++in_flight_;
+    RequestState state;
+    state.intended = intended;
+    state.deadline = intended + timeout_ns_;
+    if (transport_ != nullptr) {
+      SendOnTransport(state, request, now);
+      return;
+    }
+    if (!idle_.empty()) {
+      Connection* connection = idle_.back();
+      RemoveIdle(connection);
+      Serialize(request, &connection->out);
+      StartRequest(connection, state, now);
+    } else if (open_connections_ < max_connections_) {
+      Connection* connection = OpenConnection();
+      if (connection == nullptr) {
+        accounting_.OnError(Ns(intended), kErrorConnect);
+        Resolved();
+        return;
+      }
+      Serialize(request, &connection->out);
+      connection->request = state;
+    } else {
+      PendingRequest& pending = PushPending();
+      pending.request = state;
+      Serialize(request, &pending.bytes);
+    }
+  }
+
+  // Starts writing connection->out for `state` on an established connection.
+  void StartRequest(Connection* connection, const RequestState& state, int64_t now) {
+    connection->state = Connection::State::kActive;
+    AddActive(connection);
+    connection->request = state;
+    connection->request.sent = now;
+    connection->out_offset = 0;
+    connection->in_len = 0;
+    connection->parser.Reset();
+    accounting_.OnSent(Ns(state.intended), Ns(now));
+    TryWrite(connection);
+  }
+
+  Connection* OpenConnection() {
+    int fd = socket(target_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return nullptr;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int rc = connect(fd, reinterpret_cast<const sockaddr*>(&target_.address), target_.length);
+    if (rc != 0 && errno != EINPROGRESS) {
+      close(fd);
+      return nullptr;
+    }
+    Connection* connection = NewConnection();
+    connection->fd = fd;
+    connection->state = Connection::State::kConnecting;
+    connection->want_write = true;
+    AddActive(connection);
+    ++open_connections_;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = reinterpret_cast<uint64_t>(connection);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    return connection;
+  }
+
+  void OnConnected(Connection* connection) {
+    int error = 0;
+    socklen_t length = sizeof(error);
+    getsockopt(connection->fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0) {
+      FailRequest(connection, kErrorConnect);
+      return;
+    }
+    RemoveActive(connection);
+    RequestState state = connection->request;
+    StartRequest(connection, state, Now());
+  }
+
+  // Writes what is left of the request. False if the connection failed (and was closed).
+  bool TryWrite(Connection* connection) {
+    while (connection->out_offset < connection->out.size()) {
+      ssize_t n = send(connection->fd, connection->out.data() + connection->out_offset,
+                       connection->out.size() - connection->out_offset, MSG_NOSIGNAL);
+      if (n > 0) {
+        connection->out_offset += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        SetWantWrite(connection, true);
+        return true;
+      }
+      FailRequest(connection, kErrorWrite);
+      return false;
+    }
+    SetWantWrite(connection, false);
+    return true;
+  }
+
+  void SetWantWrite(Connection* connection, bool want) {
+    if (connection->want_write == want) return;
+    connection->want_write = want;
+    epoll_event ev{};
+    ev.events = want ? uint32_t{EPOLLIN | EPOLLOUT} : uint32_t{EPOLLIN};
+    ev.data.u64 = reinterpret_cast<uint64_t>(connection);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection->fd, &ev);
+  }
+
+  // --- receiving -----------------------------------------------------------------------------
+
+  void ReadResponse(Connection* connection) {
+    while (connection->state == Connection::State::kActive) {
+      char* buffer = connection->in.get();
+      size_t room = kReadBufferBytes - connection->in_len;
+      ssize_t n = recv(connection->fd, buffer + connection->in_len, room, 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        FailRequest(connection, kErrorRead);
+        return;
+      }
+      if (n == 0) {
+        if (connection->parser.CompleteAtEof()) {
+          OnResponse(connection, /*reusable=*/false);
+        } else {
+          FailRequest(connection, kErrorRead);
+        }
+        return;
+      }
+      if (!Consume(connection, static_cast<size_t>(n))) return;  // resolved or failed
+      if (static_cast<size_t>(n) < room) return;                 // drained what the kernel had
+    }
+  }
+
+  // Parses `n` new bytes at in[in_len]. False once the request is resolved.
+  bool Consume(Connection* connection, size_t n) {
+    ResponseParser& parser = connection->parser;
+    const char* data = connection->in.get() + connection->in_len;
+    size_t len = n;
+    if (parser.in_headers()) {
+      connection->in_len += n;
+      while (true) {
+        size_t header_end = 0;
+        ResponseParser::Progress p =
+            parser.ParseHeader(connection->in.get(), connection->in_len, &header_end);
+        if (p == ResponseParser::Progress::kNeedMore) return true;
+        if (p == ResponseParser::Progress::kError) {
+          FailRequest(connection, kErrorBadResponse);
+          return false;
+        }
+        if (parser.informational()) {  // 100 Continue and friends: skip, read on
+          std::memmove(connection->in.get(), connection->in.get() + header_end,
+                       connection->in_len - header_end);
+          connection->in_len -= header_end;
+          parser.Reset();
+          continue;
+        }
+        if (connection->handler) connection->handler->Begin(parser.status());
+        data = connection->in.get() + header_end;
+        len = connection->in_len - header_end;
+        connection->in_len = 0;  // from now on body bytes are consumed as they arrive
+        break;
+      }
+    }
+    ResponseParser::Progress p = parser.FeedBody(
+        data, len, [&](std::string_view piece) { return OnBody(connection, piece); });
+    if (p == ResponseParser::Progress::kError) {
+      if (parser.error() != nullptr) {
+        FailRequest(connection, kErrorBadResponse);
+      } else {
+        FailRequest(connection, malformed_class_);
+      }
+      return false;
+    }
+    if (p == ResponseParser::Progress::kComplete) {
+      OnResponse(connection, parser.keep_alive());
+      return false;
+    }
+    return true;
+  }
+
+  // A decoded body piece for the protocol's handler. False: the stream is malformed.
+  bool OnBody(Connection* connection, std::string_view piece) {
+    if (!connection->handler || connection->parser.status() < 200 ||
+        connection->parser.status() >= 300) {
+      return true;
+    }
+    absl::StatusOr<int> chunks = connection->handler->OnBody(piece);
+    if (!chunks.ok()) {
+      malformed_class_ = ErrorClassOf(chunks.status());
+      return false;
+    }
+    if (*chunks <= 0) return true;
+    RequestState& r = connection->request;
+    int64_t now = Now();
+    int64_t extra = *chunks - 1;
+    if (r.first_chunk < 0) {
+      r.first_chunk = now;
+      accounting_.OnFirstChunk(Ns(r.intended), Ns(now));
+    } else {
+      accounting_.OnChunkGap(Ns(r.intended), Ns(now - r.last_chunk), 1);
+    }
+    if (extra > 0) accounting_.OnChunkGap(Ns(r.intended), absl::ZeroDuration(), extra);
+    r.last_chunk = now;
+    r.chunks += *chunks;
+    return true;
+  }
+
+  // "class=<name>; ..." picks the error class; anything else is a malformed stream. The
+  // class must outlive the step, so only names we know (or interned here) are used.
+  std::string_view ErrorClassOf(const absl::Status& status) {
+    std::string_view message(status.message().data(), status.message().size());
+    if (message.substr(0, 6) == "class=") {
+      std::string_view name = message.substr(6, message.find(';') - 6);
+      for (const std::string& known : interned_classes_) {
+        if (known == name) return known;
+      }
+      if (interned_classes_.size() < 64) {
+        interned_classes_.emplace_back(name);
+        return interned_classes_.back();
+      }
+    }
+    return kErrorMalformedStream;
+  }
+
+  void OnResponse(Connection* connection, bool reusable) {
+    int64_t now = Now();
+    RequestState& r = connection->request;
+    int status = connection->parser.status();
+    if (status >= 200 && status < 300) {
+      absl::Status end = connection->handler ? connection->handler->End() : absl::OkStatus();
+      if (end.ok()) {
+        accounting_.OnSuccess(Ns(r.intended), Ns(r.sent), Ns(now), r.chunks,
+                              r.first_chunk >= 0 ? Ns(r.first_chunk) : absl::InfiniteDuration());
+      } else {
+        accounting_.OnError(Ns(r.intended), ErrorClassOf(end));
+        reusable = false;
+      }
+    } else {
+      accounting_.OnError(Ns(r.intended), HttpErrorClass(status));
+    }
+    Resolved();
+    RemoveActive(connection);
+    if (reusable) {
+      ReleaseToPool(connection, now);
+    } else {
+      CloseConnection(connection);
+      ServePending(now);
+    }
+  }
+
+  void FailRequest(Connection* connection, std::string_view error_class) {
+    accounting_.OnError(Ns(connection->request.intended), error_class);
+    Resolved();
+    CloseConnection(connection);
+    ServePending(Now());
+  }
+
+  // --- the pool ------------------------------------------------------------------------------
+
+  Connection* NewConnection() {
+    Connection* connection;
+    if (!free_.empty()) {
+      connection = free_.back();
+      free_.pop_back();
+    } else {
+      connections_.push_back(std::make_unique<Connection>());
+      connection = connections_.back().get();
+      connection->in = std::make_unique<char[]>(kReadBufferBytes);
+      if (handlers_) connection->handler = handlers_();
+    }
+    connection->want_write = false;
+    connection->in_len = 0;
+    connection->parser.Reset();
+    return connection;
+  }
+
+  void AddActive(Connection* connection) {
+    connection->active_position = active_.size();
+    active_.push_back(connection);
+  }
+  void RemoveActive(Connection* connection) {
+    size_t position = connection->active_position;
+    if (position >= active_.size() || active_[position] != connection) return;
+    active_[position] = active_.back();
+    active_[position]->active_position = position;
+    active_.pop_back();
+  }
+  void RemoveIdle(Connection* connection) {
+    size_t position = connection->idle_position;
+    if (position >= idle_.size() || idle_[position] != connection) return;
+    idle_[position] = idle_.back();
+    idle_[position]->idle_position = position;
+    idle_.pop_back();
+  }
+
+  void ReleaseToPool(Connection* connection, int64_t now) {
+    ExpirePending(now);
+    if (pending_count_ > 0) {
+      PendingRequest& pending = pending_[pending_head_];
+      std::swap(connection->out, pending.bytes);
+      RequestState state = pending.request;
+      PopPending();
+      StartRequest(connection, state, now);
+      return;
+    }
+    connection->state = Connection::State::kIdle;
+    connection->idle_position = idle_.size();
+    idle_.push_back(connection);
+  }
+
+  void CloseConnection(Connection* connection) {
+    if (connection->state == Connection::State::kClosed) return;
+    if (connection->state == Connection::State::kIdle) {
+      RemoveIdle(connection);
+    } else {
+      RemoveActive(connection);
+    }
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection->fd, nullptr);
+    close(connection->fd);
+    connection->fd = -1;
+    connection->state = Connection::State::kClosed;
+    --open_connections_;
+    free_.push_back(connection);
+  }
+
+  // Opens connections for waiting requests while the pool has room.
+  void ServePending(int64_t now) {
+    ExpirePending(now);
+    while (pending_count_ > 0 && open_connections_ < max_connections_) {
+      PendingRequest& pending = pending_[pending_head_];
+      RequestState state = pending.request;
+      Connection* connection = OpenConnection();
+      if (connection == nullptr) {
+        PopPending();
+        accounting_.OnError(Ns(state.intended), kErrorConnect);
+        Resolved();
+        continue;
+      }
+      std::swap(connection->out, pending.bytes);
+      connection->request = state;
+      PopPending();
+    }
+  }
+
+  PendingRequest& PushPending() {
+    if (pending_count_ == pending_.size()) {
+      // Grow the ring (rare: only when the FIFO is deeper than ever before), keeping order.
+      std::vector<PendingRequest> grown(std::max<size_t>(16, pending_.size() * 2));
+      for (size_t i = 0; i < pending_count_; ++i) {
+        grown[i] = std::move(pending_[(pending_head_ + i) % pending_.size()]);
+      }
+      pending_ = std::move(grown);
+      pending_head_ = 0;
+    }
+    PendingRequest& slot = pending_[(pending_head_ + pending_count_) % pending_.size()];
+    ++pending_count_;
+    return slot;
+  }
+  void PopPending() {
+    pending_head_ = (pending_head_ + 1) % pending_.size();
+    --pending_count_;
+  }
+
+  // Waiting requests past their deadline are timeouts (the FIFO is in deadline order).
+  void ExpirePending(int64_t now) {
+    while (pending_count_ > 0 && pending_[pending_head_].request.deadline <= now) {
+      accounting_.OnTimeout(Ns(pending_[pending_head_].request.intended));
+      Resolved();
+      PopPending();
+    }
+  }
+
+  // --- the transport (gRPC) path ---------------------------------------------------------------
+
+  void SendOnTransport(const RequestState& state, const OutgoingRequest& request, int64_t now) {
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    TransportSlot& s = slots_[slot];
+    s.request = state;
+    s.request.sent = now;
+    s.generation++;
+    s.open = true;
+    uint64_t tag = (static_cast<uint64_t>(s.generation) << 32) | slot;
+    accounting_.OnSent(Ns(state.intended), Ns(now));
+    absl::Status status = transport_->Send(tag, request);
+    if (!status.ok()) {
+      s.open = false;
+      free_slots_.push_back(slot);
+      accounting_.OnError(Ns(state.intended), kErrorConnect);
+      Resolved();
+    } else {
+      ++open_slots_;
+    }
+  }
+
+  void DrainTransport() {
+    AsyncTransport::Completion completions[64];
+    while (true) {
+      int n = transport_->TakeCompletions(completions, 64);
+      for (int i = 0; i < n; ++i) {
+        const AsyncTransport::Completion& c = completions[i];
+        uint32_t slot = static_cast<uint32_t>(c.tag & 0xffffffffu);
+        if (slot >= slots_.size()) continue;
+        TransportSlot& s = slots_[slot];
+        if (!s.open || s.generation != static_cast<uint32_t>(c.tag >> 32)) continue;
+        s.open = false;
+        --open_slots_;
+        free_slots_.push_back(slot);
+        int64_t done = c.done_ns - t0_;
+        if (c.ok) {
+          absl::Duration first = absl::InfiniteDuration();
+          if (c.first_chunk_ns > 0) {
+            first = Ns(c.first_chunk_ns - t0_);
+            accounting_.OnFirstChunk(Ns(s.request.intended), first);
+          }
+          accounting_.OnSuccess(Ns(s.request.intended), Ns(s.request.sent), Ns(done), c.chunks,
+                                first);
+        } else {
+          accounting_.OnError(Ns(s.request.intended),
+                              c.error_class.empty() ? kErrorRead : c.error_class);
+        }
+        Resolved();
+      }
+      if (n < 64) return;
+    }
+  }
+
+  // --- housekeeping and the end --------------------------------------------------------------
+
+  void Housekeeping(int64_t now) {
+    ExpireTimeouts(now);
+    SampleCpu(now, /*final=*/false);
+    DeliverClosedWindows(now);
+  }
+
+  void ExpireTimeouts(int64_t now) {
+    ExpirePending(now);
+    for (size_t i = 0; i < active_.size();) {
+      Connection* connection = active_[i];
+      if (connection->request.deadline <= now) {
+        accounting_.OnTimeout(Ns(connection->request.intended));
+        Resolved();
+        CloseConnection(connection);  // swaps another connection into position i
+      } else {
+        ++i;
+      }
+    }
+    if (transport_ != nullptr && open_slots_ > 0) {
+      for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+        TransportSlot& s = slots_[slot];
+        if (!s.open || s.request.deadline > now) continue;
+        transport_->Cancel((static_cast<uint64_t>(s.generation) << 32) | slot);
+        s.open = false;
+        --open_slots_;
+        free_slots_.push_back(slot);
+        accounting_.OnTimeout(Ns(s.request.intended));
+        Resolved();
+      }
+    }
+    ServePending(now);
+  }
+
+  // CPU of this thread per metrics window, and its share of a core per 5 s span of the
+  // measured part.
+  void SampleCpu(int64_t now, bool final) {
+    const WindowLayout& layout = accounting_.layout();
+    int64_t cpu = ThreadCpuNs();
+    while (cpu_window_ < layout.count() &&
+           (final || absl::ToInt64Nanoseconds(layout.Span(cpu_window_).end) <= now)) {
+      accounting_.OnWindowCpu(cpu_window_, static_cast<double>(cpu - cpu_last_) / 1e9);
+      cpu_last_ = cpu;
+      ++cpu_window_;
+    }
+    if (now < warmup_ns_) return;
+    if (span_start_ < 0) {
+      span_start_ = now;
+      span_cpu_start_ = cpu;
+      return;
+    }
+    int64_t span = now - span_start_;
+    int64_t span_ns = absl::ToInt64Nanoseconds(kCpuShareSpan);
+    if (span >= span_ns || (final && span >= span_ns / 5)) {
+      accounting_.OnCpuShare(static_cast<double>(cpu - span_cpu_start_) /
+                             static_cast<double>(span));
+      span_start_ = now;
+      span_cpu_start_ = cpu;
+    }
+  }
+
+  void DeliverClosedWindows(int64_t now) {
+    absl::Duration position = Ns(now);
+    if (!config_.closed_loop() && has_next_) position = std::min(position, Ns(next_intended_));
+    std::vector<WindowTally> closed = accounting_.TakeClosedWindows(position);
+    if (!closed.empty()) on_windows_(std::move(closed));
+  }
+
+  void FinishAccounting(int64_t now) {
+    SampleCpu(now, /*final=*/true);
+    std::vector<WindowTally> closed = accounting_.TakeClosedWindows(absl::InfiniteDuration());
+    if (!closed.empty()) on_windows_(std::move(closed));
+  }
+
+  void Shutdown() {
+    while (!active_.empty()) CloseConnection(active_.back());
+    while (!idle_.empty()) CloseConnection(idle_.back());
+    if (transport_ != nullptr) {
+      for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
+        if (slots_[slot].open) {
+          transport_->Cancel((static_cast<uint64_t>(slots_[slot].generation) << 32) | slot);
+        }
+      }
+    }
+  }
+
+  struct TransportSlot {
+    RequestState request;
+    uint32_t generation = 0;
+    bool open = false;
+  };
+
+  const StepConfig config_;
+  const int shard_;
+  const int shards_;
+  const TargetAddress target_;
+  std::unique_ptr<RequestSource> source_;
+  ResponseHandlerFactory handlers_;
+  std::unique_ptr<AsyncTransport> transport_;
+  const WindowsCallback on_windows_;
+  StepAccounting accounting_;
+  int64_t total_ns_;
+  const int64_t timeout_ns_;
+  const int64_t warmup_ns_;
+  const int max_connections_;
+  const int max_in_flight_;
+  std::string host_header_;
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  int timer_fd_ = -1;
+  bool use_pwait2_ = true;
+  int64_t t0_ = 0;
+  int64_t housekeeping_next_ = 0;
+  std::atomic<bool> stop_requested_{false};
+  absl::Status failure_;
+
+  // Open loop: the next request and its intended offset.
+  std::optional<SendSchedule> schedule_;
+  double trace_scale_ = 1.0;
+  OutgoingRequest next_request_;
+  int64_t next_intended_ = 0;
+  bool has_next_ = false;
+  // Closed loop: requests to send as soon as possible.
+  int closed_loop_owed_ = 0;
+
+  std::vector<std::unique_ptr<Connection>> connections_;  // every connection object
+  std::vector<Connection*> free_;                         // closed, reusable objects
+  std::vector<Connection*> idle_;                         // open and idle (used last-in first-out)
+  std::vector<Connection*> active_;                       // connecting or carrying a request
+  int open_connections_ = 0;
+  std::vector<PendingRequest> pending_;  // ring buffer
+  size_t pending_head_ = 0;
+  size_t pending_count_ = 0;
+  int in_flight_ = 0;
+  std::string_view malformed_class_ = kErrorMalformedStream;
+  std::vector<std::string> interned_classes_;
+
+  std::vector<TransportSlot> slots_;
+  std::vector<uint32_t> free_slots_;
+  int open_slots_ = 0;
+
+  int cpu_window_ = 0;
+  int64_t cpu_last_ = 0;
+  int64_t span_start_ = -1;
+  int64_t span_cpu_start_ = 0;
+};
+
+LoadLoop::LoadLoop(const StepConfig& config, int shard, int shards, const TargetAddress& target,
+                   LoopParts parts, WindowsCallback on_windows)
+    : impl_(std::make_unique<Impl>(config, shard, shards, target, std::move(parts),
+                                   std::move(on_windows))) {}
+
+LoadLoop::~LoadLoop() = default;
+
+absl::Status LoadLoop::Run() { return impl_->Run(); }
+
+void LoadLoop::Stop() { impl_->Stop(); }
+
+const StepAccounting& LoadLoop::accounting() const { return impl_->accounting(); }
+
+}  // namespace vanguard::replayer

@@ -1,0 +1,96 @@
+// LoadLoop: the sending half of the replayer, one per event-loop thread. It runs its shard
+// of a step against one target over HTTP/1.1 keep-alive (or an AsyncTransport such as
+// gRPC), on raw non-blocking sockets and one epoll set, and records everything into its own
+// StepAccounting. Several loops run a step together (each its own shard of the schedule);
+// StepRunner merges their windows and tallies exactly.
+//
+//  * Pacing (open loop): the loop sleeps in epoll_pwait2 until the absolute time
+//    t0 + intended offset of its next request (a nanosecond timeout with 1 us timer slack;
+//    a timerfd where epoll_pwait2 is missing), then dispatches every request whose time has
+//    come with its own intended time, so a late loop shows as send skew and as latency,
+//    never as a quietly shifted schedule. A request found a whole request timeout late is
+//    counted as never dispatched.
+//  * Closed loop (`concurrency` > 0, for comparisons only): the shard keeps its share of
+//    `concurrency` requests outstanding and sends the next one when one ends; its intended
+//    time is its actual send time.
+//  * Connections: a dispatched request takes an idle keep-alive connection; if none is idle
+//    a new one is opened, up to the shard's share of max_connections; beyond that it waits
+//    in a FIFO (its latency clock already running). If in-flight has reached the shard's
+//    share of max_in_flight, the request is dropped and counted, never delayed.
+//  * Timeouts: a request still open at intended + request_timeout is a timeout (censored);
+//    its connection is closed. Checked every few milliseconds.
+//  * Self-check: thread CPU time (CLOCK_THREAD_CPUTIME_ID) per window and per 5 s span.
+//
+// Steady state allocates nothing per request: connections, their buffers and the FIFO's
+// slots are reused; the HTTP response parser is hand-written and works in place.
+//
+//   LoadLoop loop(config, shard, shards, endpoint, std::move(parts), on_windows);
+//   std::thread t([&] { status = loop.Run(); });
+//   loop.Stop();  // any thread, to cancel
+//   t.join();
+//
+// Run() runs on its own thread; Stop() on any; on_windows is called on the loop thread and
+// must not block.
+#ifndef VANGUARD_REPLAYER_LOAD_LOOP_H_
+#define VANGUARD_REPLAYER_LOAD_LOOP_H_
+
+#include <sys/socket.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "replayer/request_source.h"
+#include "replayer/step_accounting.h"
+#include "replayer/step_config.h"
+
+namespace vanguard::replayer {
+
+// A resolved target address.
+struct TargetAddress {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+};
+
+// Resolves config.target.host once for all loops (prefers IPv4: "localhost" often resolves
+// to ::1 first while local servers listen on 127.0.0.1). UNAVAILABLE if it does not resolve.
+absl::StatusOr<TargetAddress> ResolveTarget(const HttpTarget& target);
+
+// What one loop sends and how it reads answers; see request_source.h.
+struct LoopParts {
+  std::unique_ptr<RequestSource> source;
+  ResponseHandlerFactory handlers;            // may be empty
+  std::unique_ptr<AsyncTransport> transport;  // null: the built-in HTTP/1.1 client
+};
+
+class LoadLoop {
+ public:
+  using WindowsCallback = std::function<void(std::vector<WindowTally>)>;
+
+  // `config` must come from ParseStepConfig; 0 <= shard < shards.
+  LoadLoop(const StepConfig& config, int shard, int shards, const TargetAddress& target,
+           LoopParts parts, WindowsCallback on_windows);
+  ~LoadLoop();
+  LoadLoop(const LoadLoop&) = delete;
+  LoadLoop& operator=(const LoadLoop&) = delete;
+
+  // Runs the shard to its end on the calling thread; call once. OK when every request is
+  // resolved and every window delivered; CANCELLED after Stop(); the source's status if it
+  // broke; INVALID_ARGUMENT for SCHEDULE_TRACE without trace times; INTERNAL if epoll fails.
+  absl::Status Run();
+
+  // Asks Run() to stop promptly, abandoning open requests. Any thread, any time.
+  void Stop();
+
+  // Read only after Run() has returned.
+  const StepAccounting& accounting() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vanguard::replayer
+
+#endif  // VANGUARD_REPLAYER_LOAD_LOOP_H_
