@@ -1,0 +1,193 @@
+// See jsonl_log_converter.h.
+#include "replayer/trace/jsonl_log_converter.h"
+
+#include <errno.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "replayer/trace/http_request_kind.h"
+
+namespace vanguard::replayer {
+namespace {
+
+absl::StatusOr<int64_t> ParseTimestampUs(const nlohmann::json& value) {
+  if (value.is_number()) {
+    double ms = value.get<double>();
+    if (!std::isfinite(ms) || ms < 0 || ms > 1e15) {
+      return absl::InvalidArgumentError("field timestamp: epoch milliseconds out of range");
+    }
+    return static_cast<int64_t>(std::llround(ms * 1000.0));
+  }
+  if (value.is_string()) {
+    absl::Time time;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, value.get<std::string>(), &time, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("field timestamp: not RFC 3339 (", error, ")"));
+    }
+    return absl::ToUnixMicros(time);
+  }
+  return absl::InvalidArgumentError(
+      "field timestamp: must be an RFC 3339 string or a number of epoch milliseconds");
+}
+
+absl::StatusOr<std::string> OptionalString(const nlohmann::json& object, const char* field) {
+  auto it = object.find(field);
+  if (it == object.end() || it->is_null()) return std::string();
+  if (!it->is_string())
+    return absl::InvalidArgumentError(absl::StrCat("field ", field, ": must be a string"));
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptions& options,
+                               TraceRecord* record, int64_t* timestamp_us) {
+  nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
+  if (!json.is_object()) return absl::InvalidArgumentError("not a JSON object");
+  auto ts = json.find("timestamp");
+  if (ts == json.end()) return absl::InvalidArgumentError("field timestamp: missing");
+  ASSIGN_OR_RETURN(*timestamp_us, ParseTimestampUs(*ts));
+
+  record->payload.clear();
+  auto body = json.find("body");
+  if (body != json.end() && !body->is_null()) {
+    record->payload = body->is_string() ? body->get<std::string>() : body->dump();
+  }
+  if (record->payload.size() > kMaxTracePayloadBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("field body: ", record->payload.size(),
+                                                   " bytes exceeds the limit of ",
+                                                   kMaxTracePayloadBytes));
+  }
+  ASSIGN_OR_RETURN(record->method, OptionalString(json, "method"));
+  if (record->method.empty()) record->method = "POST";
+  ASSIGN_OR_RETURN(record->path, OptionalString(json, "path"));
+  ASSIGN_OR_RETURN(record->protocol, OptionalString(json, "protocol"));
+  ASSIGN_OR_RETURN(record->model, OptionalString(json, "model"));
+  if (!record->path.empty()) {
+    if (record->path.front() != '/')
+      return absl::InvalidArgumentError("field path: must start with /");
+    HttpRequestKind kind = ClassifyHttpRequest(record->path, record->payload);
+    if (record->protocol.empty()) record->protocol = kind.protocol;
+    if (record->model.empty()) record->model = kind.model;
+  } else {
+    if (record->protocol.empty()) record->protocol = options.default_protocol;
+    if (record->model.empty()) {
+      record->model =
+          ClassifyHttpRequest(DefaultPathFor(record->protocol, ""), record->payload).model;
+    }
+    record->path = DefaultPathFor(record->protocol, record->model);
+    if (record->path.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("field path: missing, and protocol \"",
+                                                     record->protocol, "\" has no default path"));
+    }
+  }
+  if (record->model.empty() && record->protocol == kTraceProtocolKServeV2Rest) {
+    return absl::InvalidArgumentError("field model: missing (and the path names none)");
+  }
+  record->headers.clear();
+  auto headers = json.find("headers");
+  if (headers != json.end() && !headers->is_null()) {
+    if (!headers->is_object())
+      return absl::InvalidArgumentError("field headers: must be an object");
+    for (auto it = headers->begin(); it != headers->end(); ++it) {
+      if (!it.value().is_string()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field headers.", it.key(), ": value must be a string"));
+      }
+      if (!IsRecordedHeader(it.key())) continue;
+      record->headers.emplace_back(it.key(), it.value().get<std::string>());
+    }
+  }
+  return ValidateTraceRecord(*record);
+}
+
+absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
+    const std::string& input_path, const std::string& output_path,
+    const JsonlConversionOptions& options) {
+  if (input_path.empty()) return absl::InvalidArgumentError("input path is empty");
+  std::FILE* input = std::fopen(input_path.c_str(), "rb");
+  if (input == nullptr) {
+    int error = errno;
+    std::string message = absl::StrCat("cannot open log ", input_path, ": ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message) : absl::UnknownError(message);
+  }
+  struct Closer {
+    std::FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{input};
+  ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(output_path));
+
+  JsonlConversionReport report;
+  auto bad_line = [&](int64_t line_number, std::string reason) {
+    ++report.bad_lines;
+    if (report.bad_line_details.size() < options.max_reported_bad_lines) {
+      report.bad_line_details.push_back({line_number, std::move(reason)});
+    }
+  };
+  std::string line;
+  TraceRecord record;
+  bool have_previous = false;
+  int64_t previous_us = 0;
+  int64_t line_number = 0;
+  bool at_eof = false;
+  while (!at_eof) {
+    // Read one line, keeping at most max_line_bytes of it.
+    line.clear();
+    bool too_long = false;
+    int c;
+    while ((c = std::getc(input)) != EOF && c != '\n') {
+      if (line.size() < options.max_line_bytes) {
+        line.push_back(static_cast<char>(c));
+      } else {
+        too_long = true;
+      }
+    }
+    if (c == EOF) {
+      at_eof = true;
+      if (std::ferror(input))
+        return absl::UnknownError(absl::StrCat("cannot read log ", input_path));
+      if (line.empty() && !too_long) break;
+    }
+    ++line_number;
+    ++report.lines_read;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (too_long) {
+      bad_line(line_number, absl::StrCat("line longer than ", options.max_line_bytes, " bytes"));
+      continue;
+    }
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      --report.lines_read;  // blank lines are not requests
+      continue;
+    }
+    int64_t timestamp_us = 0;
+    absl::Status parsed = ParseJsonlLogLine(line, options, &record, &timestamp_us);
+    if (!parsed.ok()) {
+      bad_line(line_number, std::string(parsed.message()));
+      continue;
+    }
+    record.interarrival_us = 0;
+    if (have_previous) {
+      if (timestamp_us < previous_us) {
+        ++report.out_of_order_lines;
+      } else {
+        record.interarrival_us = static_cast<uint64_t>(timestamp_us - previous_us);
+      }
+    }
+    if (!have_previous || timestamp_us > previous_us) previous_us = timestamp_us;
+    have_previous = true;
+    RETURN_IF_ERROR(writer->Append(record));
+    ++report.records_written;
+  }
+  RETURN_IF_ERROR(writer->Close());
+  return report;
+}
+
+}  // namespace vanguard::replayer

@@ -1,0 +1,118 @@
+// Tests of the JSONL request log -> trace converter: field handling, inter-arrival times from
+// timestamps, and bad lines reported with their line numbers.
+#include "replayer/trace/jsonl_log_converter.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vanguard::replayer {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(absl::string_view name) {
+  return absl::StrCat(::testing::TempDir(), "/", name, ".", getpid());
+}
+
+std::vector<TraceRecord> ReadAll(const std::string& path) {
+  auto reader = TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  std::vector<TraceRecord> out;
+  TraceRecord r;
+  while (reader.ok() && *(*reader)->Next(&r)) out.push_back(r);
+  return out;
+}
+
+TEST(JsonlLogConverterTest, ConvertsGoodLinesAndReportsBadOnesByLineNumber) {
+  std::string log = TempPath("log.jsonl");
+  std::string trace = TempPath("log.vtr");
+  {
+    std::ofstream out(log);
+    out << R"({"timestamp":"2026-11-29T16:00:00Z","model":"resnet","body":{"inputs":[1]},"headers":{"Content-Type":"application/json","Authorization":"Bearer secret"}})"
+           "\n"
+        << R"({"timestamp":"2026-11-29T16:00:00.250Z","model":"resnet","body":"raw bytes"})"
+           "\n"
+        << "this is not json\n"
+        << "\n"
+        << R"({"model":"resnet","body":{}})"
+           "\n"
+        << R"({"timestamp":1795968000500,"path":"/v1/chat/completions","body":{"model":"llama","stream":true}})"
+           "\n"
+        << R"({"timestamp":"yesterday","model":"resnet"})"
+           "\n"
+        << R"({"timestamp":1795968000400,"model":"resnet","headers":{"x-n":5}})"
+           "\n"
+        << R"({"timestamp":1795968000400,"model":"resnet","headers":{"x-n":"5"}})";  // no final \n
+  }
+  auto report = ConvertJsonlLogToTrace(log, trace, {});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->records_written, 4);
+  EXPECT_EQ(report->bad_lines, 4);
+  ASSERT_EQ(report->bad_line_details.size(), 4u);
+  EXPECT_EQ(report->bad_line_details[0].line_number, 3);
+  EXPECT_THAT(report->bad_line_details[0].reason, HasSubstr("not valid JSON"));
+  EXPECT_EQ(report->bad_line_details[1].line_number, 5);
+  EXPECT_THAT(report->bad_line_details[1].reason, HasSubstr("timestamp"));
+  EXPECT_EQ(report->bad_line_details[2].line_number, 7);
+  EXPECT_THAT(report->bad_line_details[2].reason, HasSubstr("RFC 3339"));
+  EXPECT_EQ(report->bad_line_details[3].line_number, 8);
+  EXPECT_THAT(report->bad_line_details[3].reason, HasSubstr("headers.x-n"));
+
+  std::vector<TraceRecord> records = ReadAll(trace);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].interarrival_us, 0u);
+  EXPECT_EQ(records[0].protocol, "kserve_v2_rest");
+  EXPECT_EQ(records[0].path, "/v2/models/resnet/infer");
+  EXPECT_EQ(records[0].payload, R"({"inputs":[1]})");
+  // Credentials never reach a trace.
+  ASSERT_EQ(records[0].headers.size(), 1u);
+  EXPECT_EQ(records[0].headers[0].first, "Content-Type");
+  EXPECT_EQ(records[1].interarrival_us, 250'000u);
+  EXPECT_EQ(records[1].payload, "raw bytes");
+  // 2026-11-29T16:00:00.5Z in epoch ms: 250 ms after the previous line.
+  EXPECT_EQ(records[2].interarrival_us, 250'000u);
+  EXPECT_EQ(records[2].protocol, "openai_chat");
+  EXPECT_EQ(records[2].model, "llama");
+  // Earlier than the previous line: gap 0, counted as out of order.
+  EXPECT_EQ(records[3].interarrival_us, 0u);
+  EXPECT_EQ(report->out_of_order_lines, 1);
+}
+
+TEST(JsonlLogConverterTest, MissingInputIsNotFound) {
+  EXPECT_EQ(ConvertJsonlLogToTrace(TempPath("nope"), TempPath("nope.vtr"), {}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(JsonlLogConverterTest, OverlongLinesAreReportedNotLoaded) {
+  std::string log = TempPath("long.jsonl");
+  {
+    std::ofstream out(log);
+    out << R"({"timestamp":1,"model":"m","body":")" << std::string(5000, 'x') << "\"}\n"
+        << R"({"timestamp":2,"model":"m"})"
+           "\n";
+  }
+  JsonlConversionOptions options;
+  options.max_line_bytes = 1000;
+  auto report = ConvertJsonlLogToTrace(log, TempPath("long.vtr"), options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->records_written, 1);
+  ASSERT_EQ(report->bad_line_details.size(), 1u);
+  EXPECT_EQ(report->bad_line_details[0].line_number, 1);
+  EXPECT_THAT(report->bad_line_details[0].reason, HasSubstr("longer than 1000 bytes"));
+}
+
+TEST(JsonlLogConverterTest, KServeLineWithoutAModelIsBad) {
+  TraceRecord record;
+  int64_t ts = 0;
+  absl::Status s = ParseJsonlLogLine(R"({"timestamp":5,"body":{}})", {}, &record, &ts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("field model"));
+}
+
+}  // namespace
+}  // namespace vanguard::replayer

@@ -1,0 +1,233 @@
+// Tests of the trace format: round trips, bounded-memory streaming, and clear errors (with
+// byte offsets) on corrupt, truncated or foreign files.
+#include "replayer/trace/trace_format.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vanguard::replayer {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(absl::string_view name) {
+  return absl::StrCat(::testing::TempDir(), "/", name, ".", getpid(), ".vtr");
+}
+
+TraceRecord MakeRecord(int i, size_t payload_bytes = 0) {
+  TraceRecord r;
+  r.interarrival_us = 1000 + static_cast<uint64_t>(i) * 7;
+  r.protocol = std::string(kTraceProtocolKServeV2Rest);
+  r.model = absl::StrCat("model-", i % 3);
+  r.method = "POST";
+  r.path = absl::StrCat("/v2/models/", r.model, "/infer");
+  r.headers = {{"Content-Type", "application/json"}, {"X-Request-Id", absl::StrCat("req-", i)}};
+  r.payload = payload_bytes == 0 ? absl::StrCat("{\"i\":", i, "}")
+                                 : std::string(payload_bytes, 'a' + i % 26);
+  return r;
+}
+
+void WriteTrace(const std::string& path, const std::vector<TraceRecord>& records) {
+  auto writer = TraceWriter::Create(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (const TraceRecord& r : records) ASSERT_TRUE((*writer)->Append(r).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// Reads every record, returning them or the first error.
+absl::StatusOr<std::vector<TraceRecord>> ReadAll(const std::string& path,
+                                                 TraceReader::Options options = {}) {
+  auto reader = TraceReader::Open(path, options);
+  if (!reader.ok()) return reader.status();
+  std::vector<TraceRecord> out;
+  TraceRecord r;
+  while (true) {
+    absl::StatusOr<bool> got = (*reader)->Next(&r);
+    if (!got.ok()) return got.status();
+    if (!*got) return out;
+    out.push_back(r);
+  }
+}
+
+TEST(TraceFormatTest, RoundTripsEveryField) {
+  std::string path = TempPath("roundtrip");
+  std::vector<TraceRecord> records;
+  for (int i = 0; i < 50; ++i) records.push_back(MakeRecord(i));
+  records[3].payload = std::string("\0\x01\xff binary", 10);  // payload bytes are opaque
+  records[4].headers.clear();
+  records[5].method.clear();
+  records[5].protocol = std::string(kTraceProtocolKServeV2Grpc);
+  WriteTrace(path, records);
+  auto read = ReadAll(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, records);
+}
+
+TEST(TraceFormatTest, RewindLoopsBackToTheFirstRecord) {
+  std::string path = TempPath("rewind");
+  WriteTrace(path, {MakeRecord(0), MakeRecord(1)});
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  TraceRecord r;
+  for (int lap = 0; lap < 3; ++lap) {
+    ASSERT_TRUE(*(*reader)->Next(&r));
+    EXPECT_EQ(r, MakeRecord(0));
+    ASSERT_TRUE(*(*reader)->Next(&r));
+    EXPECT_EQ(r, MakeRecord(1));
+    EXPECT_FALSE(*(*reader)->Next(&r));
+    ASSERT_TRUE((*reader)->Rewind().ok());
+  }
+}
+
+TEST(TraceFormatTest, StreamsATraceManyTimesLargerThanItsBufferWithBoundedMemory) {
+  std::string path = TempPath("large");
+  std::vector<TraceRecord> records;
+  // ~4 MB of records through a 4 KiB buffer; one record (64 KiB) is bigger than the buffer.
+  for (int i = 0; i < 2000; ++i) records.push_back(MakeRecord(i, 2000));
+  records[777].payload = std::string(64 << 10, 'z');
+  WriteTrace(path, records);
+  ASSERT_GT(ReadFile(path).size(), 4u << 20);
+
+  TraceReader::Options options;
+  options.buffer_bytes = 4096;
+  auto reader = TraceReader::Open(path, options);
+  ASSERT_TRUE(reader.ok());
+  TraceRecord r;
+  int64_t n = 0;
+  while (*(*reader)->Next(&r)) {
+    ASSERT_EQ(r, records[n]) << "record " << n;
+    ++n;
+  }
+  EXPECT_EQ(n, 2000);
+  // Memory held: the buffer plus the largest record, not the file.
+  EXPECT_LE((*reader)->peak_buffered_bytes(), 4096u + (64u << 10) + 4096u);
+}
+
+TEST(TraceFormatTest, ChecksumMismatchIsDataLossWithRecordAndOffset) {
+  std::string path = TempPath("flip");
+  WriteTrace(path, {MakeRecord(0), MakeRecord(1), MakeRecord(2)});
+  std::string bytes = ReadFile(path);
+  // Record 2 starts right after record 1; flip a payload byte inside record 2.
+  std::string one;
+  AppendFramedTraceRecord(MakeRecord(0), &one);
+  size_t record2_offset = kTraceFileHeaderBytes + one.size();
+  bytes[record2_offset + 20] ^= 0x5A;
+  WriteFile(path, bytes);
+  auto read = ReadAll(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(read.status().message(),
+              HasSubstr(absl::StrCat("record 2 at byte offset ", record2_offset)));
+  EXPECT_THAT(read.status().message(), HasSubstr("checksum"));
+}
+
+TEST(TraceFormatTest, TruncatedTraceIsDataLossNamingTheOffset) {
+  std::string path = TempPath("truncated");
+  WriteTrace(path, {MakeRecord(0), MakeRecord(1)});
+  std::string bytes = ReadFile(path);
+  for (size_t cut = 1; cut < 30; ++cut) {  // cut the last record anywhere
+    WriteFile(path, bytes.substr(0, bytes.size() - cut));
+    auto read = ReadAll(path);
+    ASSERT_FALSE(read.ok()) << "cut " << cut;
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(read.status().message(), HasSubstr("record 2 at byte offset"));
+    EXPECT_THAT(read.status().message(), HasSubstr("truncated"));
+  }
+}
+
+TEST(TraceFormatTest, HugeCorruptLengthIsRejectedWithoutAllocating) {
+  std::string path = TempPath("hugelen");
+  std::string bytes(kTraceMagic);
+  bytes += std::string("\x01\x00\x00\x00", 4);
+  bytes += std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 9);  // ~2^63
+  WriteFile(path, bytes);
+  auto read = ReadAll(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(read.status().message(), HasSubstr("byte offset 12"));
+  EXPECT_THAT(read.status().message(), HasSubstr("exceeds the limit"));
+}
+
+TEST(TraceFormatTest, GarbageAfterTheLastRecordIsReported) {
+  std::string path = TempPath("garbage");
+  WriteTrace(path, {MakeRecord(0)});
+  WriteFile(path, ReadFile(path) + "not a record at all, just text appended by mistake");
+  auto read = ReadAll(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(read.status().message(), HasSubstr("record 2"));
+}
+
+TEST(TraceFormatTest, ForeignFilesAndVersionsAreInvalidArgument) {
+  std::string path = TempPath("foreign");
+  WriteFile(path, "{\"timestamp\": 1}\n");
+  auto reader = TraceReader::Open(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(reader.status().message(), HasSubstr("not a Vanguard trace"));
+
+  WriteFile(path, std::string(kTraceMagic) + std::string("\x02\x00\x00\x00", 4));
+  reader = TraceReader::Open(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(reader.status().message(), HasSubstr("unsupported trace format version 2"));
+
+  WriteFile(path, std::string(kTraceMagic) + "\x01");
+  reader = TraceReader::Open(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kDataLoss);
+
+  EXPECT_EQ(TraceReader::Open(TempPath("does-not-exist")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(TraceFormatTest, WriterRejectsRecordsBeyondTheLimitsNamingTheField) {
+  auto writer = TraceWriter::Create(TempPath("limits"));
+  ASSERT_TRUE(writer.ok());
+  TraceRecord r = MakeRecord(0);
+  r.model = std::string(kMaxTraceFieldBytes + 1, 'm');
+  absl::Status s = (*writer)->Append(r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("model"));
+  r = MakeRecord(0);
+  r.headers.resize(kMaxTraceHeaders + 1);
+  EXPECT_THAT((*writer)->Append(r).message(), HasSubstr("headers"));
+}
+
+TEST(TraceFormatTest, SummaryGivesTheRecordedRate) {
+  std::string path = TempPath("summary");
+  std::vector<TraceRecord> records;
+  for (int i = 0; i < 11; ++i) {
+    TraceRecord r = MakeRecord(i);
+    r.interarrival_us = i == 0 ? 123456 : 20'000;  // the first gap is ignored
+    records.push_back(r);
+  }
+  WriteTrace(path, records);
+  auto summary = SummarizeTrace(path);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->records, 11);
+  EXPECT_EQ(summary->span_us, 200'000u);
+  EXPECT_DOUBLE_EQ(summary->recorded_rate_qps(), 50.0);
+}
+
+}  // namespace
+}  // namespace vanguard::replayer
