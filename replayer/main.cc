@@ -43,7 +43,22 @@ ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
 ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
           "run: load sent before the measured part and excluded from the result, e.g. 2s");
 ABSL_FLAG(std::string, schedule, "constant",
-          "run: send schedule: constant (i/rate) or poisson (seeded exponential gaps)");
+          "run: send schedule: constant (i/rate), poisson (seeded exponential gaps), ramp "
+          "(--rate to --ramp_end_rate linearly over warmup + duration) or trace (the --trace "
+          "file's own timing scaled to --rate)");
+ABSL_FLAG(double, ramp_end_rate, 0, "run: --schedule=ramp: the rate at the end of the step");
+ABSL_FLAG(int32_t, threads, 1, "run: event-loop threads sharing the load (results merged)");
+ABSL_FLAG(int32_t, concurrency, 0,
+          "run: > 0 runs closed loop with this many outstanding requests instead of a rate "
+          "(hides queueing; for comparisons only); 0 = open loop at --rate");
+ABSL_FLAG(std::string, protocol, "kserve_v2_rest",
+          "run: kserve_v2_rest, http (GET --target, or POST --body to it), openai_completions, "
+          "openai_chat or kserve_v2_grpc");
+ABSL_FLAG(std::string, trace, "", "run: a recorded trace file to replay instead of --body");
+ABSL_FLAG(absl::Duration, slo_latency, absl::ZeroDuration(),
+          "run: per-request latency limit for goodput (0: not checked)");
+ABSL_FLAG(absl::Duration, slo_ttft, absl::ZeroDuration(),
+          "run: per-request time-to-first-token limit for goodput, streams (0: not checked)");
 ABSL_FLAG(uint64_t, seed, 0, "run: seed for the poisson schedule (same seed, same schedule)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
           "run: per-request timeout, from the intended send time; later is counted as timeout");
@@ -69,12 +84,15 @@ Usage:
       step at a time. Exits cleanly on SIGTERM/SIGINT.
 
   vanguard-replayer run --target=http://127.0.0.1:8000 --model=sim --rate=200 --duration=10s
-                        [--warmup=2s] [--schedule=constant|poisson] [--seed=N] [--timeout=10s]
-                        [--window=1s] [--body=JSON] [--max_connections=256]
-                        [--max_in_flight=10000] [--output=table|json]
-      Runs one step standalone against a KServe v2 REST endpoint (POST
-      {target}/v2/models/{model}/infer over HTTP/1.1 keep-alive) and prints the StepResult.
-      Latency is measured from each request's intended send time.
+                        [--warmup=2s] [--schedule=constant|poisson|ramp|trace]
+                        [--ramp_end_rate=R] [--seed=N] [--timeout=10s] [--window=1s]
+                        [--protocol=kserve_v2_rest|http|...] [--body=JSON] [--trace=FILE]
+                        [--threads=1] [--concurrency=0] [--max_connections=256]
+                        [--max_in_flight=10000] [--slo_latency=D] [--slo_ttft=D]
+                        [--output=table|json]
+      Runs one step standalone (default: POST {target}/v2/models/{model}/infer over
+      HTTP/1.1 keep-alive) and prints the StepResult with the client-validity gate.
+      Open loop: latency is measured from each request's intended send time.
 
 Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
 
@@ -166,8 +184,16 @@ void PrintResultTable(const v1::StepResult& r) {
       static_cast<long long>(r.timeouts()), static_cast<long long>(r.dropped()));
   latency_row("latency", r.latency());
   latency_row("service_latency", r.service_latency());
+  if (r.has_ttft()) latency_row("ttft", r.ttft());
+  if (r.has_inter_chunk()) latency_row("inter_chunk", r.inter_chunk());
   std::printf("send skew        p50 %.1f us  p99 %.1f us  max %.1f us\n", r.send_skew_p50_us(),
               r.send_skew_p99_us(), r.send_skew_max_us());
+  std::printf("censored %lld  never_dispatched %lld  good %lld  goodput %.4f  output_chunks %lld\n",
+              static_cast<long long>(r.censored()), static_cast<long long>(r.never_dispatched()),
+              static_cast<long long>(r.good()), r.goodput(),
+              static_cast<long long>(r.output_chunks()));
+  std::printf("client cpu (busiest loop, max over 5 s spans) %.1f%%  threads %d%s\n",
+              r.max_client_cpu_share() * 100, r.threads(), r.closed_loop() ? "  CLOSED LOOP" : "");
   for (const auto& [error_class, count] : r.errors_by_class()) {
     std::printf("error %-12s %lld\n", error_class.c_str(), static_cast<long long>(count));
   }
@@ -175,11 +201,39 @@ void PrintResultTable(const v1::StepResult& r) {
               r.client_valid() ? "" : ": ", r.client_invalid_reason().c_str());
 }
 
+bool ParseProtocol(const std::string& name, v1::Protocol* protocol) {
+  if (name == "kserve_v2_rest")
+    *protocol = v1::PROTOCOL_KSERVE_V2_REST;
+  else if (name == "http")
+    *protocol = v1::PROTOCOL_HTTP;
+  else if (name == "openai_completions")
+    *protocol = v1::PROTOCOL_OPENAI_COMPLETIONS;
+  else if (name == "openai_chat")
+    *protocol = v1::PROTOCOL_OPENAI_CHAT;
+  else if (name == "kserve_v2_grpc")
+    *protocol = v1::PROTOCOL_KSERVE_V2_GRPC;
+  else
+    return false;
+  return true;
+}
+
 int RunOnce() {
+  v1::Protocol protocol;
+  if (!ParseProtocol(absl::GetFlag(FLAGS_protocol), &protocol)) {
+    return UsageError(
+        absl::StrCat("--protocol must be kserve_v2_rest, http, openai_completions, openai_chat or "
+                     "kserve_v2_grpc, got \"",
+                     absl::GetFlag(FLAGS_protocol), "\""));
+  }
+  bool closed_loop = absl::GetFlag(FLAGS_concurrency) > 0;
   std::vector<std::string> missing;
   if (absl::GetFlag(FLAGS_target).empty()) missing.push_back("--target");
-  if (absl::GetFlag(FLAGS_model).empty()) missing.push_back("--model");
-  if (absl::GetFlag(FLAGS_rate) == 0) missing.push_back("--rate");
+  if (absl::GetFlag(FLAGS_model).empty() && protocol != v1::PROTOCOL_HTTP &&
+      absl::GetFlag(FLAGS_trace).empty()) {
+    missing.push_back("--model");
+  }
+  if (absl::GetFlag(FLAGS_rate) == 0 && !closed_loop)
+    missing.push_back("--rate (or --concurrency)");
   if (absl::GetFlag(FLAGS_duration) == absl::ZeroDuration()) missing.push_back("--duration");
   if (!missing.empty()) {
     std::string list;
@@ -193,24 +247,34 @@ int RunOnce() {
 
   v1::RunStepRequest request;
   request.set_target(absl::GetFlag(FLAGS_target));
-  request.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
+  request.set_protocol(protocol);
   request.set_model_name(absl::GetFlag(FLAGS_model));
   request.set_request_body(absl::GetFlag(FLAGS_body));
   request.set_rate_qps(absl::GetFlag(FLAGS_rate));
+  request.set_concurrency(absl::GetFlag(FLAGS_concurrency));
+  request.set_threads(absl::GetFlag(FLAGS_threads));
+  request.set_trace_path(absl::GetFlag(FLAGS_trace));
   std::string schedule = absl::GetFlag(FLAGS_schedule);
   if (schedule == "constant") {
     request.set_schedule(v1::SCHEDULE_CONSTANT);
   } else if (schedule == "poisson") {
     request.set_schedule(v1::SCHEDULE_POISSON);
+  } else if (schedule == "ramp") {
+    request.set_schedule(v1::SCHEDULE_RAMP);
+    request.set_ramp_end_qps(absl::GetFlag(FLAGS_ramp_end_rate));
+  } else if (schedule == "trace") {
+    request.set_schedule(v1::SCHEDULE_TRACE);
   } else {
-    return UsageError(
-        absl::StrCat("--schedule must be constant or poisson, got \"", schedule, "\""));
+    return UsageError(absl::StrCat("--schedule must be constant, poisson, ramp or trace, got \"",
+                                   schedule, "\""));
   }
   request.set_seed(absl::GetFlag(FLAGS_seed));
   *request.mutable_warmup() = ToProto(absl::GetFlag(FLAGS_warmup));
   *request.mutable_duration() = ToProto(absl::GetFlag(FLAGS_duration));
   *request.mutable_request_timeout() = ToProto(absl::GetFlag(FLAGS_timeout));
   *request.mutable_window() = ToProto(absl::GetFlag(FLAGS_window));
+  *request.mutable_slo_latency() = ToProto(absl::GetFlag(FLAGS_slo_latency));
+  *request.mutable_slo_ttft() = ToProto(absl::GetFlag(FLAGS_slo_ttft));
   request.set_max_connections(absl::GetFlag(FLAGS_max_connections));
   request.set_max_in_flight(absl::GetFlag(FLAGS_max_in_flight));
 

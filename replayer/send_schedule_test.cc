@@ -1,5 +1,6 @@
 #include "replayer/send_schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -109,6 +110,138 @@ TEST(SendScheduleTest, RejectsBadParameters) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Kolmogorov-Smirnov statistic of `gaps` (seconds) against Exp(rate).
+double KolmogorovSmirnovExponential(std::vector<double> gaps, double rate) {
+  std::sort(gaps.begin(), gaps.end());
+  double n = static_cast<double>(gaps.size());
+  double d = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    double cdf = 1.0 - std::exp(-rate * gaps[i]);
+    d = std::max({d, (i + 1) / n - cdf, cdf - i / n});
+  }
+  return d;
+}
+
+std::vector<double> Gaps(const std::vector<absl::Duration>& times) {
+  std::vector<double> gaps;
+  double previous = 0;
+  for (absl::Duration t : times) {
+    gaps.push_back(absl::ToDoubleSeconds(t) - previous);
+    previous = absl::ToDoubleSeconds(t);
+  }
+  return gaps;
+}
+
+TEST(SendScheduleTest, PoissonInterArrivalsPassAKolmogorovSmirnovTest) {
+  constexpr double kRate = 500.0;
+  constexpr int kDraws = 20'000;
+  // Critical value of the one-sample KS test at alpha = 0.01.
+  const double critical = 1.628 / std::sqrt(static_cast<double>(kDraws));
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    auto schedule = SendSchedule::Create(v1::SCHEDULE_POISSON, kRate, seed, absl::Hours(1));
+    ASSERT_TRUE(schedule.ok());
+    double d = KolmogorovSmirnovExponential(Gaps(Drain(*schedule, kDraws)), kRate);
+    EXPECT_LT(d, critical) << "seed " << seed;
+  }
+  // The test has teeth: a constant schedule at the same rate is rejected outright, and so is
+  // a Poisson stream at the wrong rate.
+  auto constant = SendSchedule::Create(v1::SCHEDULE_CONSTANT, kRate, 0, absl::Hours(1));
+  EXPECT_GT(KolmogorovSmirnovExponential(Gaps(Drain(*constant, kDraws)), kRate), 10 * critical);
+  auto wrong = SendSchedule::Create(v1::SCHEDULE_POISSON, kRate * 1.1, 1, absl::Hours(1));
+  EXPECT_GT(KolmogorovSmirnovExponential(Gaps(Drain(*wrong, kDraws)), kRate), critical);
+}
+
+TEST(SendScheduleTest, ShardedPoissonStreamsAreIndependentAndTogetherKeepTheRate) {
+  constexpr double kRate = 1000.0;
+  std::vector<absl::Duration> all;
+  std::vector<std::vector<absl::Duration>> shards;
+  for (int shard = 0; shard < 4; ++shard) {
+    ScheduleSpec spec;
+    spec.kind = v1::SCHEDULE_POISSON;
+    spec.rate_qps = kRate;
+    spec.seed = 9;
+    spec.end = absl::Seconds(20);
+    spec.shard = shard;
+    spec.shards = 4;
+    auto schedule = SendSchedule::Create(spec);
+    ASSERT_TRUE(schedule.ok());
+    shards.push_back(Drain(*schedule));
+    all.insert(all.end(), shards.back().begin(), shards.back().end());
+  }
+  EXPECT_NE(shards[0], shards[1]);  // not the same stream four times
+  EXPECT_NEAR(static_cast<double>(all.size()), kRate * 20, 4 * std::sqrt(kRate * 20));
+  // The superposition is again Poisson at the full rate.
+  std::sort(all.begin(), all.end());
+  EXPECT_LT(KolmogorovSmirnovExponential(Gaps(all), kRate), 1.628 / std::sqrt(all.size()));
+}
+
+TEST(SendScheduleTest, ShardsOfAConstantScheduleInterleaveIntoTheWholeSchedule) {
+  std::vector<absl::Duration> merged;
+  for (int shard = 0; shard < 3; ++shard) {
+    ScheduleSpec spec;
+    spec.rate_qps = 300;
+    spec.end = absl::Seconds(1);
+    spec.shard = shard;
+    spec.shards = 3;
+    auto schedule = SendSchedule::Create(spec);
+    ASSERT_TRUE(schedule.ok());
+    std::vector<absl::Duration> times = Drain(*schedule);
+    EXPECT_EQ(times.size(), 100u);
+    merged.insert(merged.end(), times.begin(), times.end());
+  }
+  std::sort(merged.begin(), merged.end());
+  auto whole = SendSchedule::Create(v1::SCHEDULE_CONSTANT, 300, 0, absl::Seconds(1));
+  EXPECT_EQ(merged, Drain(*whole));
+}
+
+TEST(SendScheduleTest, RampRisesLinearlyFromTheStartRateToTheEndRate) {
+  ScheduleSpec spec;
+  spec.kind = v1::SCHEDULE_RAMP;
+  spec.rate_qps = 100;
+  spec.ramp_end_qps = 300;
+  spec.end = absl::Seconds(2);
+  auto schedule = SendSchedule::Create(spec);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  std::vector<absl::Duration> times = Drain(*schedule);
+  // Expected count r0 T + (r1 - r0) T / 2 = 200 + 200 = 400; by 1 s: 100 + 50 = 150.
+  EXPECT_EQ(times.size(), 400u);
+  int64_t first_second = std::count_if(times.begin(), times.end(),
+                                       [](absl::Duration t) { return t < absl::Seconds(1); });
+  EXPECT_EQ(first_second, 150);
+  // Gaps shrink: 1/100 s at the start, about 1/300 s at the end.
+  EXPECT_NEAR(absl::ToDoubleSeconds(times[1] - times[0]), 0.01, 0.0005);
+  EXPECT_NEAR(absl::ToDoubleSeconds(times[399] - times[398]), 1.0 / 300, 0.0002);
+  for (size_t i = 1; i < times.size(); ++i) ASSERT_GT(times[i], times[i - 1]);
+}
+
+TEST(SendScheduleTest, AFallingRampEndsAtTheEndRate) {
+  ScheduleSpec spec;
+  spec.kind = v1::SCHEDULE_RAMP;
+  spec.rate_qps = 300;
+  spec.ramp_end_qps = 100;
+  spec.end = absl::Seconds(2);
+  auto schedule = SendSchedule::Create(spec);
+  ASSERT_TRUE(schedule.ok());
+  std::vector<absl::Duration> times = Drain(*schedule);
+  EXPECT_EQ(times.size(), 400u);
+  EXPECT_NEAR(absl::ToDoubleSeconds(times[399] - times[398]), 0.01, 0.0005);
+}
+
+TEST(SendScheduleTest, RampAndShardsAreValidated) {
+  ScheduleSpec spec;
+  spec.kind = v1::SCHEDULE_RAMP;
+  spec.rate_qps = 100;
+  spec.end = absl::Seconds(1);
+  EXPECT_EQ(SendSchedule::Create(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  spec.ramp_end_qps = 10;
+  spec.shard = 2;
+  spec.shards = 2;
+  EXPECT_EQ(SendSchedule::Create(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  spec.shard = 0;
+  spec.kind = v1::SCHEDULE_TRACE;
+  EXPECT_EQ(SendSchedule::Create(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
