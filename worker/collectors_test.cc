@@ -1,0 +1,208 @@
+// MetricsCollector (gauge mapping, overrides, failures), SteadyStateDetector, the
+// autoscaler-rate parsers, and HttpGet against a local listener.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "worker/controller_rate_source.h"
+#include "worker/http_get.h"
+#include "worker/metrics_collector.h"
+#include "worker/steady_state.h"
+
+namespace vanguard::worker {
+namespace {
+
+constexpr char kTritonPage[] =
+    "# TYPE nv_gpu_utilization gauge\n"
+    "nv_gpu_utilization{gpu_uuid=\"a\"} 0.4\n"
+    "nv_gpu_utilization{gpu_uuid=\"b\"} 0.3\n"
+    "nv_inference_pending_request_count{model=\"m\",version=\"1\"} 4\n"
+    "nv_inference_pending_request_count{model=\"n\",version=\"1\"} 1\n";
+
+constexpr char kVllmPage[] =
+    "vllm:num_requests_waiting{model_name=\"q\"} 2\n"
+    "vllm:kv_cache_usage_perc{model_name=\"q\"} 0.75\n"
+    "process_resident_memory_bytes 2e9\n";
+
+TEST(MetricsCollectorTest, ReadsTritonAndVllmGaugesSummedOverLabels) {
+  vanguard::v1::Model model;
+  MetricsCollector triton([] { return std::string(kTritonPage); }, GaugeMappingFor(model));
+  GaugeReading t = triton.Scrape();
+  EXPECT_DOUBLE_EQ(*t.gpu_utilization, 0.7);
+  EXPECT_DOUBLE_EQ(*t.queue_depth, 5);
+  EXPECT_FALSE(t.memory_bytes.has_value());
+  MetricsCollector vllm([] { return std::string(kVllmPage); }, GaugeMappingFor(model));
+  GaugeReading v = vllm.Scrape();
+  EXPECT_DOUBLE_EQ(*v.queue_depth, 2);
+  EXPECT_DOUBLE_EQ(*v.kv_cache_usage, 0.75);
+  EXPECT_DOUBLE_EQ(*v.memory_bytes, 2e9);
+  EXPECT_FALSE(v.gpu_utilization.has_value());
+}
+
+TEST(MetricsCollectorTest, ModelLabelsOverrideNamesAndScale) {
+  vanguard::v1::Model model;
+  (*model.mutable_labels())["metrics.gpu_utilization"] = "my_gpu_pct*0.01";
+  (*model.mutable_labels())["metrics.queue_depth"] = "my_queue";
+  MetricsCollector c(
+      [] { return std::string("my_gpu_pct 85\nmy_queue 3\nnv_gpu_utilization 0.1\n"); },
+      GaugeMappingFor(model));
+  GaugeReading r = c.Scrape();
+  EXPECT_DOUBLE_EQ(*r.gpu_utilization, 0.85);
+  EXPECT_DOUBLE_EQ(*r.queue_depth, 3);
+}
+
+TEST(MetricsCollectorTest, FailuresAreCountedNotFatal) {
+  int calls = 0;
+  MetricsCollector c(
+      [&]() -> absl::StatusOr<std::string> {
+        ++calls;
+        if (calls == 1) return absl::UnavailableError("connection refused");
+        if (calls == 2) return std::string("broken{ 1\n");
+        return std::string(kTritonPage);
+      },
+      GaugeMappingFor({}));
+  EXPECT_FALSE(c.Scrape().queue_depth.has_value());
+  EXPECT_FALSE(c.Scrape().queue_depth.has_value());
+  EXPECT_TRUE(c.Scrape().queue_depth.has_value());
+  EXPECT_EQ(c.scrapes(), 3);
+  EXPECT_EQ(c.scrape_failures(), 2);
+}
+
+TEST(MetricsCollectorTest, MetricsUrlDefaultsToFirstEndpoint) {
+  vanguard::v1::Model model;
+  model.add_endpoints("http://10.0.0.5:8000/");
+  EXPECT_EQ(MetricsUrlFor(model), "http://10.0.0.5:8000/metrics");
+  (*model.mutable_labels())["metrics.url"] = "http://10.0.0.5:8002/metrics";
+  EXPECT_EQ(MetricsUrlFor(model), "http://10.0.0.5:8002/metrics");
+}
+
+TEST(SteadyStateDetectorTest, WarmupDecayIsNotSteadyThenFlatIs) {
+  SteadyStateDetector d({});
+  // Latency decaying 30 -> 10 ms (model warmup): never steady while it decays.
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(d.Add(30 - 2 * i, 1.0)) << i;
+  // Flat with +-5% noise: steady once five flat windows are in.
+  const double noisy[] = {10, 10.5, 9.5, 10.4, 9.6, 10.1};
+  bool steady = false;
+  int at = -1;
+  for (int i = 0; i < 6; ++i) {
+    if (d.Add(noisy[i], 1.0) && !steady) {
+      steady = true;
+      at = i;
+    }
+  }
+  EXPECT_TRUE(steady);
+  EXPECT_GE(at, 3);
+}
+
+TEST(SteadyStateDetectorTest, ThroughputCatchingUpIsNotSteady) {
+  SteadyStateDetector d({});
+  for (double r : {0.7, 0.78, 0.85, 0.92, 0.99}) EXPECT_FALSE(d.Add(10, r));
+  for (double r : {1.0, 1.0, 1.0, 1.0}) d.Add(10, r);
+  EXPECT_TRUE(d.steady());
+  d.Reset();
+  EXPECT_FALSE(d.steady());
+}
+
+TEST(SteadyStateDetectorTest, RelativeDriftOfALine) {
+  EXPECT_NEAR(SteadyStateDetector::RelativeDrift({10, 11, 12, 13, 14}), 4.0 / 12, 1e-12);
+  EXPECT_EQ(SteadyStateDetector::RelativeDrift({5, 5, 5}), 0);
+}
+
+TEST(ControllerRateSourceTest, JsonFieldPath) {
+  EXPECT_DOUBLE_EQ(*RateFromJson(R"({"target_qps": 420})", ""), 420);
+  EXPECT_DOUBLE_EQ(*RateFromJson(R"({"spec":{"target":"12.5"}})", "spec.target"), 12.5);
+  auto missing = RateFromJson(R"({"spec":{}})", "spec.target");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("spec.target"), std::string::npos);
+  EXPECT_FALSE(RateFromJson("not json", "").ok());
+  EXPECT_FALSE(RateFromJson(R"({"target_qps": -3})", "").ok());
+}
+
+TEST(ControllerRateSourceTest, PrometheusVectorAndScalar) {
+  EXPECT_DOUBLE_EQ(
+      *RateFromPrometheus(
+          R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1712.5,"333.3"]}]}})"),
+      333.3);
+  EXPECT_DOUBLE_EQ(*RateFromPrometheus(
+                       R"({"status":"success","data":{"resultType":"scalar","result":[1.0,"7"]}})"),
+                   7);
+  EXPECT_FALSE(
+      RateFromPrometheus(R"({"status":"success","data":{"resultType":"vector","result":[]}})")
+          .ok());
+  EXPECT_FALSE(RateFromPrometheus(R"({"status":"error","error":"bad query"})").ok());
+}
+
+TEST(ControllerRateSourceTest, FetchUsesTheConfiguredSource) {
+  vanguard::v1::DirectControllerStrategy c;
+  c.set_json_url("http://autoscaler/target");
+  c.set_json_field("qps");
+  std::string asked;
+  auto rate = FetchControllerTarget(c, [&](const std::string& url) -> absl::StatusOr<std::string> {
+    asked = url;
+    return std::string(R"({"qps": 99})");
+  });
+  ASSERT_TRUE(rate.ok()) << rate.status();
+  EXPECT_DOUBLE_EQ(*rate, 99);
+  EXPECT_EQ(asked, "http://autoscaler/target");
+  auto down = FetchControllerTarget(c, [](const std::string&) -> absl::StatusOr<std::string> {
+    return absl::UnavailableError("down");
+  });
+  EXPECT_TRUE(absl::IsUnavailable(down.status()));
+}
+
+// A one-shot HTTP server on a loopback port answering `reply` to one request.
+class OneShotServer {
+ public:
+  explicit OneShotServer(std::string reply) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listen(fd_, 1);
+    thread_ = std::thread([this, reply = std::move(reply)] {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[4096];
+      (void)!read(c, buf, sizeof(buf));
+      (void)!write(c, reply.data(), reply.size());
+      close(c);
+    });
+  }
+  ~OneShotServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_;
+  std::thread thread_;
+};
+
+TEST(HttpGetTest, FetchesABodyAndReportsRefusedConnections) {
+  OneShotServer server(
+      "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nqueue_len 3");
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", server.port(), "/metrics"), absl::Seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "queue_len 3");
+  EXPECT_FALSE(HttpGet("ftp://x/", absl::Seconds(1)).ok());
+  auto parsed = ParseHttpUrl("http://h:81/a?b=c");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->host, "h");
+  EXPECT_EQ(parsed->port, "81");
+  EXPECT_EQ(parsed->target, "/a?b=c");
+}
+
+}  // namespace
+}  // namespace vanguard::worker
