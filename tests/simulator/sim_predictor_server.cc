@@ -1,15 +1,22 @@
-// The simulated predictor's HTTP server; see sim_predictor_server.h.
+// The simulated predictor's servers; see sim_predictor_server.h.
 //
 // Threads: `threads` event-loop threads run io_context::run(). Each HttpSession's handlers run
-// on that connection's strand; everything touching the SlotScheduler, the pending-request map
-// and the completion timer runs on Core::scheduler_strand. A session hands itself to the
-// scheduler strand (post) and gets its verdict back the same way, so the two never share
-// state concurrently: while a request is with the scheduler, the session is idle.
+// on that connection's strand; everything touching the model (SlotScheduler or
+// TokenScheduler), the pending-request map and the event timer runs on Core::scheduler_strand.
+// A request hands itself to the scheduler strand (post) as a PendingRequest and gets its
+// outcome back the same way (tokens one by one in generative mode), so the two never share
+// state concurrently. gRPC calls arrive on gRPC's own threads (callback API) and enter the
+// same scheduler strand.
 #include "tests/simulator/sim_predictor_server.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,11 +25,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "boost/asio/bind_executor.hpp"
 #include "boost/asio/dispatch.hpp"
@@ -32,13 +42,16 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
+#include "boost/asio/write.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "boost/beast/core/error.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/string.hpp"
 #include "boost/beast/http.hpp"
+#include "grpcpp/grpcpp.h"
+#include "inference/grpc_service.grpc.pb.h"
 #include "tests/simulator/inference_codec.h"
-
+#include "tests/simulator/openai_codec.h"
 namespace vanguard::sim {
 namespace {
 
@@ -105,62 +118,154 @@ bool IsHttpProtocolError(const beast::error_code& ec) {
 
 }  // namespace
 
+namespace {
+
+// Value of `key` in a query string "a=1&b=2", or nullopt.
+std::optional<std::string> QueryValue(absl::string_view query, absl::string_view key) {
+  for (absl::string_view pair : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key) continue;
+    return std::string(eq == absl::string_view::npos ? "" : pair.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
+
+// The simulated model's reply to a KServe v2 gRPC infer request: output0 echoes the first
+// input as FP32 (like the REST codec).
+void FillInferResponse(const inference::ModelInferRequest& request, absl::string_view model,
+                       inference::ModelInferResponse* response) {
+  response->set_model_name(std::string(model));
+  response->set_model_version(kModelVersion);
+  response->set_id(request.id());
+  inference::ModelInferResponse::InferOutputTensor* output = response->add_outputs();
+  output->set_name(kOutputName);
+  output->set_datatype("FP32");
+  if (request.inputs_size() == 0) return;
+  const auto& input = request.inputs(0);
+  *output->mutable_shape() = input.shape();
+  int64_t elements = 1;
+  for (int64_t dim : input.shape()) elements *= std::max<int64_t>(dim, 0);
+  elements = std::min<int64_t>(elements, 1 << 20);
+  auto* values = output->mutable_contents()->mutable_fp32_contents();
+  const auto& contents = input.contents();
+  values->Reserve(static_cast<int>(elements));
+  for (int64_t i = 0; i < elements; ++i) {
+    float v = 0;
+    if (i < contents.fp32_contents_size()) {
+      v = contents.fp32_contents(static_cast<int>(i));
+    } else if (i < contents.fp64_contents_size()) {
+      v = static_cast<float>(contents.fp64_contents(static_cast<int>(i)));
+    } else if (i < contents.int_contents_size()) {
+      v = static_cast<float>(contents.int_contents(static_cast<int>(i)));
+    } else if (i < contents.int64_contents_size()) {
+      v = static_cast<float>(contents.int64_contents(static_cast<int>(i)));
+    }
+    values->Add(v);
+  }
+}
+
+}  // namespace
+
+enum class RequestOutcome { kServed, kFailed, kRejected, kShutdown };
+
+// A request waiting for the model. Methods run on the scheduler strand.
+class PendingRequest {
+ public:
+  virtual ~PendingRequest() = default;
+  // Batch mode: served (kFailed: the model returned an error), rejected by a full queue, or
+  // dropped because the server stops.
+  virtual void OnFinished(RequestOutcome outcome) = 0;
+  // Generative mode: one token of the request (or its failure, event.failed).
+  virtual void OnToken(const TokenScheduler::TokenEvent& event) = 0;
+};
+
 class HttpSession;
+class GrpcInferenceService;
 
 struct SimPredictorServer::Core {
   explicit Core(const SimPredictorConfig& config)
       : io(config.threads),
         acceptor(asio::make_strand(io)),
         scheduler_strand(asio::make_strand(io)),
-        completion_timer(scheduler_strand),
+        event_timer(scheduler_strand),
         epoch(std::chrono::steady_clock::now()),
         model_name(config.model_name),
         model_label(EscapeLabel(config.model_name)),
         threads(config.threads),
         profile(config.profile),
-        scheduler(config.profile.batch) {}
+        generative(config.profile.mode == ProfileMode::kGenerative) {
+    if (generative) {
+      token_scheduler.emplace(profile.generative);
+    } else {
+      batch_scheduler.emplace(profile.batch);
+    }
+  }
 
-  // Virtual time of the scheduling model: steady time since the server was created.
+  // Virtual time of the model: steady time since the server was created.
   absl::Duration Now() const { return absl::FromChrono(std::chrono::steady_clock::now() - epoch); }
 
   void Accept();
+  // Any thread: hands a request to the model.
+  void Submit(std::shared_ptr<PendingRequest> request, int max_tokens);
+  // Any thread: true (and counts it) if the request must fail by /admin/fail_next.
+  bool TakeInjectedFailure();
+  // Any thread: closes every HTTP connection except `keep`; returns how many.
+  int DropConnections(const HttpSession* keep);
+  void RegisterSession(const std::shared_ptr<HttpSession>& session);
 
   // Scheduler strand only.
-  void OnInferArrival(std::shared_ptr<HttpSession> session);
-  void OnCompletionTimer(const beast::error_code& ec);
-  void DeliverCompletions();
-  void ArmCompletionTimer();
+  void OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens);
+  void OnEventTimer(const beast::error_code& ec);
+  void AdvanceModel(absl::Duration now);
+  void Deliver();
+  void ArmEventTimer();
+  void InjectStall(absl::Duration length);
+  void SetColocation(double fraction);
   void AppendMetrics(std::string* out);
+  void FailAllPending();
 
   // Declared first so it is destroyed last, after everything that holds its sockets.
   asio::io_context io;
   tcp::acceptor acceptor;
   asio::strand<asio::io_context::executor_type> scheduler_strand;
-  asio::steady_timer completion_timer;  // scheduler strand
+  asio::steady_timer event_timer;  // scheduler strand
   const std::chrono::steady_clock::time_point epoch;
   const std::string model_name;
   const std::string model_label;  // escaped for Prometheus labels
   const int threads;
   const Profile profile;
+  const bool generative;
 
-  // Requests answered 400 for a malformed body; any session strand increments.
+  // Any thread.
   std::atomic<uint64_t> malformed_requests{0};
+  std::atomic<uint64_t> injected_failures{0};
+  std::atomic<int64_t> fail_next{0};
   std::atomic<bool> stopping{false};
 
+  absl::Mutex sessions_mu;
+  std::vector<std::weak_ptr<HttpSession>> sessions ABSL_GUARDED_BY(sessions_mu);
+
   // Scheduler strand only (strands are not visible to ABSL_GUARDED_BY).
-  SlotScheduler scheduler;
-  absl::flat_hash_map<uint64_t, std::shared_ptr<HttpSession>> pending;
-  std::vector<SlotScheduler::Completion> completions;  // scratch, reused
+  std::optional<SlotScheduler> batch_scheduler;
+  std::optional<TokenScheduler> token_scheduler;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<PendingRequest>> pending;
+  std::vector<SlotScheduler::Completion> completions;    // scratch, reused
+  std::vector<TokenScheduler::TokenEvent> token_events;  // scratch, reused
   uint64_t next_request_id = 1;
   bool timer_armed = false;
   absl::Duration timer_deadline;
 
   std::vector<std::thread> workers;  // main thread only
+  std::unique_ptr<GrpcInferenceService> grpc_service;
+  std::unique_ptr<grpc::Server> grpc_server;
 };
 
 // One client connection; handlers run on the connection's strand. Keeps one request in
-// flight at a time (HTTP/1.1 without pipelining): the next read starts after the write.
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// flight at a time (HTTP/1.1 without pipelining): the next read starts after the response
+// (for a stream: after its last chunk) is written.
+class HttpSession : public PendingRequest, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket socket, SimPredictorServer::Core* core)
       : socket_(std::move(socket)), core_(core) {
@@ -172,16 +277,34 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                    beast::bind_front_handler(&HttpSession::ReadRequest, shared_from_this()));
   }
 
-  // Called on the scheduler strand once the request was served (or rejected).
-  void OnScheduled(bool served) {
-    asio::post(socket_.get_executor(), [self = shared_from_this(), served] {
-      if (served) {
-        self->WriteResponse();
-      } else {
-        self->SendError(http::status::service_unavailable,
-                        "queue full: the model's max_queue waiting requests are already queued");
+  // Any thread: closes the connection on its strand.
+  void Drop() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Close(); });
+  }
+
+  // Scheduler strand.
+  void OnFinished(RequestOutcome outcome) override {
+    asio::post(socket_.get_executor(), [self = shared_from_this(), outcome] {
+      switch (outcome) {
+        case RequestOutcome::kServed:
+          return self->WriteResponse();
+        case RequestOutcome::kFailed:
+          return self->SendError(http::status::internal_server_error,
+                                 "the model failed this request (simulated error_rate)");
+        case RequestOutcome::kRejected:
+          return self->SendError(
+              http::status::service_unavailable,
+              "queue full: the model's max_queue waiting requests are already queued");
+        case RequestOutcome::kShutdown:
+          return self->Close();
       }
     });
+  }
+
+  // Scheduler strand.
+  void OnToken(const TokenScheduler::TokenEvent& event) override {
+    asio::post(socket_.get_executor(),
+               [self = shared_from_this(), event] { self->HandleToken(event); });
   }
 
   // Scheduler strand, while the session waits for the metrics page.
@@ -195,6 +318,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
  private:
+  enum class RequestKind { kInfer, kCompletion };
+
   void ReadRequest() {
     response_.erase(http::field::allow);
     parser_.emplace();
@@ -247,10 +372,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const http::request<http::string_body>& request = parser_->get();
     keep_alive_ = request.keep_alive();
     version_ = request.version();
+    openai_errors_ = false;
 
     absl::string_view path(request.target().data(), request.target().size());
-    if (size_t query = path.find('?'); query != absl::string_view::npos) {
-      path = path.substr(0, query);
+    absl::string_view query;
+    if (size_t mark = path.find('?'); mark != absl::string_view::npos) {
+      query = path.substr(mark + 1);
+      path = path.substr(0, mark);
     }
     const http::verb method = request.method();
 
@@ -271,6 +399,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         self->OnMetricsRendered();
       });
       return;
+    }
+    if (path == "/v1/completions" || path == "/v1/chat/completions") {
+      openai_errors_ = true;
+      if (method != http::verb::post) return MethodNotAllowed("POST");
+      return HandleCompletion(/*chat=*/path == "/v1/chat/completions");
+    }
+    if (path == "/v1/models") {
+      openai_errors_ = true;
+      if (method != http::verb::get) return MethodNotAllowed("GET");
+      return SendJson(http::status::ok,
+                      absl::StrCat(R"({"object":"list","data":[{"id":")", core_->model_label,
+                                   R"(","object":"model","owned_by":"vanguard-sim"}]})"));
+    }
+    constexpr absl::string_view kAdmin = "/admin/";
+    if (path.substr(0, kAdmin.size()) == kAdmin) {
+      if (method != http::verb::post) return MethodNotAllowed("POST");
+      return HandleAdmin(path.substr(kAdmin.size()), query);
     }
     constexpr absl::string_view kModels = "/v2/models/";
     if (path.substr(0, kModels.size()) == kModels)
@@ -323,14 +468,179 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       core_->malformed_requests.fetch_add(1, std::memory_order_relaxed);
       return SendError(http::status::bad_request, request.status().message());
     }
-    // The response is ready now; the scheduler only decides when it may leave.
+    if (core_->TakeInjectedFailure()) {
+      return SendError(http::status::internal_server_error,
+                       "injected failure (POST /admin/fail_next)");
+    }
+    // The response is ready now; the model only decides when it may leave.
+    kind_ = RequestKind::kInfer;
     response_.body().clear();
     AppendInferResponse(core_->model_name, *request, &response_.body());
     PrepareResponse(http::status::ok, "application/json");
-    asio::post(core_->scheduler_strand, [self = shared_from_this()]() mutable {
-      SimPredictorServer::Core* core = self->core_;
-      core->OnInferArrival(std::move(self));
-    });
+    core_->Submit(shared_from_this(), /*max_tokens=*/0);
+  }
+
+  void HandleCompletion(bool chat) {
+    if (!core_->generative) {
+      return SendError(http::status::not_found,
+                       "this model is not generative: start the simulator with a generative "
+                       "profile (e.g. --profile=llm) to serve /v1/completions");
+    }
+    absl::StatusOr<CompletionRequest> request = ParseCompletionRequest(parser_->get().body(), chat);
+    if (!request.ok()) {
+      core_->malformed_requests.fetch_add(1, std::memory_order_relaxed);
+      return SendError(http::status::bad_request, request.status().message());
+    }
+    if (request->model.has_value() && *request->model != core_->model_name) {
+      return SendError(http::status::not_found, absl::StrCat("The model `", *request->model,
+                                                             "` does not exist; this "
+                                                             "server serves `",
+                                                             core_->model_name, "`"));
+    }
+    if (core_->TakeInjectedFailure()) {
+      return SendError(http::status::internal_server_error,
+                       "injected failure (POST /admin/fail_next)");
+    }
+    kind_ = RequestKind::kCompletion;
+    completion_ = *std::move(request);
+    completion_id_ = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", ++completions_served_, "-",
+                                  reinterpret_cast<uintptr_t>(this) % 100000);
+    completion_created_ = UnixSeconds();
+    stream_started_ = false;
+    stream_done_ = false;
+    core_->Submit(shared_from_this(), completion_.max_tokens);
+  }
+
+  void HandleToken(const TokenScheduler::TokenEvent& event) {
+    if (event.failed) {
+      if (stream_started_) return Close();  // cannot happen: failures come before any token
+      return SendError(http::status::internal_server_error,
+                       "the model failed this request (simulated error_rate)");
+    }
+    if (kind_ == RequestKind::kInfer) {
+      if (event.last) WriteResponse();
+      return;
+    }
+    const bool length_capped =
+        completion_.max_tokens > 0 && event.output_tokens >= completion_.max_tokens;
+    const absl::string_view finish_reason = length_capped ? "length" : "stop";
+    if (!completion_.stream) {
+      if (!event.last) return;
+      return SendJson(
+          http::status::ok,
+          CompletionResponseJson(completion_, completion_id_, completion_created_,
+                                 core_->model_name, event.token_index,
+                                 core_->profile.generative.prompt_tokens, finish_reason));
+    }
+    if (!stream_started_) {
+      stream_started_ = true;
+      chunked_ = version_ >= 11;
+      if (!chunked_) keep_alive_ = false;
+      absl::StrAppend(&stream_pending_, "HTTP/1.", version_ >= 11 ? "1" : "0",
+                      " 200 OK\r\nServer: vanguard-sim-predictor\r\n"
+                      "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n",
+                      chunked_ ? "Transfer-Encoding: chunked\r\n" : "",
+                      keep_alive_ ? "" : "Connection: close\r\n", "\r\n");
+    }
+    std::string data;
+    AppendCompletionChunk(
+        completion_, completion_id_, completion_created_, core_->model_name, event.token_index,
+        event.last ? std::optional<absl::string_view>(finish_reason) : std::nullopt, &data);
+    if (event.last) {
+      if (completion_.include_usage) {
+        AppendUsageChunk(completion_, completion_id_, completion_created_, core_->model_name,
+                         core_->profile.generative.prompt_tokens, event.token_index, &data);
+      }
+      AppendDoneEvent(&data);
+    }
+    AppendStreamData(data);
+    if (event.last) {
+      if (chunked_) stream_pending_.append("0\r\n\r\n");
+      stream_done_ = true;
+    }
+    WriteStream();
+  }
+
+  void AppendStreamData(absl::string_view data) {
+    if (chunked_) {
+      absl::StrAppend(&stream_pending_, absl::Hex(data.size()), "\r\n", data, "\r\n");
+    } else {
+      stream_pending_.append(data.data(), data.size());
+    }
+  }
+
+  void WriteStream() {
+    if (stream_writing_ || stream_pending_.empty()) return;
+    stream_writing_ = true;
+    std::swap(stream_in_flight_, stream_pending_);
+    stream_pending_.clear();
+    asio::async_write(socket_, asio::buffer(stream_in_flight_),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        self->stream_writing_ = false;
+                        if (ec) return self->Close();
+                        if (!self->stream_pending_.empty()) return self->WriteStream();
+                        if (self->stream_done_) {
+                          self->stream_started_ = false;
+                          self->stream_done_ = false;
+                          return self->OnWrite({}, 0);
+                        }
+                      });
+  }
+
+  void HandleAdmin(absl::string_view action, absl::string_view query) {
+    auto number = [&](absl::string_view key, double lo, double hi) -> std::optional<double> {
+      std::optional<std::string> text = QueryValue(query, key);
+      double value = 0;
+      if (!text.has_value() || !absl::SimpleAtod(*text, &value) || !(value >= lo && value <= hi)) {
+        return std::nullopt;
+      }
+      return value;
+    };
+    if (action == "stall") {
+      std::optional<double> ms = number("ms", 0, 3.6e6);
+      if (!ms) return SendError(http::status::bad_request, "stall needs ms=0..3600000");
+      asio::post(core_->scheduler_strand, [self = shared_from_this(), ms = *ms] {
+        self->core_->InjectStall(absl::Nanoseconds(ms * 1e6));
+        asio::post(self->socket_.get_executor(), [self, ms] {
+          self->SendJson(http::status::ok, absl::StrCat("{\"stalled_ms\":", ms, "}"));
+        });
+      });
+      return;
+    }
+    if (action == "fail_next") {
+      std::optional<double> n = number("n", 0, 1e12);
+      if (!n) return SendError(http::status::bad_request, "fail_next needs n=0..1e12");
+      core_->fail_next.store(static_cast<int64_t>(*n));
+      return SendJson(http::status::ok,
+                      absl::StrCat("{\"fail_next\":", static_cast<int64_t>(*n), "}"));
+    }
+    if (action == "drop_connections") {
+      const int dropped = core_->DropConnections(this);
+      return SendJson(http::status::ok, absl::StrCat("{\"dropped\":", dropped, "}"));
+    }
+    if (action == "colocation") {
+      std::optional<double> fraction = number("fraction", 0, 0.95);
+      if (!fraction)
+        return SendError(http::status::bad_request, "colocation needs fraction=0..0.95");
+      asio::post(core_->scheduler_strand, [self = shared_from_this(), f = *fraction] {
+        self->core_->SetColocation(f);
+        asio::post(self->socket_.get_executor(), [self, f] {
+          self->SendJson(http::status::ok, absl::StrCat("{\"colocation\":", f, "}"));
+        });
+      });
+      return;
+    }
+    if (action == "exit") {
+      std::optional<double> code = number("code", 0, 255);
+      exit_code_after_write_ = code.has_value() ? static_cast<int>(*code) : 1;
+      keep_alive_ = false;
+      return SendJson(http::status::ok,
+                      absl::StrCat("{\"exiting\":", *exit_code_after_write_, "}"));
+    }
+    SendError(http::status::not_found,
+              absl::StrCat("unknown admin action \"", action,
+                           "\"; known: stall?ms=, fail_next?n=, drop_connections, "
+                           "colocation?fraction=, exit?code="));
   }
 
   void MethodNotAllowed(absl::string_view allowed) {
@@ -343,6 +653,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void SendError(http::status status, absl::string_view message) {
+    if (openai_errors_) {
+      const int code = static_cast<int>(status);
+      const absl::string_view type = code == 400   ? "BadRequestError"
+                                     : code == 404 ? "NotFoundError"
+                                     : code == 503 ? "ServiceUnavailableError"
+                                                   : "InternalServerError";
+      return SendJson(status, OpenAiErrorJson(message, type, code));
+    }
     SendJson(status, ErrorJson(message));
   }
 
@@ -366,6 +684,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void OnWrite(beast::error_code ec, size_t) {
+    if (exit_code_after_write_.has_value()) std::_Exit(*exit_code_after_write_);
     if (ec) return Close();
     if (!keep_alive_) {
       beast::error_code ignored;
@@ -388,6 +707,173 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   http::response<http::empty_body> continue_response_{http::status::continue_, 11};
   bool keep_alive_ = true;
   unsigned version_ = 11;
+  bool openai_errors_ = false;
+  std::optional<int> exit_code_after_write_;
+
+  // The request with the model (one at a time).
+  RequestKind kind_ = RequestKind::kInfer;
+  CompletionRequest completion_;
+  std::string completion_id_;
+  int64_t completion_created_ = 0;
+  uint64_t completions_served_ = 0;
+  // Streaming: bytes waiting to be written, bytes being written.
+  bool stream_started_ = false;
+  bool stream_done_ = false;
+  bool stream_writing_ = false;
+  bool chunked_ = true;
+  std::string stream_pending_;
+  std::string stream_in_flight_;
+};
+
+// One gRPC ModelInfer call waiting for the model; finishes the call exactly once (on the
+// scheduler strand, or in its destructor if the server drops it).
+class GrpcPendingInfer : public PendingRequest {
+ public:
+  GrpcPendingInfer(grpc::ServerUnaryReactor* reactor) : reactor_(reactor) {}
+  ~GrpcPendingInfer() override {
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+  }
+
+  void OnFinished(RequestOutcome outcome) override {
+    switch (outcome) {
+      case RequestOutcome::kServed:
+        return Finish(grpc::Status::OK);
+      case RequestOutcome::kFailed:
+        return Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                                   "the model failed this request (simulated error_rate)"));
+      case RequestOutcome::kRejected:
+        return Finish(
+            grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                         "queue full: the model's max_queue waiting requests are already queued"));
+      case RequestOutcome::kShutdown:
+        return Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    }
+  }
+
+  void OnToken(const TokenScheduler::TokenEvent& event) override {
+    if (event.failed) {
+      return Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                                 "the model failed this request (simulated error_rate)"));
+    }
+    if (event.last) Finish(grpc::Status::OK);
+  }
+
+ private:
+  void Finish(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    reactor_->Finish(status);
+  }
+
+  grpc::ServerUnaryReactor* reactor_;
+  bool finished_ = false;
+};
+
+// KServe v2 gRPC (inference.GRPCInferenceService) on gRPC's callback API; its methods run on
+// gRPC threads. ModelInfer enters the same model as the REST endpoint.
+class GrpcInferenceService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit GrpcInferenceService(SimPredictorServer::Core* core) : core_(core) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* response) override {
+    response->set_live(true);
+    return Done(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* response) override {
+    response->set_ready(!core_->stopping.load());
+    return Done(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override {
+    grpc::Status status = CheckModel(request->name(), request->version());
+    if (status.ok()) response->set_ready(true);
+    return Done(context, status);
+  }
+
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* response) override {
+    response->set_name("vanguard-sim-predictor");
+    response->set_version("0.1.0");
+    return Done(context, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override {
+    grpc::Status status = CheckModel(request->name(), request->version());
+    if (status.ok()) {
+      response->set_name(core_->model_name);
+      response->add_versions(kModelVersion);
+      response->set_platform("vanguard_sim");
+      auto* input = response->add_inputs();
+      input->set_name("input0");
+      input->set_datatype("FP32");
+      input->add_shape(-1);
+      input->add_shape(-1);
+      auto* output = response->add_outputs();
+      output->set_name(kOutputName);
+      output->set_datatype("FP32");
+      output->add_shape(-1);
+      output->add_shape(-1);
+    }
+    return Done(context, status);
+  }
+
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override {
+    grpc::Status status = CheckModel(request->model_name(), request->model_version());
+    if (!status.ok()) return Done(context, status);
+    if (request->inputs_size() == 0) {
+      core_->malformed_requests.fetch_add(1, std::memory_order_relaxed);
+      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "inputs: at least one input tensor is required"));
+    }
+    if (core_->stopping.load()) {
+      return Done(context,
+                  grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    }
+    if (core_->TakeInjectedFailure()) {
+      return Done(context, grpc::Status(grpc::StatusCode::INTERNAL,
+                                        "injected failure (POST /admin/fail_next)"));
+    }
+    FillInferResponse(*request, core_->model_name, response);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    core_->Submit(std::make_shared<GrpcPendingInfer>(reactor), /*max_tokens=*/0);
+    return reactor;
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                                        const grpc::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  grpc::Status CheckModel(const std::string& name, const std::string& version) const {
+    if (name != core_->model_name) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("unknown model \"", name, "\"; this server serves \"",
+                                       core_->model_name, "\""));
+    }
+    if (!version.empty() && version != kModelVersion) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("unknown version \"", version, "\" of model \"", name,
+                                       "\"; available: ", kModelVersion));
+    }
+    return grpc::Status::OK;
+  }
+
+  SimPredictorServer::Core* core_;
 };
 
 void SimPredictorServer::Core::Accept() {
@@ -396,123 +882,274 @@ void SimPredictorServer::Core::Accept() {
     if (!ec) {
       beast::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
-      std::make_shared<HttpSession>(std::move(socket), this)->Start();
+      auto session = std::make_shared<HttpSession>(std::move(socket), this);
+      RegisterSession(session);
+      session->Start();
     }
     Accept();
   });
 }
 
-void SimPredictorServer::Core::OnInferArrival(std::shared_ptr<HttpSession> session) {
-  if (stopping.load()) return;
-  const uint64_t id = next_request_id++;
-  completions.clear();
-  const SlotScheduler::Admission admission = scheduler.Arrive(id, Now(), &completions);
-  DeliverCompletions();
-  if (admission == SlotScheduler::Admission::kRejected) {
-    session->OnScheduled(false);
-  } else {
-    pending.emplace(id, std::move(session));
+void SimPredictorServer::Core::RegisterSession(const std::shared_ptr<HttpSession>& session) {
+  absl::MutexLock lock(&sessions_mu);
+  // Forget closed connections now and then, so the list stays about as long as the live set.
+  if (sessions.size() >= 64 && sessions.size() == sessions.capacity()) {
+    sessions.erase(std::remove_if(sessions.begin(), sessions.end(),
+                                  [](const std::weak_ptr<HttpSession>& s) { return s.expired(); }),
+                   sessions.end());
+    sessions.reserve(sessions.size() * 2 + 64);
   }
-  ArmCompletionTimer();
+  sessions.push_back(session);
 }
 
-void SimPredictorServer::Core::DeliverCompletions() {
+int SimPredictorServer::Core::DropConnections(const HttpSession* keep) {
+  std::vector<std::shared_ptr<HttpSession>> live;
+  {
+    absl::MutexLock lock(&sessions_mu);
+    for (const std::weak_ptr<HttpSession>& weak : sessions) {
+      std::shared_ptr<HttpSession> session = weak.lock();
+      if (session != nullptr && session.get() != keep) live.push_back(std::move(session));
+    }
+    sessions.clear();
+  }
+  for (const auto& session : live) session->Drop();
+  return static_cast<int>(live.size());
+}
+
+bool SimPredictorServer::Core::TakeInjectedFailure() {
+  int64_t remaining = fail_next.load(std::memory_order_relaxed);
+  while (remaining > 0) {
+    if (fail_next.compare_exchange_weak(remaining, remaining - 1)) {
+      injected_failures.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+void SimPredictorServer::Core::Submit(std::shared_ptr<PendingRequest> request, int max_tokens) {
+  asio::post(scheduler_strand, [this, request = std::move(request), max_tokens]() mutable {
+    OnArrival(std::move(request), max_tokens);
+  });
+}
+
+void SimPredictorServer::Core::OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens) {
+  if (stopping.load()) {
+    request->OnFinished(RequestOutcome::kShutdown);
+    return;
+  }
+  const uint64_t id = next_request_id++;
+  const absl::Duration now = Now();
+  bool rejected;
+  if (generative) {
+    rejected = token_scheduler->Arrive(id, now, max_tokens, &token_events) ==
+               TokenScheduler::Admission::kRejected;
+  } else {
+    rejected =
+        batch_scheduler->Arrive(id, now, &completions) == SlotScheduler::Admission::kRejected;
+  }
+  Deliver();
+  if (rejected) {
+    request->OnFinished(RequestOutcome::kRejected);
+  } else {
+    pending.emplace(id, std::move(request));
+  }
+  ArmEventTimer();
+}
+
+void SimPredictorServer::Core::AdvanceModel(absl::Duration now) {
+  if (generative) {
+    token_scheduler->AdvanceTo(now, &token_events);
+  } else {
+    batch_scheduler->AdvanceTo(now, &completions);
+  }
+  Deliver();
+}
+
+void SimPredictorServer::Core::Deliver() {
   for (const SlotScheduler::Completion& completion : completions) {
     auto it = pending.find(completion.request_id);
     if (it == pending.end()) continue;  // cannot happen: every admitted id is pending
-    std::shared_ptr<HttpSession> session = std::move(it->second);
+    std::shared_ptr<PendingRequest> request = std::move(it->second);
     pending.erase(it);
-    session->OnScheduled(true);
+    request->OnFinished(completion.failed ? RequestOutcome::kFailed : RequestOutcome::kServed);
   }
   completions.clear();
+  for (const TokenScheduler::TokenEvent& event : token_events) {
+    auto it = pending.find(event.request_id);
+    if (it == pending.end()) continue;
+    it->second->OnToken(event);
+    if (event.last) pending.erase(it);
+  }
+  token_events.clear();
 }
 
-void SimPredictorServer::Core::ArmCompletionTimer() {
-  const std::optional<absl::Duration> next = scheduler.NextEventTime();
+void SimPredictorServer::Core::ArmEventTimer() {
+  const std::optional<absl::Duration> next =
+      generative ? token_scheduler->NextEventTime() : batch_scheduler->NextEventTime();
   if (!next.has_value() || stopping.load()) return;
   if (timer_armed && timer_deadline <= *next) return;
   // Re-arming cancels an outstanding wait (its handler sees operation_aborted); a wait that
   // already expired still runs, finds nothing due, and re-arms: harmless.
   timer_armed = true;
   timer_deadline = *next;
-  completion_timer.expires_at(epoch + absl::ToChronoNanoseconds(*next));
-  completion_timer.async_wait([this](const beast::error_code& ec) { OnCompletionTimer(ec); });
+  event_timer.expires_at(epoch + absl::ToChronoNanoseconds(*next));
+  event_timer.async_wait([this](const beast::error_code& ec) { OnEventTimer(ec); });
 }
 
-void SimPredictorServer::Core::OnCompletionTimer(const beast::error_code& ec) {
+void SimPredictorServer::Core::OnEventTimer(const beast::error_code& ec) {
   if (ec == asio::error::operation_aborted || stopping.load()) return;
   // The steady clock has reached the deadline, but the absl/chrono round trip may not agree
   // to the nanosecond; never ask the model for less than the deadline we slept to.
   const absl::Duration now = std::max(Now(), timer_deadline);
   timer_armed = false;
-  scheduler.AdvanceTo(now, &completions);
-  DeliverCompletions();
-  ArmCompletionTimer();
+  AdvanceModel(now);
+  ArmEventTimer();
+}
+
+void SimPredictorServer::Core::InjectStall(absl::Duration length) {
+  if (generative) {
+    token_scheduler->InjectStall(Now(), length, &token_events);
+  } else {
+    batch_scheduler->InjectStall(Now(), length, &completions);
+  }
+  Deliver();
+  // The earliest event moved later: re-arm from scratch.
+  timer_armed = false;
+  event_timer.cancel();
+  ArmEventTimer();
+}
+
+void SimPredictorServer::Core::SetColocation(double fraction) {
+  AdvanceModel(Now());
+  if (generative) {
+    token_scheduler->SetColocation(fraction);
+  } else {
+    batch_scheduler->SetColocation(fraction);
+  }
+  ArmEventTimer();
+}
+
+void SimPredictorServer::Core::FailAllPending() {
+  for (auto& [id, request] : pending) request->OnFinished(RequestOutcome::kShutdown);
+  pending.clear();
 }
 
 void SimPredictorServer::Core::AppendMetrics(std::string* out) {
   const absl::Duration now = Now();
-  completions.clear();
-  scheduler.AdvanceTo(now, &completions);
-  DeliverCompletions();
-  ArmCompletionTimer();
-  const SlotScheduler::Stats& stats = scheduler.stats();
+  AdvanceModel(now);
+  ArmEventTimer();
   const std::string labels =
       absl::StrCat("{model=\"", model_label, "\",version=\"", kModelVersion, "\"}");
+  const std::string model_only = absl::StrCat("{model_name=\"", model_label, "\"}");
   auto metric = [&](absl::string_view name, absl::string_view type, absl::string_view help,
                     absl::string_view metric_labels, auto value) {
     absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
                     metric_labels, " ", value, "\n");
   };
-  const uint64_t failures = stats.rejected + malformed_requests.load(std::memory_order_relaxed);
+  const uint64_t outside_model = malformed_requests.load(std::memory_order_relaxed) +
+                                 injected_failures.load(std::memory_order_relaxed);
+  uint64_t completed, failed, rejected, executions;
+  int64_t waiting, running;
+  absl::Duration queue_time;
+  double utilization;
+  double warmup_factor;
+  if (generative) {
+    const TokenScheduler::Stats& stats = token_scheduler->stats();
+    completed = stats.completed;
+    failed = stats.failed;
+    rejected = stats.rejected;
+    executions = stats.iterations;
+    waiting = stats.waiting;
+    running = stats.running;
+    queue_time = stats.total_queue_time;
+    utilization = token_scheduler->Utilization();
+    warmup_factor = token_scheduler->WarmupFactor(now);
+  } else {
+    const SlotScheduler::Stats& stats = batch_scheduler->stats();
+    completed = stats.completed;
+    failed = stats.failed;
+    rejected = stats.rejected;
+    executions = stats.batches;
+    waiting = stats.queued;
+    running = stats.in_service;
+    queue_time = stats.total_queue_time;
+    utilization = batch_scheduler->Utilization(now);
+    warmup_factor = batch_scheduler->WarmupFactor(now);
+  }
   metric("nv_inference_request_success", "counter",
-         "Number of successful inference requests, all batch sizes", labels, stats.completed);
+         "Number of successful inference requests, all batch sizes", labels, completed - failed);
   metric("nv_inference_request_failure", "counter",
-         "Number of failed inference requests (malformed or rejected by a full queue)", labels,
-         failures);
-  metric("nv_inference_count", "counter", "Number of inferences performed", labels,
-         stats.completed);
-  metric("nv_inference_exec_count", "counter", "Number of model executions performed", labels,
-         stats.completed);
+         "Number of failed inference requests (malformed, rejected by a full queue, model "
+         "errors, injected failures)",
+         labels, rejected + failed + outside_model);
+  metric("nv_inference_count", "counter", "Number of inferences performed", labels, completed);
+  metric("nv_inference_exec_count", "counter",
+         "Number of model executions performed (batches; decoding iterations when generative)",
+         labels, executions);
   metric("nv_inference_pending_request_count", "gauge",
-         "Instantaneous number of requests queued or in service", labels,
-         stats.queued + stats.in_service);
-  metric("nv_inference_request_duration_us", "counter",
-         "Cumulative inference request duration in microseconds (queue + compute)", labels,
-         absl::ToInt64Microseconds(stats.total_queue_time + stats.total_service_time));
+         "Instantaneous number of requests waiting to start (queued, not in service)", labels,
+         waiting);
   metric("nv_inference_queue_duration_us", "counter",
          "Cumulative inference queuing duration in microseconds", labels,
-         absl::ToInt64Microseconds(stats.total_queue_time));
-  metric("nv_inference_compute_infer_duration_us", "counter",
-         "Cumulative compute inference duration in microseconds", labels,
-         absl::ToInt64Microseconds(stats.total_service_time));
+         absl::ToInt64Microseconds(queue_time));
+  if (!generative) {
+    const SlotScheduler::Stats& stats = batch_scheduler->stats();
+    metric("nv_inference_request_duration_us", "counter",
+           "Cumulative inference request duration in microseconds (queue + compute)", labels,
+           absl::ToInt64Microseconds(stats.total_queue_time + stats.total_service_time));
+    metric("nv_inference_compute_infer_duration_us", "counter",
+           "Cumulative compute inference duration in microseconds", labels,
+           absl::ToInt64Microseconds(stats.total_service_time));
+  }
   metric("nv_gpu_utilization", "gauge",
-         "GPU utilization rate [0.0 - 1.0]: busy slots / slots over the last second",
-         "{gpu_uuid=\"GPU-vanguard-sim-0\"}", absl::StrFormat("%.6f", scheduler.Utilization(now)));
+         "GPU utilization rate [0.0 - 1.0]: busy slots / slots (over the last second in batch "
+         "mode)",
+         "{gpu_uuid=\"GPU-vanguard-sim-0\"}", absl::StrFormat("%.6f", utilization));
   // vLLM's names for the same two populations, for procedures that judge the waiting queue.
-  const std::string model_only = absl::StrCat("{model_name=\"", model_label, "\"}");
   metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed",
-         model_only, stats.queued);
+         model_only, waiting);
   metric("vllm:num_requests_running", "gauge", "Number of requests currently being served",
-         model_only, stats.in_service);
+         model_only, running);
+  if (generative) {
+    metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+           model_only, absl::StrFormat("%.6f", token_scheduler->KvCacheUsage()));
+    metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+           model_only, token_scheduler->stats().tokens);
+  }
+  metric("vanguard_sim_warmup_factor", "gauge",
+         "Current service-time multiplier of the simulated model's warmup (1 = warm)", labels,
+         absl::StrFormat("%.6f", warmup_factor));
+  metric("vanguard_sim_saturation_rps", "gauge",
+         "Requests per second the simulated profile serves at saturation after warmup", labels,
+         absl::StrFormat("%.3f", vanguard::sim::SaturationRps(profile)));
 }
 
 absl::StatusOr<std::unique_ptr<SimPredictorServer>> SimPredictorServer::Create(
     const SimPredictorConfig& config) {
-  if (config.threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("threads must be >= 1, got ", config.threads));
+  if (config.threads < 1 || config.threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be in [1, 256], got ", config.threads));
   }
   if (config.model_name.empty() || config.model_name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("model_name must be non-empty without '/', got \"", config.model_name, "\""));
   }
-  Profile profile = config.profile;
-  if (absl::Status status = FinalizeProfile(profile); !status.ok()) return status;
-  absl::StatusOr<HostPort> host_port = ParseListen(config.listen);
+  SimPredictorConfig checked = config;
+  if (absl::Status status = FinalizeProfile(checked.profile); !status.ok()) return status;
+  absl::StatusOr<HostPort> host_port = ParseListen(checked.listen);
   if (!host_port.ok()) return host_port.status();
+  std::optional<HostPort> grpc_host_port;
+  if (!checked.grpc_listen.empty()) {
+    absl::StatusOr<HostPort> parsed = ParseListen(checked.grpc_listen);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("grpc_", parsed.status().message()));
+    }
+    grpc_host_port = *parsed;
+  }
 
   std::unique_ptr<SimPredictorServer> server(new SimPredictorServer());
-  server->core_ = std::make_unique<Core>(config);
+  server->core_ = std::make_unique<Core>(checked);
   Core& core = *server->core_;
 
   beast::error_code ec;
@@ -532,7 +1169,7 @@ absl::StatusOr<std::unique_ptr<SimPredictorServer>> SimPredictorServer::Create(
   }
   auto fail = [&](absl::string_view step) {
     return absl::UnavailableError(
-        absl::StrCat("cannot ", step, " ", config.listen, ": ", ec.message()));
+        absl::StrCat("cannot ", step, " ", checked.listen, ": ", ec.message()));
   };
   if (core.acceptor.open(endpoint.protocol(), ec)) return fail("open a socket for");
   if (core.acceptor.set_option(asio::socket_base::reuse_address(true), ec)) {
@@ -544,6 +1181,24 @@ absl::StatusOr<std::unique_ptr<SimPredictorServer>> SimPredictorServer::Create(
   if (ec) return fail("read the bound address of");
   server->address_ = FormatEndpoint(bound);
   server->port_ = bound.port();
+
+  if (grpc_host_port.has_value()) {
+    core.grpc_service = std::make_unique<GrpcInferenceService>(&core);
+    const std::string host = grpc_host_port->host.find(':') != std::string::npos
+                                 ? absl::StrCat("[", grpc_host_port->host, "]")
+                                 : grpc_host_port->host;
+    int selected_port = 0;
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(absl::StrCat(host, ":", grpc_host_port->port),
+                             grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(core.grpc_service.get());
+    builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxBodyBytes));
+    core.grpc_server = builder.BuildAndStart();
+    if (core.grpc_server == nullptr || selected_port == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", checked.grpc_listen));
+    }
+    server->grpc_address_ = absl::StrCat(host, ":", selected_port);
+  }
   return server;
 }
 
@@ -568,6 +1223,18 @@ void SimPredictorServer::Start() {
 
 void SimPredictorServer::Shutdown() {
   if (core_ == nullptr || core_->stopping.exchange(true)) return;
+  // gRPC waits for every call to finish: answer the ones still with the model first.
+  if (core_->grpc_server != nullptr) {
+    if (!core_->workers.empty()) {
+      std::promise<void> drained;
+      asio::post(core_->scheduler_strand, [core = core_.get(), &drained] {
+        core->FailAllPending();
+        drained.set_value();
+      });
+      drained.get_future().wait_for(std::chrono::seconds(2));
+    }
+    core_->grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
   asio::post(core_->acceptor.get_executor(), [core = core_.get()] {
     beast::error_code ignored;
     core->acceptor.close(ignored);
@@ -575,6 +1242,7 @@ void SimPredictorServer::Shutdown() {
   core_->io.stop();
   for (std::thread& worker : core_->workers) worker.join();
   core_->workers.clear();
+  core_->pending.clear();
 }
 
 }  // namespace vanguard::sim

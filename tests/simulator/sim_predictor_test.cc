@@ -393,7 +393,8 @@ TEST(SimPredictorTest, MetricsShowQueueAndUtilizationUnderLoad) {
   for (std::thread& client : clients) client.join();
   const std::string labels = ModelLabels("sim");
   EXPECT_EQ(metrics.samples.at("nv_inference_request_success" + labels), 6);
-  EXPECT_EQ(metrics.samples.at("nv_inference_pending_request_count" + labels), 6);
+  // Triton's meaning: requests waiting to start, not those in service.
+  EXPECT_EQ(metrics.samples.at("nv_inference_pending_request_count" + labels), 4);
   EXPECT_EQ(metrics.samples.at("vllm:num_requests_waiting{model_name=\"sim\"}"), 4);
   EXPECT_EQ(metrics.samples.at("vllm:num_requests_running{model_name=\"sim\"}"), 2);
   EXPECT_GT(metrics.samples.at("nv_gpu_utilization{gpu_uuid=\"GPU-vanguard-sim-0\"}"), 0.9);
