@@ -1,6 +1,8 @@
 // Unit tests of the simulated predictor's slot/queue model, in virtual time (no sleeping).
 #include "tests/simulator/slot_scheduler.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -230,6 +232,195 @@ TEST(SlotSchedulerTest, TimeNeverMovesBackwards) {
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[1].arrival, Ms(50));
   EXPECT_EQ(done[1].finish, Ms(70));
+}
+
+// Closed loop with `clients` outstanding requests from `from` to `until`: returns completions
+// per second over the run.
+double ClosedLoopRps(SlotScheduler& scheduler, int clients, absl::Duration from,
+                     absl::Duration until) {
+  std::vector<SlotScheduler::Completion> done;
+  uint64_t next_id = 0;
+  for (int c = 0; c < clients; ++c) scheduler.Arrive(next_id++, from, &done);
+  uint64_t completed = 0;
+  while (true) {
+    const absl::Duration t = *scheduler.NextEventTime();
+    if (t > until) break;
+    done.clear();
+    scheduler.AdvanceTo(t, &done);
+    completed += done.size();
+    const size_t finished = done.size();
+    for (size_t i = 0; i < finished; ++i) scheduler.Arrive(next_id++, t, &done);
+    completed += done.size() - finished;
+  }
+  return completed / absl::ToDoubleSeconds(until - from);
+}
+
+TEST(SlotSchedulerTest, RejectsInvalidBatchingAndPerturbationsNamingTheField) {
+  auto check = [](SlotScheduler::Config config, const char* field) {
+    auto scheduler = SlotScheduler::Create(config);
+    ASSERT_FALSE(scheduler.ok()) << field;
+    EXPECT_EQ(scheduler.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(scheduler.status().message(), HasSubstr(field));
+  };
+  SlotScheduler::Config base{.slots = 1, .service_time = Ms(1)};
+  SlotScheduler::Config c = base;
+  c.max_batch = 0;
+  check(c, "max_batch");
+  c = base;
+  c.per_item_time = -Ms(1);
+  check(c, "per_item_time");
+  c = base;
+  c.max_queue_delay = -Ms(1);
+  check(c, "max_queue_delay");
+  c = base;
+  c.perturbations.colocation = 1.0;
+  check(c, "colocation");
+  c = base;
+  c.perturbations.jitter_sigma = -0.1;
+  check(c, "jitter_sigma");
+  c = base;
+  c.perturbations.warmup_factor = 0.5;
+  check(c, "warmup_factor");
+  c = base;
+  c.perturbations.error_rate = 1.5;
+  check(c, "error_rate");
+}
+
+TEST(SlotSchedulerTest, IdleSlotTakesUpToMaxBatchQueuedRequests) {
+  SlotScheduler scheduler(
+      {.slots = 1, .service_time = Ms(10), .per_item_time = Ms(1), .max_batch = 4});
+  std::vector<SlotScheduler::Completion> done;
+  EXPECT_EQ(scheduler.Arrive(0, Ms(0), &done), Admission::kStarted);  // a batch of one
+  for (uint64_t id = 1; id <= 6; ++id) scheduler.Arrive(id, Ms(1), &done);
+  scheduler.AdvanceTo(Ms(1000), &done);
+  ASSERT_EQ(done.size(), 7u);
+  // Batch of 1 (11 ms), then 4 (14 ms) from t=11, then the remaining 2 (12 ms) from t=25.
+  EXPECT_EQ(done[0].finish, Ms(11));
+  EXPECT_EQ(done[0].batch_size, 1);
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(done[i].batch_size, 4);
+    EXPECT_EQ(done[i].start, Ms(11));
+    EXPECT_EQ(done[i].finish, Ms(25));
+  }
+  EXPECT_EQ(done[5].batch_size, 2);
+  EXPECT_EQ(done[6].finish, Ms(37));
+  EXPECT_EQ(scheduler.stats().batches, 3u);
+}
+
+TEST(SlotSchedulerTest, WaitsAtMostMaxQueueDelayForAFullerBatch) {
+  SlotScheduler scheduler(
+      {.slots = 1, .service_time = Ms(10), .max_batch = 3, .max_queue_delay = Ms(5)});
+  std::vector<SlotScheduler::Completion> done;
+  // The slot is idle but waits (up to 5 ms after the oldest arrival) for more requests.
+  EXPECT_EQ(scheduler.Arrive(1, Ms(0), &done), Admission::kQueued);
+  EXPECT_EQ(scheduler.NextEventTime(), Ms(5));
+  EXPECT_EQ(scheduler.Arrive(2, Ms(2), &done), Admission::kQueued);
+  EXPECT_EQ(scheduler.stats().busy_slots, 0);
+  scheduler.AdvanceTo(Ms(5), &done);
+  EXPECT_EQ(scheduler.stats().in_service, 2);  // started at the deadline with 2
+  // A full batch starts at once, without waiting for the delay.
+  SlotScheduler full(
+      {.slots = 1, .service_time = Ms(10), .max_batch = 2, .max_queue_delay = Ms(5)});
+  EXPECT_EQ(full.Arrive(1, Ms(0), &done), Admission::kQueued);
+  EXPECT_EQ(full.Arrive(2, Ms(1), &done), Admission::kStarted);
+  EXPECT_EQ(full.stats().in_service, 2);
+  EXPECT_EQ(full.NextEventTime(), Ms(11));
+}
+
+TEST(SlotSchedulerTest, SaturationWithBatchingAndJitterMatchesTheFormula) {
+  SlotScheduler::Config config{.slots = 2,
+                               .service_time = Ms(6),
+                               .per_item_time = Ms(2),
+                               .max_batch = 8,
+                               .max_queue_delay = Ms(2)};
+  config.perturbations.jitter_sigma = 0.2;
+  SlotScheduler scheduler(config);
+  const double expected = 2 * 8 / 0.022;  // 727.3 rps
+  EXPECT_NEAR(scheduler.SaturationRps(), expected, 1e-6);
+  const double measured = ClosedLoopRps(scheduler, 64, Ms(0), absl::Seconds(200));
+  EXPECT_NEAR(measured, expected, 0.01 * expected);
+}
+
+TEST(SlotSchedulerTest, ColocationAndStallsLowerSaturationAsPredicted) {
+  SlotScheduler::Config config{.slots = 4, .service_time = Ms(4)};
+  config.perturbations.colocation = 0.25;
+  config.perturbations.stall_rate_per_s = 2;
+  config.perturbations.stall_duration = Ms(50);
+  SlotScheduler scheduler(config);
+  const double expected = 1000 * 0.75 * std::exp(-0.1);
+  EXPECT_NEAR(scheduler.SaturationRps(), expected, 1e-6);
+  EXPECT_NEAR(ClosedLoopRps(scheduler, 16, Ms(0), absl::Seconds(300)), expected, 0.02 * expected);
+}
+
+TEST(SlotSchedulerTest, WarmupSlowsServiceThenFades) {
+  SlotScheduler::Config config{.slots = 1, .service_time = Ms(10)};
+  config.perturbations.warmup_factor = 3;
+  config.perturbations.warmup = absl::Seconds(10);
+  SlotScheduler scheduler(config);
+  EXPECT_DOUBLE_EQ(scheduler.WarmupFactor(absl::ZeroDuration()), 3.0);
+  EXPECT_DOUBLE_EQ(scheduler.WarmupFactor(absl::Seconds(5)), 2.0);
+  EXPECT_DOUBLE_EQ(scheduler.WarmupFactor(absl::Seconds(10)), 1.0);
+  std::vector<SlotScheduler::Completion> done;
+  scheduler.Arrive(1, absl::ZeroDuration(), &done);
+  scheduler.Arrive(2, absl::Seconds(20), &done);
+  scheduler.AdvanceTo(absl::Seconds(30), &done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].finish - done[0].start, Ms(30));
+  EXPECT_EQ(done[1].finish - done[1].start, Ms(10));
+}
+
+TEST(SlotSchedulerTest, InjectedStallDelaysRequestsInService) {
+  SlotScheduler scheduler({.slots = 2, .service_time = Ms(10)});
+  std::vector<SlotScheduler::Completion> done;
+  scheduler.Arrive(1, Ms(0), &done);
+  scheduler.InjectStall(Ms(5), Ms(100), &done);
+  // Arrives during the stall: its work starts when the stall ends.
+  scheduler.Arrive(2, Ms(20), &done);
+  scheduler.AdvanceTo(Ms(1000), &done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].finish, Ms(110));
+  EXPECT_EQ(done[1].finish, Ms(115));
+}
+
+TEST(SlotSchedulerTest, ErrorRateFailsThatFractionDeterministically) {
+  SlotScheduler::Config config{.slots = 8, .service_time = Ms(1)};
+  config.perturbations.error_rate = 0.1;
+  config.perturbations.seed = 7;
+  auto run = [&] {
+    SlotScheduler scheduler(config);
+    std::vector<SlotScheduler::Completion> done;
+    for (uint64_t id = 0; id < 10000; ++id) scheduler.Arrive(id, Ms(id * 0.2), &done);
+    scheduler.AdvanceTo(absl::Seconds(100), &done);
+    std::vector<uint64_t> failed;
+    for (const auto& c : done) {
+      if (c.failed) failed.push_back(c.request_id);
+    }
+    EXPECT_EQ(scheduler.stats().failed, failed.size());
+    return failed;
+  };
+  const std::vector<uint64_t> first = run();
+  EXPECT_NEAR(first.size(), 1000.0, 100.0);
+  EXPECT_EQ(run(), first);  // same seed, same failures
+}
+
+TEST(SlotSchedulerTest, JitterIsDeterministicGivenTheSeed) {
+  SlotScheduler::Config config{.slots = 1, .service_time = Ms(10)};
+  config.perturbations.jitter_sigma = 0.3;
+  auto finishes = [&](uint64_t seed) {
+    config.perturbations.seed = seed;
+    SlotScheduler scheduler(config);
+    std::vector<SlotScheduler::Completion> done;
+    for (uint64_t id = 0; id < 50; ++id) scheduler.Arrive(id, Ms(id * 100), &done);
+    scheduler.AdvanceTo(absl::Seconds(100), &done);
+    std::vector<absl::Duration> result;
+    for (const auto& c : done) result.push_back(c.finish - c.start);
+    return result;
+  };
+  EXPECT_EQ(finishes(3), finishes(3));
+  EXPECT_NE(finishes(3), finishes(4));
+  const std::vector<absl::Duration> services = finishes(3);
+  EXPECT_NE(*std::min_element(services.begin(), services.end()),
+            *std::max_element(services.begin(), services.end()));
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// Unit tests of the discrete-event ground truth (virtual time; a few seconds of CPU at most).
+#include "tests/simulator/ground_truth.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vanguard::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+Profile DeterministicProfile() {
+  Profile profile;
+  profile.batch.slots = 2;
+  profile.batch.service_time = absl::Milliseconds(10);  // saturation 200 rps
+  profile.slo.latency_limit = absl::Milliseconds(15);
+  return profile;
+}
+
+GroundTruthOptions Short() {
+  GroundTruthOptions options;
+  options.settle = absl::Seconds(2);
+  options.measure = absl::Seconds(20);
+  return options;
+}
+
+TEST(GroundTruthTest, ConstantArrivalsBelowSaturationMeetAnSloAboveTheServiceTime) {
+  // Constant arrivals into deterministic service never queue below saturation: latency is
+  // the service time, so the whole range up to saturation is sustainable.
+  Profile profile = DeterministicProfile();
+  GroundTruthOptions options = Short();
+  options.arrival = ArrivalProcess::kConstant;
+  absl::StatusOr<GroundTruth> truth = ComputeGroundTruth(profile, profile.slo, options);
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  EXPECT_DOUBLE_EQ(truth->saturation_rps, 200.0);
+  EXPECT_NEAR(truth->max_sustainable_rps, 200.0, 0.01 * 200.0);
+  EXPECT_TRUE(truth->at_max.meets_slo);
+  EXPECT_GT(truth->evaluations, 3);
+}
+
+TEST(GroundTruthTest, PoissonArrivalsNeedHeadroomForTheTail) {
+  Profile profile = DeterministicProfile();
+  absl::StatusOr<GroundTruth> truth = ComputeGroundTruth(profile, profile.slo, Short());
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  // An M/D/2 queue whose p99 must stay within 1.5 service times: well below saturation.
+  EXPECT_LT(truth->max_sustainable_rps, 0.8 * truth->saturation_rps);
+  EXPECT_GT(truth->max_sustainable_rps, 0.2 * truth->saturation_rps);
+  // Just below passes, clearly above fails.
+  auto below = EvaluateRate(profile, profile.slo, 0.95 * truth->max_sustainable_rps, Short());
+  auto above = EvaluateRate(profile, profile.slo, 1.1 * truth->max_sustainable_rps, Short());
+  ASSERT_TRUE(below.ok() && above.ok());
+  EXPECT_TRUE(below->meets_slo);
+  EXPECT_FALSE(above->meets_slo);
+  EXPECT_GT(above->latency_at_percentile, profile.slo.latency_limit);
+}
+
+TEST(GroundTruthTest, IsDeterministicGivenTheSeeds) {
+  absl::StatusOr<Profile> profile = LoadProfile("nlp_encoder");
+  ASSERT_TRUE(profile.ok());
+  auto first = ComputeGroundTruth(*profile, profile->slo, Short());
+  auto second = ComputeGroundTruth(*profile, profile->slo, Short());
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->max_sustainable_rps, second->max_sustainable_rps);
+  EXPECT_LT(first->max_sustainable_rps, first->saturation_rps);
+}
+
+TEST(GroundTruthTest, ErrorBudgetBindsWhenTheQueueSheds) {
+  Profile profile = DeterministicProfile();
+  profile.batch.max_queue = 4;
+  profile.slo.latency_limit = absl::Seconds(10);  // latency never binds
+  profile.slo.max_error_rate = 0.05;
+  auto at_150 = EvaluateRate(profile, profile.slo, 150, Short());
+  auto at_300 = EvaluateRate(profile, profile.slo, 300, Short());
+  ASSERT_TRUE(at_150.ok() && at_300.ok());
+  EXPECT_LT(at_150->error_rate, 0.05);
+  EXPECT_TRUE(at_150->meets_slo);
+  // Offered 1.5x saturation: about a third is shed.
+  EXPECT_NEAR(at_300->error_rate, 1.0 / 3, 0.05);
+  EXPECT_FALSE(at_300->meets_slo);
+  EXPECT_NEAR(at_300->achieved_rps, 200, 10);
+}
+
+TEST(GroundTruthTest, GenerativeProfileIsJudgedOnTimeToFirstToken) {
+  absl::StatusOr<Profile> profile = LoadProfile("llm");
+  ASSERT_TRUE(profile.ok());
+  auto truth = ComputeGroundTruth(*profile, profile->slo, Short());
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  EXPECT_GT(truth->max_sustainable_rps, 0.5 * truth->saturation_rps);
+  EXPECT_LT(truth->max_sustainable_rps, 1.05 * truth->saturation_rps);
+  EXPECT_LE(truth->at_max.ttft_at_percentile, profile->slo.ttft_limit);
+  // A looser TTFT limit admits a higher rate.
+  Slo loose = profile->slo;
+  loose.ttft_limit = 3 * profile->slo.ttft_limit;
+  auto looser = ComputeGroundTruth(*profile, loose, Short());
+  ASSERT_TRUE(looser.ok());
+  EXPECT_GT(looser->max_sustainable_rps, truth->max_sustainable_rps);
+}
+
+TEST(GroundTruthTest, RejectsBadArguments) {
+  Profile profile = DeterministicProfile();
+  EXPECT_THAT(EvaluateRate(profile, profile.slo, 0).status().message(), HasSubstr("rate"));
+  Slo slo = profile.slo;
+  slo.latency_percentile = 120;
+  EXPECT_THAT(EvaluateRate(profile, slo, 10).status().message(), HasSubstr("percentile"));
+  GroundTruthOptions options;
+  options.measure = absl::ZeroDuration();
+  EXPECT_THAT(EvaluateRate(profile, profile.slo, 10, options).status().message(),
+              HasSubstr("measure"));
+  profile.batch.slots = 0;
+  EXPECT_EQ(ComputeGroundTruth(profile, profile.slo).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace vanguard::sim
