@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# replayer vs wrk on one thread: CPU per request, max rate at skew p99 <= 1 ms, RSS
+#
+# Against one fast local HTTP server (tests/bench/replayer_fast_server, pinned to the last
+# CPU), in one run:
+#  1. wrk (Debian package, installed if missing) at saturation on one thread, pinned to CPU 0;
+#  2. vanguard-replayer on one thread at a fixed rate (REPLAYER_BENCH_RATE, default 20000/s),
+#     pinned to CPU 0; CPU seconds per request of each (user + sys from /usr/bin/time) and
+#     their ratio;
+#  3. skew p99 at 10,000 req/s;
+#  4. the highest constant rate one replayer thread holds with send-skew p99 <= 1 ms,
+#     achieved >= 99% of offered and nothing dropped or left undispatched (doubling from
+#     10,000/s, then bisecting);
+#  5. peak RSS of the replayer over all its runs.
+# Ends with: cpu_per_req_ratio_vs_wrk=… max_rate_skew_p99_le_1ms=… skew_p99_us_at_10k=… rss_mb=…
+# The machine may be shared: figures are from one run and say so; rerun on a quiet box.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../deploy/local/lib.sh"
+trap stop_all EXIT
+
+build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
+fixed_rate=${REPLAYER_BENCH_RATE:-20000}
+seconds=${REPLAYER_BENCH_SECONDS:-5}
+log "building into $build"
+vanguard_build "$build" Release vanguard-replayer replayer_fast_server >/dev/null
+
+if ! command -v wrk >/dev/null; then
+  log "installing wrk"
+  apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+fi
+
+cpus=$(nproc)
+server_cpu=$((cpus - 1))
+client_cpu=0
+pin_client=(taskset -c "$client_cpu")
+pin_server=(taskset -c "$server_cpu")
+if [ "$cpus" -lt 2 ]; then pin_server=(); fi
+work=$(mktemp -d /tmp/vanguard-bench-replayer.XXXXXX)
+start_server fast_server "$work/server.log" "${pin_server[@]}" "$build/bin/replayer_fast_server" \
+  --listen=127.0.0.1:0
+url="http://127.0.0.1:$REPLY"
+log "load on ${cpus} CPUs: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"
+
+# cpu_seconds TIMEFILE -> user+sys seconds; rss_kb TIMEFILE -> max RSS in KiB.
+cpu_seconds() { awk '{printf "%.4f", $1 + $2}' "$1"; }
+rss_kb() { awk '{print $3}' "$1"; }
+json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2"; }
+
+peak_rss_kb=0
+# replayer_run NAME RATE DURATION_S WARMUP_S -> $work/NAME.json, $work/NAME.time
+replayer_run() {
+  local name=$1 rate=$2 duration=$3 warmup=$4
+  "${pin_client[@]}" /usr/bin/time -f "%U %S %M" -o "$work/$name.time" \
+    "$build/bin/vanguard-replayer" run --target="$url" --protocol=http --rate="$rate" \
+    --duration="${duration}s" --warmup="${warmup}s" --threads=1 --max_connections=512 \
+    --timeout=2s --output=json >"$work/$name.json" 2>"$work/$name.err" ||
+    { cat "$work/$name.err" >&2; return 1; }
+  local rss
+  rss=$(rss_kb "$work/$name.time")
+  [ "$rss" -gt "$peak_rss_kb" ] && peak_rss_kb=$rss
+  return 0
+}
+
+# 1. wrk at saturation, one thread, pinned.
+"${pin_client[@]}" /usr/bin/time -f "%U %S %M" -o "$work/wrk.time" \
+  wrk -t1 -c64 -d"${seconds}s" "$url/" >"$work/wrk.out" 2>&1
+wrk_requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+wrk_cpu=$(cpu_seconds "$work/wrk.time")
+wrk_rate=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
+wrk_cpu_per_req_us=$(python3 -c "print(f'{$wrk_cpu / $wrk_requests * 1e6:.3f}')")
+echo "wrk: $wrk_requests requests in ${seconds}s (${wrk_rate}/s, 1 thread, 64 connections), cpu ${wrk_cpu}s = ${wrk_cpu_per_req_us} us/request"
+
+# 2. The replayer at a fixed rate (no warmup: every request it sends is counted).
+replayer_run fixed "$fixed_rate" "$seconds" 0
+rep_sent=$(json_field "$work/fixed.json" sent)
+rep_cpu=$(cpu_seconds "$work/fixed.time")
+rep_cpu_per_req_us=$(python3 -c "print(f'{$rep_cpu / max($rep_sent, 1) * 1e6:.3f}')")
+ratio=$(python3 -c "print(f'{$rep_cpu_per_req_us / $wrk_cpu_per_req_us:.2f}')")
+echo "replayer: $rep_sent requests at ${fixed_rate}/s for ${seconds}s (achieved $(json_field "$work/fixed.json" achieved_qps)/s, skew p99 $(json_field "$work/fixed.json" send_skew_p99_us) us), cpu ${rep_cpu}s = ${rep_cpu_per_req_us} us/request"
+echo "cpu per request, replayer / wrk: $ratio"
+
+# 3. Skew at 10,000 req/s.
+replayer_run at10k 10000 "$seconds" 1
+skew_10k=$(json_field "$work/at10k.json" send_skew_p99_us)
+echo "at 10000/s: skew p50 $(json_field "$work/at10k.json" send_skew_p50_us) us, p99 $skew_10k us, max $(json_field "$work/at10k.json" send_skew_max_us) us; client_valid $(json_field "$work/at10k.json" client_valid)"
+
+# 4. The highest rate one thread holds: skew p99 <= 1 ms, >= 99% achieved, nothing lost.
+holds() {
+  local rate=$1
+  replayer_run "rate$rate" "$rate" 3 1 || return 1
+  python3 - "$work/rate$rate.json" "$rate" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1])); rate = float(sys.argv[2])
+ok = (r.get("send_skew_p99_us", 0) <= 1000 and r.get("achieved_qps", 0) >= 0.99 * rate
+      and int(r.get("dropped", 0)) == 0 and int(r.get("never_dispatched", 0)) == 0
+      and int(r.get("errors", 0)) == 0)
+print(f"  rate {rate:>9.0f}/s: achieved {r.get('achieved_qps', 0):>9.0f}/s  skew p99 "
+      f"{r.get('send_skew_p99_us', 0):>8.1f} us  max {r.get('send_skew_max_us', 0):>8.0f} us  "
+      f"cpu {100 * r.get('max_client_cpu_share', 0):5.1f}%  -> {'holds' if ok else 'fails'}",
+      flush=True)
+sys.exit(0 if ok else 1)
+EOF
+}
+echo "searching the highest rate one thread holds with skew p99 <= 1 ms:"
+best=0
+low=0
+high=0
+rate=10000
+while [ "$rate" -le 640000 ]; do
+  if holds "$rate"; then best=$rate; low=$rate; rate=$((rate * 2)); else high=$rate; break; fi
+done
+if [ "$high" -gt 0 ] && [ "$low" -gt 0 ]; then
+  for _ in 1 2 3; do
+    mid=$(((low + high) / 2))
+    if holds "$mid"; then best=$mid; low=$mid; else high=$mid; fi
+  done
+fi
+echo "highest rate held: $best/s"
+
+rss_mb=$(python3 -c "print(f'{$peak_rss_kb / 1024:.1f}')")
+echo "peak RSS of the replayer: ${rss_mb} MB"
+log "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cpu_per_req_ratio_vs_wrk=$ratio max_rate_skew_p99_le_1ms=$best skew_p99_us_at_10k=$skew_10k rss_mb=$rss_mb"
