@@ -31,24 +31,23 @@ int64_t SteadyNowNs() {
 
 // Interned error class names, one per gRPC status code.
 std::string_view GrpcErrorClass(grpc::StatusCode code) {
-  static constexpr std::array<std::string_view, 17> kNames = {
-      "grpc_OK",
-      "grpc_CANCELLED",
-      "grpc_UNKNOWN",
-      "grpc_INVALID_ARGUMENT",
-      "grpc_DEADLINE_EXCEEDED",
-      "grpc_NOT_FOUND",
-      "grpc_ALREADY_EXISTS",
-      "grpc_PERMISSION_DENIED",
-      "grpc_RESOURCE_EXHAUSTED",
-      "grpc_FAILED_PRECONDITION",
-      "grpc_ABORTED",
-      "grpc_OUT_OF_RANGE",
-      "grpc_UNIMPLEMENTED",
-      "grpc_INTERNAL",
-      "grpc_UNAVAILABLE",
-      "grpc_DATA_LOSS",
-      "grpc_UNAUTHENTICATED"};
+  static constexpr std::array<std::string_view, 17> kNames = {"grpc_OK",
+                                                              "grpc_CANCELLED",
+                                                              "grpc_UNKNOWN",
+                                                              "grpc_INVALID_ARGUMENT",
+                                                              "grpc_DEADLINE_EXCEEDED",
+                                                              "grpc_NOT_FOUND",
+                                                              "grpc_ALREADY_EXISTS",
+                                                              "grpc_PERMISSION_DENIED",
+                                                              "grpc_RESOURCE_EXHAUSTED",
+                                                              "grpc_FAILED_PRECONDITION",
+                                                              "grpc_ABORTED",
+                                                              "grpc_OUT_OF_RANGE",
+                                                              "grpc_UNIMPLEMENTED",
+                                                              "grpc_INTERNAL",
+                                                              "grpc_UNAVAILABLE",
+                                                              "grpc_DATA_LOSS",
+                                                              "grpc_UNAUTHENTICATED"};
   int index = static_cast<int>(code);
   return index >= 0 && index < static_cast<int>(kNames.size()) ? kNames[index] : "grpc_UNKNOWN";
 }
@@ -170,7 +169,8 @@ absl::StatusOr<inference::ModelInferRequest> ModelInferRequestFromKServeJson(
   for (size_t i = 0; i < inputs->size(); ++i) {
     const nlohmann::json& in = (*inputs)[i];
     std::string field = absl::StrCat("request_body.inputs[", i, "]");
-    if (!in.is_object()) return absl::InvalidArgumentError(absl::StrCat(field, ": must be an object"));
+    if (!in.is_object())
+      return absl::InvalidArgumentError(absl::StrCat(field, ": must be an object"));
     auto name = in.find("name");
     auto datatype = in.find("datatype");
     auto shape = in.find("shape");
@@ -191,7 +191,8 @@ absl::StatusOr<inference::ModelInferRequest> ModelInferRequestFromKServeJson(
     int64_t elements = 1;
     for (const nlohmann::json& dim : *shape) {
       if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".shape: dimensions must be integers >= 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".shape: dimensions must be integers >= 0"));
       }
       tensor->add_shape(dim.get<int64_t>());
       elements *= dim.get<int64_t>();
@@ -199,15 +200,15 @@ absl::StatusOr<inference::ModelInferRequest> ModelInferRequestFromKServeJson(
     std::vector<const nlohmann::json*> flat;
     Flatten(*data, &flat);
     if (static_cast<int64_t>(flat.size()) != elements) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".data: has ", flat.size(),
-                                                     " elements but shape needs ", elements));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".data: has ", flat.size(), " elements but shape needs ", elements));
     }
-    absl::Status filled =
-        FillContents(field, tensor->datatype(), flat, tensor->mutable_contents());
+    absl::Status filled = FillContents(field, tensor->datatype(), flat, tensor->mutable_contents());
     if (!filled.ok()) return filled;
   }
   if (auto outputs = body.find("outputs"); outputs != body.end()) {
-    if (!outputs->is_array()) return absl::InvalidArgumentError("request_body.outputs: must be an array");
+    if (!outputs->is_array())
+      return absl::InvalidArgumentError("request_body.outputs: must be an array");
     for (size_t i = 0; i < outputs->size(); ++i) {
       const nlohmann::json& out = (*outputs)[i];
       if (!out.is_object() || !out.contains("name") || !out["name"].is_string()) {
@@ -286,7 +287,9 @@ void KServeGrpcTransport::CompletionLoop() {
         c.tag = call->tag;
         c.done_ns = done_ns;
         c.ok = ok && call->status.ok();
-        if (!c.ok) c.error_class = GrpcErrorClass(ok ? call->status.error_code() : grpc::StatusCode::CANCELLED);
+        if (!c.ok)
+          c.error_class =
+              GrpcErrorClass(ok ? call->status.error_code() : grpc::StatusCode::CANCELLED);
         ready_.push_back(c);
         report = true;
       }
@@ -371,27 +374,27 @@ absl::StatusOr<RequestSourceFactory> KServeGrpcTemplateSourceFactory(
   if (!request.ok()) return request.status();
   std::string body = request->SerializeAsString();
   std::string path(kModelInferMethod);
-  return RequestSourceFactory(
-      [path, body, model](int, int) -> absl::StatusOr<std::unique_ptr<RequestSource>> {
-        class GrpcTemplateSource final : public RequestSource {
-         public:
-          GrpcTemplateSource(std::string path, std::string body, std::string model)
-              : path_(std::move(path)), body_(std::move(body)), model_(std::move(model)) {}
-          absl::Status Next(OutgoingRequest* out) override {
-            out->method = "POST";
-            out->path = path_;
-            out->headers = {};
-            out->body = body_;
-            out->model = model_;
-            out->trace_offset.reset();
-            return absl::OkStatus();
-          }
+  return RequestSourceFactory([path, body, model](
+                                  int, int) -> absl::StatusOr<std::unique_ptr<RequestSource>> {
+    class GrpcTemplateSource final : public RequestSource {
+     public:
+      GrpcTemplateSource(std::string path, std::string body, std::string model)
+          : path_(std::move(path)), body_(std::move(body)), model_(std::move(model)) {}
+      absl::Status Next(OutgoingRequest* out) override {
+        out->method = "POST";
+        out->path = path_;
+        out->headers = {};
+        out->body = body_;
+        out->model = model_;
+        out->trace_offset.reset();
+        return absl::OkStatus();
+      }
 
-         private:
-          const std::string path_, body_, model_;
-        };
-        return std::unique_ptr<RequestSource>(std::make_unique<GrpcTemplateSource>(path, body, model));
-      });
+     private:
+      const std::string path_, body_, model_;
+    };
+    return std::unique_ptr<RequestSource>(std::make_unique<GrpcTemplateSource>(path, body, model));
+  });
 }
 
 }  // namespace vanguard::replayer

@@ -87,8 +87,8 @@ absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(const std::stri
 
 // The synthetic source for PROTOCOL_KSERVE_V2_GRPC: the KServe v2 REST JSON body (empty:
 // one FP32 [1,4] input) converted once into a serialized ModelInferRequest for `model`.
-absl::StatusOr<RequestSourceFactory> KServeGrpcTemplateSourceFactory(const std::string& model,
-                                                                     const std::string& request_body);
+absl::StatusOr<RequestSourceFactory> KServeGrpcTemplateSourceFactory(
+    const std::string& model, const std::string& request_body);
 
 }  // namespace vanguard::replayer
 

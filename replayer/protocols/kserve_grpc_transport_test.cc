@@ -30,19 +30,22 @@ class FakeInferenceService final : public inference::GRPCInferenceService::Servi
 
   grpc::Status ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                           inference::ModelInferResponse* response) override {
+    if (request->model_name() == "hang") {
+      // Bounded: a guard against hanging the test, not a timing assertion.
+      for (int i = 0; i < 4000 && !context->IsCancelled(); ++i)
+        absl::SleepFor(absl::Milliseconds(5));
+      return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
     absl::MutexLock lock(&mu_);
     received_.push_back(*request);
     if (request->model_name() == "down") return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
-    if (request->model_name() == "hang") {
-      while (!context->IsCancelled()) mu_.AwaitWithTimeout(absl::Condition::kTrue, absl::Milliseconds(5));
-      return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    }
     ++in_flight_;
     max_in_flight_ = std::max(max_in_flight_, in_flight_);
     // Bounded wait (a guard against hanging, not a timing assertion).
-    mu_.AwaitWithTimeout(absl::Condition(
-                             +[](FakeInferenceService* s) { return s->max_in_flight_ >= s->hold_; }, this),
-                         absl::Seconds(20));
+    mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](FakeInferenceService* s) { return s->max_in_flight_ >= s->hold_; }, this),
+        absl::Seconds(20));
     --in_flight_;
     response->set_model_name(request->model_name());
     response->set_id(request->id());
@@ -100,8 +103,9 @@ class KServeGrpcTransportTest : public ::testing::Test {
 
 std::string Serialized(std::string_view model, std::string_view id) {
   auto request = ModelInferRequestFromKServeJson(
-      model, absl::StrCat(R"({"id":")", std::string(id),
-                          R"(","inputs":[{"name":"x","shape":[2],"datatype":"FP32","data":[1,2]}]})"));
+      model,
+      absl::StrCat(R"({"id":")", std::string(id),
+                   R"(","inputs":[{"name":"x","shape":[2],"datatype":"FP32","data":[1,2]}]})"));
   EXPECT_TRUE(request.ok()) << request.status();
   return request->SerializeAsString();
 }
@@ -141,8 +145,8 @@ TEST_F(KServeGrpcTransportTest, OneThreadKeepsManyCallsInFlightOpenLoop) {
 
 TEST_F(KServeGrpcTransportTest, FailuresAreClassifiedAndCancelledCallsNeverReported) {
   StartServer(/*hold=*/1);
-  auto created = KServeGrpcTransport::Create(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
+  auto created = KServeGrpcTransport::Create(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(created.ok());
   KServeGrpcTransport* transport = created->get();
   std::string down = Serialized("down", "d");
@@ -165,7 +169,8 @@ TEST_F(KServeGrpcTransportTest, FailuresAreClassifiedAndCancelledCallsNeverRepor
   EXPECT_EQ(by_tag[2].error_class, "grpc_UNAVAILABLE");
   EXPECT_TRUE(by_tag[3].ok);
   // The cancelled call's completion (CANCELLED) is swallowed, not reported.
-  for (int i = 0; i < 500 && transport->in_flight() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  for (int i = 0; i < 500 && transport->in_flight() > 0; ++i)
+    absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(transport->in_flight(), 0);
   AsyncTransport::Completion extra[4];
   EXPECT_EQ(transport->TakeCompletions(extra, 4), 0);
