@@ -27,6 +27,7 @@
 #include "replayer/replayer_service.h"
 #include "replayer/step_config.h"
 #include "replayer/step_runner.h"
+#include "replayer/trace/trace_commands.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052",
           "serve: HOST:PORT to listen on for gRPC; port 0 picks a free port");
@@ -68,6 +69,11 @@ ABSL_FLAG(std::string, body, "",
 ABSL_FLAG(int32_t, max_connections, 256, "run: most keep-alive connections the step opens");
 ABSL_FLAG(int32_t, max_in_flight, 10000,
           "run: most requests open at once; beyond it requests are dropped (and counted)");
+ABSL_FLAG(std::string, upstream, "",
+          "record: http://HOST:PORT the recording proxy forwards every request to (required)");
+ABSL_FLAG(std::string, input, "", "convert: the JSONL request log to convert (required)");
+ABSL_FLAG(int64_t, max_requests, 0,
+          "record: stop after recording this many requests (0: until SIGTERM/SIGINT)");
 ABSL_FLAG(std::string, output, "table",
           "run: table (windows as they close, then a summary) or json (the StepResult as "
           "protobuf JSON with proto field names)");
@@ -93,6 +99,15 @@ Usage:
       Runs one step standalone (default: POST {target}/v2/models/{model}/infer over
       HTTP/1.1 keep-alive) and prints the StepResult with the client-validity gate.
       Open loop: latency is measured from each request's intended send time.
+
+  vanguard-replayer record --listen=127.0.0.1:PORT --upstream=http://HOST:PORT --output=FILE
+                           [--max_requests=N] [--port_file=PATH]
+      HTTP/1.1 reverse proxy that forwards every request to --upstream and appends it, with
+      its arrival time, to the trace --output (docs/trace-format.md).
+
+  vanguard-replayer convert --input=log.jsonl --output=trace.vtr
+      Converts a JSONL request log (timestamp, model, body, headers per line) into a trace;
+      bad lines are listed with their line numbers (exit 1 if any).
 
 Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
 
@@ -340,13 +355,28 @@ int main(int argc, char** argv) {
   std::vector<char*> positionals = absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   if (positionals.size() != 2) {
-    return vanguard::replayer::UsageError(positionals.size() < 2
-                                              ? "missing mode: serve or run"
-                                              : "expected exactly one mode (serve or run)");
+    return vanguard::replayer::UsageError(
+        positionals.size() < 2 ? "missing mode: serve, run, record or convert"
+                               : "expected exactly one mode (serve, run, record or convert)");
   }
   std::string mode = positionals[1];
   if (mode == "serve") return vanguard::replayer::Serve();
   if (mode == "run") return vanguard::replayer::RunOnce();
+  if (mode == "record" || mode == "convert") {  // trace subcommands (replayer/trace)
+    std::string output = absl::GetFlag(FLAGS_output);
+    if (output == "table" || output == "json") output.clear();  // --output's run default
+    absl::Status status =
+        mode == "convert"
+            ? vanguard::replayer::RunConvert(absl::GetFlag(FLAGS_input), output)
+            : vanguard::replayer::RunRecordProxy({.listen = absl::GetFlag(FLAGS_listen),
+                                                  .upstream = absl::GetFlag(FLAGS_upstream),
+                                                  .output = output,
+                                                  .max_requests = absl::GetFlag(FLAGS_max_requests),
+                                                  .port_file = absl::GetFlag(FLAGS_port_file)});
+    if (status.ok()) return 0;
+    std::cerr << "vanguard-replayer " << mode << ": " << status << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // bad flags: usage
+  }
   return vanguard::replayer::UsageError(
-      absl::StrCat("unknown mode \"", mode, "\"; expected serve or run"));
+      absl::StrCat("unknown mode \"", mode, "\"; expected serve, run, record or convert"));
 }
