@@ -102,6 +102,7 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   auto target = ParseHttpTarget(request.target(), "target");
   if (!target.ok()) return target.status();
   config.target = *std::move(target);
+  config.target_url = request.target();
 
   if (request.model_name().empty() && config.protocol != v1::PROTOCOL_HTTP &&
       request.trace_path().empty()) {

@@ -52,6 +52,7 @@ absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_vie
 
 struct StepConfig {
   HttpTarget target;
+  std::string target_url;  // as given, e.g. "http://127.0.0.1:8000"
   v1::Protocol protocol = v1::PROTOCOL_KSERVE_V2_REST;
   std::string model_name;
   // KServe v2 REST: never empty after parsing (defaults to kDefaultKServeV2Body).

@@ -115,14 +115,37 @@ TEST(StepConfigTest, RejectsBadLimitsAndEnums) {
   ExpectInvalid(r, "protocol");
 }
 
-TEST(StepConfigTest, ProtocolsNotWiredYetAreUnimplementedAtBinding) {
+TEST(StepConfigTest, EveryProtocolBindsToASourceAndItsReader) {
   v1::RunStepRequest r = ValidRequest();
   r.set_protocol(v1::PROTOCOL_OPENAI_CHAT);
   absl::StatusOr<StepConfig> config = ParseStepConfig(r);
   ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ProtocolBinding> chat = BindProtocol(*config);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_TRUE(chat->handlers);  // SSE streams are read, not just their status
+  EXPECT_FALSE(chat->transport);
+  auto source = chat->sources(0, 1);
+  ASSERT_TRUE(source.ok());
+  OutgoingRequest request;
+  ASSERT_TRUE((*source)->Next(&request).ok());
+  EXPECT_EQ(request.path, "/v1/chat/completions");
+
+  r.set_protocol(v1::PROTOCOL_KSERVE_V2_GRPC);
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  absl::StatusOr<ProtocolBinding> grpc = BindProtocol(*config);
+  ASSERT_TRUE(grpc.ok()) << grpc.status();
+  EXPECT_TRUE(grpc->transport);  // gRPC has its own transport
+}
+
+TEST(StepConfigTest, AMissingTraceIsRejectedBeforeTheStepNamingTracePath) {
+  v1::RunStepRequest r = ValidRequest();
+  r.set_trace_path("/nonexistent/trace.vtr");
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
   absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
-  EXPECT_EQ(binding.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(binding.status().message(), "protocol"));
+  EXPECT_EQ(binding.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(binding.status().message(), "trace_path")) << binding.status();
 }
 
 TEST(StepConfigTest, BindsAKServeV2InferRequest) {
