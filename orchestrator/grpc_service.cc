@@ -4,20 +4,11 @@
 #include <string>
 #include <tuple>
 
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 
 namespace vanguard {
 namespace {
-
-// Runs a unary service method and moves its response into the gRPC reply.
-template <typename Request, typename Response>
-grpc::Status Unary(absl::StatusOr<Response> (OrchestratorService::*method)(const Request&),
-                   OrchestratorService* service, const Request* request, Response* response) {
-  absl::StatusOr<Response> result = (service->*method)(*request);
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
-  return grpc::Status::OK;
-}
 
 bool IsFinished(v1::TestState state) {
   return state == v1::TEST_STATE_SUCCEEDED || state == v1::TEST_STATE_FAILED ||
@@ -32,51 +23,109 @@ auto WatchedFields(const v1::Test& t) {
 
 }  // namespace
 
-grpc::Status OrchestratorGrpcService::RegisterModel(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::Authorize(grpc::ServerContext* context, const char* method) {
+  if (options_.authorizer == nullptr) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  std::string_view authorization;
+  if (it != metadata.end()) authorization = std::string_view(it->second.data(), it->second.size());
+  return ToGrpcStatus(options_.authorizer->Check(authorization, method));
+}
+
+template <typename Body>
+grpc::Status OrchestratorGrpcService::Handle(grpc::ServerContext* context, const char* method,
+                                             Body&& body) {
+  const absl::Time start = absl::Now();
+  grpc::Status status = Authorize(context, method);
+  if (status.ok()) status = body();
+  if (options_.metrics != nullptr) {
+    options_.metrics->RecordRpc(method, status.error_code(), absl::Now() - start);
+  }
+  return status;
+}
+
+template <typename Request, typename Response>
+grpc::Status OrchestratorGrpcService::Call(
+    grpc::ServerContext* context, const char* method,
+    absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&), const Request* request,
+    Response* response) {
+  return Handle(context, method, [&]() -> grpc::Status {
+    absl::StatusOr<Response> result = (service_->*fn)(*request);
+    if (!result.ok()) return ToGrpcStatus(result.status());
+    *response = *std::move(result);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status OrchestratorGrpcService::DeprecateModel(grpc::ServerContext* context,
+                                                     const v1::DeprecateModelRequest* request,
+                                                     v1::DeprecateModelResponse* response) {
+  return Call(context, "DeprecateModel", &OrchestratorService::DeprecateModel, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::CreateToken(grpc::ServerContext* context,
+                                                  const v1::CreateTokenRequest* request,
+                                                  v1::CreateTokenResponse* response) {
+  return Call(context, "CreateToken", &OrchestratorService::CreateToken, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::ListTokens(grpc::ServerContext* context,
+                                                 const v1::ListTokensRequest* request,
+                                                 v1::ListTokensResponse* response) {
+  return Call(context, "ListTokens", &OrchestratorService::ListTokens, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::RegisterModel(grpc::ServerContext* context,
                                                     const v1::RegisterModelRequest* request,
                                                     v1::RegisterModelResponse* response) {
-  return Unary(&OrchestratorService::RegisterModel, service_, request, response);
+  return Call(context, "RegisterModel", &OrchestratorService::RegisterModel, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::GetModel(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::GetModel(grpc::ServerContext* context,
                                                const v1::GetModelRequest* request,
                                                v1::GetModelResponse* response) {
-  return Unary(&OrchestratorService::GetModel, service_, request, response);
+  return Call(context, "GetModel", &OrchestratorService::GetModel, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::ListModels(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::ListModels(grpc::ServerContext* context,
                                                  const v1::ListModelsRequest* request,
                                                  v1::ListModelsResponse* response) {
-  return Unary(&OrchestratorService::ListModels, service_, request, response);
+  return Call(context, "ListModels", &OrchestratorService::ListModels, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::SubmitTest(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::SubmitTest(grpc::ServerContext* context,
                                                  const v1::SubmitTestRequest* request,
                                                  v1::SubmitTestResponse* response) {
-  return Unary(&OrchestratorService::SubmitTest, service_, request, response);
+  return Call(context, "SubmitTest", &OrchestratorService::SubmitTest, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::GetTest(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::GetTest(grpc::ServerContext* context,
                                               const v1::GetTestRequest* request,
                                               v1::GetTestResponse* response) {
-  return Unary(&OrchestratorService::GetTest, service_, request, response);
+  return Call(context, "GetTest", &OrchestratorService::GetTest, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::ListTests(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::ListTests(grpc::ServerContext* context,
                                                 const v1::ListTestsRequest* request,
                                                 v1::ListTestsResponse* response) {
-  return Unary(&OrchestratorService::ListTests, service_, request, response);
+  return Call(context, "ListTests", &OrchestratorService::ListTests, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::CancelTest(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::CancelTest(grpc::ServerContext* context,
                                                  const v1::CancelTestRequest* request,
                                                  v1::CancelTestResponse* response) {
-  return Unary(&OrchestratorService::CancelTest, service_, request, response);
+  return Call(context, "CancelTest", &OrchestratorService::CancelTest, request, response);
 }
 
 grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
                                                 const v1::WatchTestRequest* request,
                                                 grpc::ServerWriter<v1::WatchTestResponse>* writer) {
+  return Handle(context, "WatchTest", [&] { return Watch(context, request, writer); });
+}
+
+grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
+                                            const v1::WatchTestRequest* request,
+                                            grpc::ServerWriter<v1::WatchTestResponse>* writer) {
   v1::GetTestRequest get;
   get.set_id(request->id());
   absl::StatusOr<v1::GetTestResponse> current = service_->GetTest(get);
@@ -105,28 +154,50 @@ grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
   }
 }
 
-grpc::Status OrchestratorGrpcService::LeaseTest(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::LeaseTest(grpc::ServerContext* context,
                                                 const v1::LeaseTestRequest* request,
                                                 v1::LeaseTestResponse* response) {
-  return Unary(&OrchestratorService::LeaseTest, service_, request, response);
+  return Handle(context, "LeaseTest", [&]() -> grpc::Status {
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = absl::FromChrono(context->deadline());
+    absl::StatusOr<v1::LeaseTestResponse> result = service_->LeaseTest(
+        *request,
+        deadline > absl::Now() + absl::Hours(24 * 365) ? absl::InfiniteFuture() : deadline);
+    if (!result.ok()) return ToGrpcStatus(result.status());
+    *response = *std::move(result);
+    if (response->has_test() && options_.metrics != nullptr) {
+      options_.metrics->RecordLeaseWait(absl::Now() - start);
+    }
+    return grpc::Status::OK;
+  });
 }
 
-grpc::Status OrchestratorGrpcService::Heartbeat(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::Heartbeat(grpc::ServerContext* context,
                                                 const v1::HeartbeatRequest* request,
                                                 v1::HeartbeatResponse* response) {
-  return Unary(&OrchestratorService::Heartbeat, service_, request, response);
+  return Call(context, "Heartbeat", &OrchestratorService::Heartbeat, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::ReportStep(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::ReportStep(grpc::ServerContext* context,
                                                  const v1::ReportStepRequest* request,
                                                  v1::ReportStepResponse* response) {
-  return Unary(&OrchestratorService::ReportStep, service_, request, response);
+  return Call(context, "ReportStep", &OrchestratorService::ReportStep, request, response);
 }
 
-grpc::Status OrchestratorGrpcService::CompleteTest(grpc::ServerContext*,
+grpc::Status OrchestratorGrpcService::CompleteTest(grpc::ServerContext* context,
                                                    const v1::CompleteTestRequest* request,
                                                    v1::CompleteTestResponse* response) {
-  return Unary(&OrchestratorService::CompleteTest, service_, request, response);
+  return Call(context, "CompleteTest", &OrchestratorService::CompleteTest, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::RevokeToken(grpc::ServerContext* context,
+                                                  const v1::RevokeTokenRequest* request,
+                                                  v1::RevokeTokenResponse* response) {
+  grpc::Status status =
+      Call(context, "RevokeToken", &OrchestratorService::RevokeToken, request, response);
+  // This replica stops accepting the token at once; others within their cache TTL.
+  if (status.ok() && options_.authorizer != nullptr) options_.authorizer->ClearCache();
+  return status;
 }
 
 }  // namespace vanguard

@@ -5,6 +5,12 @@
 //   OrchestratorGrpcService grpc_service(&service);
 //   builder.RegisterService(&grpc_service);
 //
+// Every RPC first passes options.authorizer (when set): the "authorization: Bearer <token>"
+// metadata must name a token whose role may call the method (UNAUTHENTICATED /
+// PERMISSION_DENIED otherwise); without an authorizer every call is allowed (the binary's
+// --insecure_no_auth). When options.metrics is set, every RPC is counted and timed.
+// LeaseTest passes the call's deadline to the service, which long-polls up to it.
+//
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
 // it again whenever its state, attempt, step count, result or error changed; it finishes
 // after sending a finished test, when the client cancels, or with UNAVAILABLE once
@@ -17,6 +23,8 @@
 
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "orchestrator/authorizer.h"
+#include "orchestrator/metrics.h"
 #include "orchestrator/orchestrator_service.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
@@ -26,6 +34,8 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
  public:
   struct Options {
     absl::Duration watch_poll_interval = absl::Milliseconds(200);
+    Authorizer* authorizer = nullptr;        // nullptr: no authentication (insecure)
+    OrchestratorMetrics* metrics = nullptr;  // nullptr: no metrics
   };
 
   explicit OrchestratorGrpcService(OrchestratorService* service)
@@ -42,6 +52,9 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                         v1::GetModelResponse* response) override;
   grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,
                           v1::ListModelsResponse* response) override;
+  grpc::Status DeprecateModel(grpc::ServerContext* context,
+                              const v1::DeprecateModelRequest* request,
+                              v1::DeprecateModelResponse* response) override;
   grpc::Status SubmitTest(grpc::ServerContext* context, const v1::SubmitTestRequest* request,
                           v1::SubmitTestResponse* response) override;
   grpc::Status GetTest(grpc::ServerContext* context, const v1::GetTestRequest* request,
@@ -60,8 +73,26 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                           v1::ReportStepResponse* response) override;
   grpc::Status CompleteTest(grpc::ServerContext* context, const v1::CompleteTestRequest* request,
                             v1::CompleteTestResponse* response) override;
+  grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
+                           v1::CreateTokenResponse* response) override;
+  grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,
+                           v1::RevokeTokenResponse* response) override;
+  grpc::Status ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest* request,
+                          v1::ListTokensResponse* response) override;
 
  private:
+  // Authorizes the call to `method`, runs `body` when allowed, and records metrics.
+  template <typename Body>
+  grpc::Status Handle(grpc::ServerContext* context, const char* method, Body&& body);
+  // Unary calls that map straight onto a service method.
+  template <typename Request, typename Response>
+  grpc::Status Call(grpc::ServerContext* context, const char* method,
+                    absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&),
+                    const Request* request, Response* response);
+  grpc::Status Authorize(grpc::ServerContext* context, const char* method);
+  grpc::Status Watch(grpc::ServerContext* context, const v1::WatchTestRequest* request,
+                     grpc::ServerWriter<v1::WatchTestResponse>* writer);
+
   OrchestratorService* service_;
   const Options options_;
   Clock* clock_;

@@ -54,6 +54,7 @@ void LeaseReaper::Start() {
       if (!pass.ok()) {
         std::cerr << "lease reaper: " << pass.status() << std::endl;
       } else if (pass->requeued + pass->failed + pass->cancelled > 0) {
+        if (options_.on_reaped) options_.on_reaped(pass->requeued, pass->failed, pass->cancelled);
         std::cerr << "lease reaper: expired leases: " << pass->requeued << " requeued, "
                   << pass->failed << " failed, " << pass->cancelled << " cancelled" << std::endl;
       }

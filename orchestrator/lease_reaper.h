@@ -14,6 +14,7 @@
 #define VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_
 
 #include <cstdint>
+#include <functional>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,9 @@ class LeaseReaper {
     absl::Duration interval = absl::Seconds(5);
     // A requeued test becomes leasable after backoff * attempts-so-far.
     absl::Duration backoff = absl::Seconds(2);
+    // Told how many expired leases each background pass requeued, failed and cancelled
+    // (e.g. for metrics); called on the reaper thread.
+    std::function<void(int requeued, int failed, int cancelled)> on_reaped;
   };
 
   struct Pass {

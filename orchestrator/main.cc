@@ -15,24 +15,32 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/postgres.h"
 #include "grpcpp/grpcpp.h"
+#include "orchestrator/authorizer.h"
 #include "orchestrator/grpc_service.h"
 #include "orchestrator/lease_reaper.h"
+#include "orchestrator/metrics.h"
 #include "orchestrator/migrator.h"
 #include "orchestrator/model_repository.h"
 #include "orchestrator/orchestrator_service.h"
+#include "orchestrator/queue_notifier.h"
 #include "orchestrator/test_repository.h"
+#include "orchestrator/token_repository.h"
+#include "prometheus/exposer.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve gRPC on; port 0 picks a free port");
@@ -42,11 +50,29 @@ ABSL_FLAG(std::string, database_url, "",
           "PostgreSQL libpq conninfo (\"host=... dbname=...\") or postgresql:// URL; "
           "default: $VANGUARD_DATABASE_URL");
 ABSL_FLAG(bool, migrate_only, false, "apply the schema migrations and exit");
+ABSL_FLAG(bool, print_lease_sql, false,
+          "print the SQL statement that leases a test ($1 worker id, $2 lease seconds) and "
+          "exit; the queue benchmark runs it under pgbench");
 ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(5),
           "how often expired leases are returned to the queue");
 ABSL_FLAG(int, db_pool_size, 8, "maximum number of PostgreSQL connections");
 ABSL_FLAG(absl::Duration, db_connect_timeout, absl::Seconds(30),
           "how long to keep retrying the database at start before giving up");
+ABSL_FLAG(bool, insecure_no_auth, false,
+          "accept every RPC without a bearer token (local experiments only; logs a warning)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding a bearer secret to keep valid as admin token \"bootstrap-admin\" "
+          "(default: $VANGUARD_BOOTSTRAP_ADMIN_TOKEN when set)");
+ABSL_FLAG(absl::Duration, auth_cache_ttl, absl::Seconds(2),
+          "how long a token lookup is cached; a revocation through another replica takes "
+          "effect within this time");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file: serve gRPC over TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key file for --tls_cert");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus /metrics on (empty: no metrics endpoint)");
+ABSL_FLAG(absl::Duration, max_lease_wait, absl::Seconds(30),
+          "longest time a LeaseTest call long-polls for a test");
+ABSL_FLAG(int, grpc_max_pollers, 4, "most gRPC sync-server threads polling for new calls");
 
 namespace vanguard {
 namespace {
@@ -59,7 +85,24 @@ struct Config {
   absl::Duration reaper_interval;
   int db_pool_size = 8;
   absl::Duration db_connect_timeout;
+  bool insecure_no_auth = false;
+  std::string bootstrap_admin_secret;  // empty: none
+  absl::Duration auth_cache_ttl;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  std::string metrics_listen;
+  absl::Duration max_lease_wait;
+  int grpc_max_pollers = 4;
 };
+
+// The whole file, or nullopt if it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
 
 // Waits up to `timeout` for SIGINT/SIGTERM (blocked in every thread); true if one came.
 bool WaitForStopSignal(const sigset_t& signals, absl::Duration timeout) {
@@ -133,20 +176,77 @@ int Run(const Config& config) {
   }
   ModelRepository models(pool->get());
   TestRepository tests(pool->get());
-  OrchestratorService service(&models, &tests);
-  OrchestratorGrpcService grpc_service(&service);
-  LeaseReaper reaper(pool->get(), {.interval = config.reaper_interval});
+  TokenRepository tokens(pool->get());
+  QueueNotifier queue({.conninfo = config.database_url});
+  OrchestratorService::Options service_options;
+  service_options.max_lease_wait = config.max_lease_wait;
+  OrchestratorService service(&models, &tests, &tokens, &queue, service_options);
+  OrchestratorMetrics metrics;
+  Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
+  OrchestratorGrpcService::Options grpc_options;
+  grpc_options.metrics = &metrics;
+  if (config.insecure_no_auth) {
+    std::cerr << "vanguard-orchestrator: WARNING: --insecure_no_auth: every RPC is accepted "
+                 "without a token; do not expose this server"
+              << std::endl;
+  } else {
+    grpc_options.authorizer = &authorizer;
+  }
+  OrchestratorGrpcService grpc_service(&service, grpc_options, Clock::Real());
+  LeaseReaper reaper(pool->get(),
+                     {.interval = config.reaper_interval,
+                      .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
+                        metrics.RecordReaped(requeued, failed, cancelled);
+                      }});
+  QueueDepthSampler depth_sampler(pool->get(), &metrics, absl::Seconds(5));
 
+  if (!config.bootstrap_admin_secret.empty()) {
+    absl::StatusOr<v1::Token> admin =
+        tokens.Ensure("bootstrap-admin", v1::ROLE_ADMIN, config.bootstrap_admin_secret);
+    if (!admin.ok()) {
+      std::cerr << "vanguard-orchestrator: cannot store the bootstrap admin token: "
+                << admin.status() << std::endl;
+      return 1;
+    }
+    std::cerr << "vanguard-orchestrator: bootstrap admin token is valid (token id " << admin->id()
+              << ")" << std::endl;
+  }
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!config.metrics_listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen);
+    } catch (const std::exception& e) {
+      std::cerr << "vanguard-orchestrator: cannot serve metrics on " << config.metrics_listen
+                << ": " << e.what() << std::endl;
+      return 1;
+    }
+    exposer->RegisterCollectable(metrics.registry());
+    std::cerr << "vanguard-orchestrator: metrics on http://" << config.metrics_listen
+              << "/metrics (port " << exposer->GetListeningPorts().front() << ")" << std::endl;
+  }
+
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!config.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({config.tls_key_pem, config.tls_cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(config.listen, credentials, &port);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              config.grpc_max_pollers);
   builder.RegisterService(&grpc_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::cerr << "vanguard-orchestrator: cannot listen on " << config.listen << std::endl;
     return 1;
   }
+  queue.Start();
   reaper.Start();
+  depth_sampler.Start();
 
   const std::string host = config.listen.substr(0, config.listen.rfind(':'));
   if (!config.port_file.empty() && !WritePortFile(config.port_file, port)) {
@@ -161,8 +261,10 @@ int Run(const Config& config) {
   std::cerr << "vanguard-orchestrator: stopping" << std::endl;
   // Open watches end at their next poll; unary calls get a moment to finish.
   grpc_service.BeginShutdown();
+  queue.Stop();  // long-polling LeaseTest calls return at once
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   reaper.Stop();
+  depth_sampler.Stop();
   return 0;
 }
 
@@ -183,6 +285,10 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
 
+  if (absl::GetFlag(FLAGS_print_lease_sql)) {
+    std::cout << vanguard::TestRepository::LeaseSql() << std::endl;
+    return 0;
+  }
   vanguard::Config config;
   config.listen = absl::GetFlag(FLAGS_listen);
   config.port_file = absl::GetFlag(FLAGS_port_file);
@@ -195,6 +301,57 @@ int main(int argc, char** argv) {
   config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
   config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
+  config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
+  config.auth_cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
+  config.grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);
+  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
+    std::optional<std::string> secret = vanguard::ReadFile(path);
+    if (!secret.has_value()) {
+      std::cerr << "vanguard-orchestrator: cannot read --admin_token_file " << path << std::endl;
+      return 2;
+    }
+    config.bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(*secret));
+    if (config.bootstrap_admin_secret.empty()) {
+      std::cerr << "vanguard-orchestrator: --admin_token_file " << path << " is empty" << std::endl;
+      return 2;
+    }
+  } else if (const char* env = std::getenv("VANGUARD_BOOTSTRAP_ADMIN_TOKEN");
+             env != nullptr && *env != '\0') {
+    config.bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(env));
+  }
+  if (!config.bootstrap_admin_secret.empty() && config.bootstrap_admin_secret.size() < 16) {
+    std::cerr << "vanguard-orchestrator: the bootstrap admin token must be at least 16 "
+                 "characters"
+              << std::endl;
+    return 2;
+  }
+  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
+  if (tls_cert.empty() != tls_key.empty()) {
+    std::cerr << "vanguard-orchestrator: --tls_cert and --tls_key go together" << std::endl;
+    return 2;
+  }
+  if (!tls_cert.empty()) {
+    std::optional<std::string> cert = vanguard::ReadFile(tls_cert);
+    std::optional<std::string> key = vanguard::ReadFile(tls_key);
+    if (!cert.has_value() || !key.has_value()) {
+      std::cerr << "vanguard-orchestrator: cannot read " << (cert ? tls_key : tls_cert)
+                << std::endl;
+      return 2;
+    }
+    config.tls_cert_pem = *cert;
+    config.tls_key_pem = *key;
+  }
+  if (config.max_lease_wait < absl::ZeroDuration()) {
+    std::cerr << "vanguard-orchestrator: --max_lease_wait must be >= 0" << std::endl;
+    return 2;
+  }
+  if (config.grpc_max_pollers < 1) {
+    std::cerr << "vanguard-orchestrator: --grpc_max_pollers must be >= 1" << std::endl;
+    return 2;
+  }
 
   if (config.database_url.empty()) {
     std::cerr << "vanguard-orchestrator: no database: pass --database_url or set "

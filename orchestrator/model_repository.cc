@@ -9,8 +9,9 @@ namespace vanguard {
 namespace {
 
 constexpr char kSelectModel[] =
-    "SELECT id, spec::text AS spec,"
-    "       (extract(epoch FROM created_at) * 1000000)::bigint AS created_us"
+    "SELECT id, spec::text AS spec, deprecated,"
+    "       (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
+    "       (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us"
     "  FROM models ";
 
 absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
@@ -18,6 +19,10 @@ absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
   out.id = row["id"].as<int64_t>();
   RETURN_IF_ERROR(ProtoFromJson(row["spec"].c_str(), &out.model));
   *out.model.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
+  out.model.set_deprecated(row["deprecated"].as<bool>());
+  if (!row["deprecated_us"].is_null()) {
+    *out.model.mutable_deprecate_time() = TimestampFromMicros(row["deprecated_us"].as<int64_t>());
+  }
   return out;
 }
 
@@ -26,13 +31,16 @@ absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
 absl::StatusOr<RegisteredModel> ModelRepository::Register(const v1::Model& model) {
   v1::Model stored = model;
   stored.clear_create_time();  // the row's created_at is the truth
+  stored.clear_deprecated();   // so are deprecated and deprecated_at
+  stored.clear_deprecate_time();
   ASSIGN_OR_RETURN(std::string json, ProtoToJson(stored));
   absl::StatusOr<RegisteredModel> registered =
       pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<RegisteredModel> {
         pqxx::row row = txn.exec_params1(
             "INSERT INTO models (name, version, protocol, spec) VALUES ($1, $2, $3, $4::jsonb)"
-            " RETURNING id, spec::text AS spec,"
-            "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us",
+            " RETURNING id, spec::text AS spec, deprecated,"
+            "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
+            "   NULL::bigint AS deprecated_us",
             model.name(), model.version(), v1::Protocol_Name(model.protocol()), json);
         return ModelFromRow(row);
       });
@@ -50,7 +58,8 @@ absl::StatusOr<RegisteredModel> ModelRepository::Get(const std::string& name,
     pqxx::result rows =
         version.empty()
             ? txn.exec_params(absl::StrCat(kSelectModel,
-                                           "WHERE name = $1 ORDER BY created_at DESC, id DESC"
+                                           "WHERE name = $1 AND NOT deprecated"
+                                           " ORDER BY created_at DESC, id DESC"
                                            " LIMIT 1"),
                               name)
             : txn.exec_params(absl::StrCat(kSelectModel, "WHERE name = $1 AND version = $2"), name,
@@ -58,21 +67,23 @@ absl::StatusOr<RegisteredModel> ModelRepository::Get(const std::string& name,
     if (rows.empty()) {
       return absl::NotFoundError(
           version.empty()
-              ? absl::StrCat("model ", name, " is not registered")
+              ? absl::StrCat("model ", name, " has no registered version that is not deprecated")
               : absl::StrCat("model ", name, " version ", version, " is not registered"));
     }
     return ModelFromRow(rows[0]);
   });
 }
 
-absl::StatusOr<std::vector<v1::Model>> ModelRepository::List(const std::string& name, int limit) {
+absl::StatusOr<std::vector<v1::Model>> ModelRepository::List(const std::string& name, int limit,
+                                                             bool include_deprecated) {
   return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::Model>> {
     pqxx::nontransaction txn(conn);
     pqxx::result rows =
         txn.exec_params(absl::StrCat(kSelectModel,
                                      "WHERE ($1::text = '' OR name = $1::text)"
+                                     "   AND ($3::boolean OR NOT deprecated)"
                                      " ORDER BY name, created_at DESC, id DESC LIMIT $2"),
-                        name, limit);
+                        name, limit, include_deprecated);
     std::vector<v1::Model> models;
     models.reserve(rows.size());
     for (const pqxx::row& row : rows) {
@@ -80,6 +91,25 @@ absl::StatusOr<std::vector<v1::Model>> ModelRepository::List(const std::string& 
       models.push_back(std::move(m.model));
     }
     return models;
+  });
+}
+
+absl::StatusOr<RegisteredModel> ModelRepository::Deprecate(const std::string& name,
+                                                           const std::string& version) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<RegisteredModel> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_params(
+        "UPDATE models SET deprecated = true, deprecated_at = coalesce(deprecated_at, now())"
+        " WHERE name = $1 AND version = $2"
+        " RETURNING id, spec::text AS spec, deprecated,"
+        "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
+        "   (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us",
+        name, version);
+    if (rows.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("model ", name, " version ", version, " is not registered"));
+    }
+    return ModelFromRow(rows[0]);
   });
 }
 

@@ -33,12 +33,18 @@ class ModelRepository {
   // The model is stored as given (validation is the caller's job); create_time is set.
   absl::StatusOr<RegisteredModel> Register(const v1::Model& model);
 
-  // The given version, or the most recently registered one when version is empty.
-  // NOT_FOUND if there is none.
+  // The given version, or the most recently registered one that is not deprecated when
+  // version is empty. NOT_FOUND if there is none.
   absl::StatusOr<RegisteredModel> Get(const std::string& name, const std::string& version);
 
-  // Models ordered by name, then newest version first; only `name` when not empty.
-  absl::StatusOr<std::vector<v1::Model>> List(const std::string& name, int limit);
+  // Models ordered by name, then newest version first; only `name` when not empty;
+  // deprecated versions only when include_deprecated.
+  absl::StatusOr<std::vector<v1::Model>> List(const std::string& name, int limit,
+                                              bool include_deprecated = false);
+
+  // Marks the version deprecated (idempotent; the first deprecation time is kept).
+  // NOT_FOUND if it is not registered.
+  absl::StatusOr<RegisteredModel> Deprecate(const std::string& name, const std::string& version);
 
  private:
   PostgresPool* pool_;

@@ -1,9 +1,11 @@
 // Orchestrator RPC logic; see orchestrator_service.h. Any gRPC thread may call.
 #include "orchestrator/orchestrator_service.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "orchestrator/validation.h"
 
@@ -93,9 +95,20 @@ absl::StatusOr<v1::GetModelResponse> OrchestratorService::GetModel(
 absl::StatusOr<v1::ListModelsResponse> OrchestratorService::ListModels(
     const v1::ListModelsRequest& request) {
   ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
-  ASSIGN_OR_RETURN(std::vector<v1::Model> models, models_->List(request.name(), limit));
+  ASSIGN_OR_RETURN(std::vector<v1::Model> models,
+                   models_->List(request.name(), limit, request.include_deprecated()));
   v1::ListModelsResponse response;
   for (v1::Model& model : models) *response.add_models() = std::move(model);
+  return response;
+}
+
+absl::StatusOr<v1::DeprecateModelResponse> OrchestratorService::DeprecateModel(
+    const v1::DeprecateModelRequest& request) {
+  if (request.name().empty()) return Invalid("name", "must not be empty");
+  if (request.version().empty()) return Invalid("version", "must not be empty");
+  ASSIGN_OR_RETURN(RegisteredModel model, models_->Deprecate(request.name(), request.version()));
+  v1::DeprecateModelResponse response;
+  *response.mutable_model() = std::move(model.model);
   return response;
 }
 
@@ -103,6 +116,13 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
     const v1::SubmitTestRequest& request) {
   if (!request.has_spec()) return Invalid("spec", "must be set");
   RETURN_IF_ERROR(ValidateTestSpec(request.spec()));
+  if (request.spec().has_not_before()) {
+    const google::protobuf::Timestamp& t = request.spec().not_before();
+    if (t.seconds() <= 0 || t.seconds() > 253402300799 || t.nanos() < 0 ||
+        t.nanos() > 999'999'999) {
+      return Invalid("spec.not_before", "must be a valid time after 1970");
+    }
+  }
   if (request.request_id().size() > kMaxRequestIdLength) {
     return Invalid("request_id",
                    absl::StrCat("must be at most ", kMaxRequestIdLength, " characters"));
@@ -121,6 +141,7 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
   if (!spec.has_step_warmup()) spec.mutable_step_warmup()->set_seconds(0);
 
   ASSIGN_OR_RETURN(v1::Test test, tests_->Submit(spec, model.id, request.request_id()));
+  if (queue_ != nullptr) queue_->Poke();  // local long polls need not wait for NOTIFY
   v1::SubmitTestResponse response;
   *response.mutable_test() = std::move(test);
   return response;
@@ -159,16 +180,39 @@ absl::StatusOr<v1::CancelTestResponse> OrchestratorService::CancelTest(
 }
 
 absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
-    const v1::LeaseTestRequest& request) {
+    const v1::LeaseTestRequest& request, absl::Time deadline) {
   RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
   ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
-  ASSIGN_OR_RETURN(std::optional<v1::Test> test, tests_->Lease(request.worker_id(), lease));
-  v1::LeaseTestResponse response;
-  if (test.has_value()) {
-    response.set_attempt(test->attempt());
-    *response.mutable_test() = std::move(*test);
+  RETURN_IF_ERROR(ValidateDuration(request.wait(), "wait", DurationRule::kNonNegative));
+  const absl::Time start = absl::Now();
+  absl::Duration wait = FromProto(request.wait());
+  if (wait == absl::ZeroDuration() && deadline != absl::InfiniteFuture()) {
+    wait = options_.max_lease_wait;
   }
-  return response;
+  const absl::Time wait_until =
+      std::min(start + std::min(wait, options_.max_lease_wait),
+               deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
+                                                  : deadline - options_.lease_reply_margin);
+  while (true) {
+    const uint64_t seen = queue_ != nullptr ? queue_->generation() : 0;
+    ASSIGN_OR_RETURN(std::optional<v1::Test> test, tests_->Lease(request.worker_id(), lease));
+    v1::LeaseTestResponse response;
+    if (test.has_value()) {
+      response.set_attempt(test->attempt());
+      *response.mutable_test() = std::move(*test);
+      return response;
+    }
+    const absl::Time now = absl::Now();
+    if (now >= wait_until) return response;
+    // Wake on a notification, or re-check after the poll interval (a not_before passing,
+    // a missed notification).
+    const absl::Time recheck = std::min(wait_until, now + options_.lease_poll_interval);
+    if (queue_ != nullptr) {
+      queue_->WaitForChange(seen, recheck);
+    } else {
+      absl::SleepFor(recheck - now);
+    }
+  }
 }
 
 absl::StatusOr<v1::HeartbeatResponse> OrchestratorService::Heartbeat(
@@ -213,6 +257,40 @@ absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
                    tests_->Complete(request.test_id(), request.attempt(), result, error));
   v1::CompleteTestResponse response;
   *response.mutable_test() = std::move(test);
+  return response;
+}
+
+absl::StatusOr<v1::CreateTokenResponse> OrchestratorService::CreateToken(
+    const v1::CreateTokenRequest& request) {
+  if (tokens_ == nullptr) return absl::UnimplementedError("tokens are not configured");
+  if (request.name().empty()) return Invalid("name", "must not be empty");
+  if (request.name().size() > 200) return Invalid("name", "must be at most 200 characters");
+  if (request.role() == v1::ROLE_UNSPECIFIED || !v1::Role_IsValid(request.role())) {
+    return Invalid("role", "must be one of reader, submitter, worker, admin");
+  }
+  ASSIGN_OR_RETURN(CreatedToken created, tokens_->Create(request.name(), request.role()));
+  v1::CreateTokenResponse response;
+  *response.mutable_token() = std::move(created.token);
+  response.set_secret(std::move(created.secret));
+  return response;
+}
+
+absl::StatusOr<v1::RevokeTokenResponse> OrchestratorService::RevokeToken(
+    const v1::RevokeTokenRequest& request) {
+  if (tokens_ == nullptr) return absl::UnimplementedError("tokens are not configured");
+  if (request.name().empty()) return Invalid("name", "must not be empty");
+  ASSIGN_OR_RETURN(v1::Token token, tokens_->Revoke(request.name()));
+  v1::RevokeTokenResponse response;
+  *response.mutable_token() = std::move(token);
+  return response;
+}
+
+absl::StatusOr<v1::ListTokensResponse> OrchestratorService::ListTokens(
+    const v1::ListTokensRequest& request) {
+  if (tokens_ == nullptr) return absl::UnimplementedError("tokens are not configured");
+  ASSIGN_OR_RETURN(std::vector<v1::Token> tokens, tokens_->List(request.include_revoked()));
+  v1::ListTokensResponse response;
+  for (v1::Token& token : tokens) *response.add_tokens() = std::move(token);
   return response;
 }
 

@@ -15,7 +15,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "orchestrator/model_repository.h"
+#include "orchestrator/queue_notifier.h"
 #include "orchestrator/test_repository.h"
+#include "orchestrator/token_repository.h"
 #include "vanguard/v1/orchestrator.pb.h"
 
 namespace vanguard {
@@ -29,17 +31,30 @@ class OrchestratorService {
     int default_max_attempts = 3;
     int default_page_size = 50;
     int max_page_size = 1000;
+    // LeaseTest long poll: the longest wait, how often the queue is re-checked while
+    // waiting (besides notifications), and the time kept back from the call's deadline
+    // to deliver the reply.
+    absl::Duration max_lease_wait = absl::Seconds(30);
+    absl::Duration lease_poll_interval = absl::Seconds(1);
+    absl::Duration lease_reply_margin = absl::Milliseconds(100);
   };
 
   OrchestratorService(ModelRepository* models, TestRepository* tests)
       : OrchestratorService(models, tests, Options()) {}
   OrchestratorService(ModelRepository* models, TestRepository* tests, Options options)
-      : models_(models), tests_(tests), options_(options) {}
+      : OrchestratorService(models, tests, nullptr, nullptr, options) {}
+  // tokens: backs the token RPCs (UNIMPLEMENTED without); queue: wakes long-polling
+  // LeaseTest calls (without it they re-check every lease_poll_interval).
+  OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
+                      QueueNotifier* queue, Options options)
+      : models_(models), tests_(tests), tokens_(tokens), queue_(queue), options_(options) {}
 
   // Model registry.
   absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const v1::RegisterModelRequest& request);
   absl::StatusOr<v1::GetModelResponse> GetModel(const v1::GetModelRequest& request);
   absl::StatusOr<v1::ListModelsResponse> ListModels(const v1::ListModelsRequest& request);
+  absl::StatusOr<v1::DeprecateModelResponse> DeprecateModel(
+      const v1::DeprecateModelRequest& request);
 
   // Tests. SubmitTest pins the resolved model version in the stored spec and fills the
   // defaults (max_attempts 3, request_timeout 10 s, step_warmup = model's default_warmup).
@@ -48,11 +63,24 @@ class OrchestratorService {
   absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
   absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);
 
-  // Worker protocol. LeaseTest returns an empty response when no test is ready.
-  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request);
+  // Worker protocol. LeaseTest returns an empty response when no test is ready. It
+  // long-polls: with request.wait > 0 it waits that long (at most max_lease_wait) for a
+  // test; with wait 0 and a finite `deadline` (the call's) up to max_lease_wait; either way
+  // it answers lease_reply_margin before `deadline`. Without wait and deadline it does
+  // not wait.
+  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request) {
+    return LeaseTest(request, absl::InfiniteFuture());
+  }
+  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request,
+                                                  absl::Time deadline);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request);
   absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request);
+
+  // Tokens (the caller's role is checked by the gRPC adapter: admin only).
+  absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);
+  absl::StatusOr<v1::RevokeTokenResponse> RevokeToken(const v1::RevokeTokenRequest& request);
+  absl::StatusOr<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& request);
 
  private:
   absl::StatusOr<absl::Duration> LeaseDuration(const google::protobuf::Duration& requested) const;
@@ -60,6 +88,8 @@ class OrchestratorService {
 
   ModelRepository* models_;
   TestRepository* tests_;
+  TokenRepository* tokens_;
+  QueueNotifier* queue_;
   const Options options_;
 };
 

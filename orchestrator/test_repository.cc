@@ -146,10 +146,14 @@ absl::StatusOr<v1::Test> TestRepository::Submit(const v1::TestSpec& spec, int64_
   ASSIGN_OR_RETURN(std::string json, ProtoToJson(spec));
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
     pqxx::result inserted = txn.exec_params(
-        "INSERT INTO tests (request_id, model_id, spec, priority, max_attempts)"
-        " VALUES (NULLIF($1::text, ''), $2, $3::jsonb, $4, $5)"
+        "INSERT INTO tests (request_id, model_id, spec, priority, max_attempts, not_before)"
+        " VALUES (NULLIF($1::text, ''), $2, $3::jsonb, $4, $5,"
+        "   CASE WHEN $6::bigint = 0 THEN now() ELSE to_timestamp($6::bigint / 1e6) END)"
         " ON CONFLICT (request_id) DO NOTHING RETURNING id",
-        request_id, model_id, json, spec.priority(), spec.max_attempts());
+        request_id, model_id, json, spec.priority(), spec.max_attempts(),
+        spec.has_not_before()
+            ? spec.not_before().seconds() * 1'000'000 + spec.not_before().nanos() / 1000
+            : int64_t{0});
     int64_t id;
     if (!inserted.empty()) {
       id = inserted[0][0].as<int64_t>();
@@ -211,25 +215,31 @@ absl::StatusOr<v1::Test> TestRepository::Cancel(int64_t id) {
   });
 }
 
+const std::string& TestRepository::LeaseSql() {
+  // One statement: pick and lock the best ready row (skipping rows other leasers hold),
+  // then take it and return everything the worker needs. The attempt bump is the fencing
+  // token. Run on its own (autocommit), so a lease is one round trip to the database.
+  static const std::string* const sql = new std::string(absl::StrCat(
+      "WITH leased AS ("
+      "  UPDATE tests SET state = 'running', lease_owner = $1,"
+      "    lease_expires_at = now() + make_interval(secs => $2::float8),"
+      "    attempt = attempt + 1, started_at = now()"
+      "  WHERE id = (SELECT id FROM tests"
+      "              WHERE state = 'queued' AND not_before <= now()"
+      "              ORDER BY priority DESC, created_at, id"
+      "              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+      "  RETURNING *)"
+      " SELECT",
+      kTestColumns, ", NULL::text AS result FROM leased t JOIN models m ON m.id = t.model_id"));
+  return *sql;
+}
+
 absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string& worker_id,
                                                               absl::Duration lease_duration) {
-  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<std::optional<v1::Test>> {
-    // One statement: pick and lock the best ready row (skipping rows other leasers hold),
-    // then take it. The attempt bump is the fencing token.
-    pqxx::result rows = txn.exec_params(
-        absl::StrCat("WITH leased AS ("
-                     "  UPDATE tests SET state = 'running', lease_owner = $1,"
-                     "    lease_expires_at = now() + make_interval(secs => $2::float8),"
-                     "    attempt = attempt + 1, started_at = now()"
-                     "  WHERE id = (SELECT id FROM tests"
-                     "              WHERE state = 'queued' AND not_before <= now()"
-                     "              ORDER BY priority DESC, created_at, id"
-                     "              LIMIT 1 FOR UPDATE SKIP LOCKED)"
-                     "  RETURNING *)"
-                     " SELECT",
-                     kTestColumns,
-                     ", NULL::text AS result FROM leased t JOIN models m ON m.id = t.model_id"),
-        worker_id, Seconds(lease_duration));
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<v1::Test>> {
+    conn.prepare("vanguard_lease", LeaseSql());  // declared once per connection
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_prepared("vanguard_lease", worker_id, Seconds(lease_duration));
     if (rows.empty()) return std::optional<v1::Test>();
     ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0]));
     return std::optional<v1::Test>(std::move(test));
@@ -239,13 +249,16 @@ absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string&
 absl::StatusOr<bool> TestRepository::Heartbeat(int64_t test_id, int32_t attempt,
                                                const std::string& worker_id,
                                                absl::Duration lease_duration) {
-  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<bool> {
-    // Touches only lease_expires_at (not indexed), so the update stays HOT.
-    pqxx::result rows = txn.exec_params(
-        "UPDATE tests SET lease_expires_at = now() + make_interval(secs => $4::float8)"
-        " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
-        " RETURNING cancel_requested",
-        test_id, attempt, worker_id, Seconds(lease_duration));
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<bool> {
+    // Touches only lease_expires_at (not indexed), so the update stays HOT. One statement,
+    // autocommit, prepared: one round trip.
+    conn.prepare("vanguard_heartbeat",
+                 "UPDATE tests SET lease_expires_at = now() + make_interval(secs => $4::float8)"
+                 " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
+                 " RETURNING cancel_requested");
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_prepared("vanguard_heartbeat", test_id, attempt, worker_id,
+                                          Seconds(lease_duration));
     if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id);
     return rows[0][0].as<bool>();
   });
@@ -255,15 +268,24 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
   v1::Step detail = step;
   detail.set_attempt(attempt);
   detail.clear_latency_histogram();  // kept in its own bytea column, not base64 in jsonb
+  detail.clear_windows();            // kept in step_windows
   ASSIGN_OR_RETURN(std::string json, ProtoToJson(detail));
+  std::string windows_json = "{}";
+  if (step.windows_size() > 0) {
+    v1::Step windows;
+    *windows.mutable_windows() = step.windows();
+    ASSIGN_OR_RETURN(windows_json, ProtoToJson(windows));
+  }
   const pqxx::binarystring histogram(step.latency_histogram());
-  return pool_->Transact([&](pqxx::work& txn) -> absl::Status {
-    // The fence row lock (FOR SHARE) keeps the test from being completed or re-leased
-    // while the step is written.
-    pqxx::result rows = txn.exec_params(
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    // One statement (autocommit, prepared): the fence row lock (FOR SHARE) keeps the test
+    // from being completed or re-leased while the step and its windows are written.
+    conn.prepare(
+        "vanguard_report_step",
         "WITH fence AS ("
         "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running'"
-        "  FOR SHARE)"
+        "  FOR SHARE),"
+        " step AS ("
         " INSERT INTO steps (test_id, attempt, step_index, target_qps, achieved_qps, p50_ms,"
         "   p90_ms, p99_ms, p999_ms, max_ms, error_rate, scheduled, completed, errors,"
         "   timeouts, dropped, health_state, passed, client_valid, histogram, detail)"
@@ -282,12 +304,49 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         "   health_state = EXCLUDED.health_state, passed = EXCLUDED.passed,"
         "   client_valid = EXCLUDED.client_valid, histogram = EXCLUDED.histogram,"
         "   detail = EXCLUDED.detail, recorded_at = now()"
-        " RETURNING step_index",
-        test_id, attempt, step.index(), step.target_qps(), step.achieved_qps(),
-        step.latency().p50_ms(), step.latency().p90_ms(), step.latency().p99_ms(),
-        step.latency().p999_ms(), step.latency().max_ms(), step.error_rate(), step.scheduled(),
-        step.completed(), step.errors(), step.timeouts(), step.dropped(),
-        HealthStateToDb(step.health_state()), step.passed(), step.client_valid(), histogram, json);
+        " RETURNING test_id, attempt, step_index),"
+        // Windows in proto JSON: int64 as strings, enums by name, Duration as "1.5s".
+        " windows AS ("
+        " INSERT INTO step_windows (test_id, attempt, step_index, window_index, warmup,"
+        "   start_time, duration_s, offered_qps, achieved_qps, p50_ms, p90_ms, p99_ms, max_ms,"
+        "   scheduled, completed, errors, timeouts, dropped, censored, ttft_p99_ms,"
+        "   inter_token_p99_ms, gpu_utilization, queue_depth, health_score, health_state)"
+        " SELECT s.test_id, s.attempt, s.step_index, coalesce((w->>'index')::integer, 0),"
+        "   coalesce((w->>'warmup')::boolean, false), (w->>'start_time')::timestamptz,"
+        "   rtrim(w->>'duration', 's')::float8,"
+        "   coalesce((w->>'offered_qps')::float8, 0), coalesce((w->>'achieved_qps')::float8, 0),"
+        "   (w#>>'{latency,p50_ms}')::float8, (w#>>'{latency,p90_ms}')::float8,"
+        "   (w#>>'{latency,p99_ms}')::float8, (w#>>'{latency,max_ms}')::float8,"
+        "   coalesce((w->>'scheduled')::bigint, 0), coalesce((w->>'completed')::bigint, 0),"
+        "   coalesce((w->>'errors')::bigint, 0), coalesce((w->>'timeouts')::bigint, 0),"
+        "   coalesce((w->>'dropped')::bigint, 0), coalesce((w->>'censored')::bigint, 0),"
+        "   (w#>>'{ttft,p99_ms}')::float8, (w#>>'{inter_token,p99_ms}')::float8,"
+        "   (w->>'gpu_utilization')::float8, (w->>'queue_depth')::float8,"
+        "   (w->>'health_score')::float8,"
+        "   lower(replace(coalesce(w->>'health_state', 'HEALTH_STATE_UNSPECIFIED'),"
+        "                 'HEALTH_STATE_', ''))"
+        " FROM step s, jsonb_array_elements(coalesce($22::jsonb->'windows', '[]'::jsonb)) w"
+        " ON CONFLICT (test_id, attempt, step_index, window_index) DO UPDATE SET"
+        "   warmup = EXCLUDED.warmup, start_time = EXCLUDED.start_time,"
+        "   duration_s = EXCLUDED.duration_s, offered_qps = EXCLUDED.offered_qps,"
+        "   achieved_qps = EXCLUDED.achieved_qps, p50_ms = EXCLUDED.p50_ms,"
+        "   p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms, max_ms = EXCLUDED.max_ms,"
+        "   scheduled = EXCLUDED.scheduled, completed = EXCLUDED.completed,"
+        "   errors = EXCLUDED.errors, timeouts = EXCLUDED.timeouts,"
+        "   dropped = EXCLUDED.dropped, censored = EXCLUDED.censored,"
+        "   ttft_p99_ms = EXCLUDED.ttft_p99_ms, inter_token_p99_ms = EXCLUDED.inter_token_p99_ms,"
+        "   gpu_utilization = EXCLUDED.gpu_utilization, queue_depth = EXCLUDED.queue_depth,"
+        "   health_score = EXCLUDED.health_score, health_state = EXCLUDED.health_state,"
+        "   recorded_at = now())"
+        " SELECT step_index FROM step");
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_prepared(
+        "vanguard_report_step", test_id, attempt, step.index(), step.target_qps(),
+        step.achieved_qps(), step.latency().p50_ms(), step.latency().p90_ms(),
+        step.latency().p99_ms(), step.latency().p999_ms(), step.latency().max_ms(),
+        step.error_rate(), step.scheduled(), step.completed(), step.errors(), step.timeouts(),
+        step.dropped(), HealthStateToDb(step.health_state()), step.passed(), step.client_valid(),
+        histogram, json, windows_json);
     if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr);
     return absl::OkStatus();
   });

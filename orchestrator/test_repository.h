@@ -68,6 +68,8 @@ class TestRepository {
   // for lease_duration: state running, attempt + 1. nullopt when none is ready.
   absl::StatusOr<std::optional<v1::Test>> Lease(const std::string& worker_id,
                                                 absl::Duration lease_duration);
+  // The lease statement ($1 worker id, $2 lease seconds), for benchmarks (pgbench).
+  static const std::string& LeaseSql();
 
   // Extends the lease of a running test held by worker_id at this attempt and returns
   // whether cancellation was requested. A lease past its expiry that the reaper has not

@@ -180,6 +180,7 @@ absl::Status ValidateModel(const v1::Model& model) {
   if (!IsFraction(model.slo().min_achieved_ratio())) {
     return Invalid("model.slo.min_achieved_ratio", "must be between 0 and 1");
   }
+  if (absl::Status s = ValidateSloLimits(model.slo()); !s.ok()) return s;
   if (absl::Status s = ValidateDuration(model.default_warmup(), "model.default_warmup",
                                         DurationRule::kNonNegative);
       !s.ok()) {
@@ -191,14 +192,55 @@ absl::Status ValidateModel(const v1::Model& model) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateSloLimits(const v1::Slo& slo) {
+  const v1::Slo& o = slo;
+  if (o.has_p50_latency() && o.has_p99_latency() &&
+      (o.p50_latency().seconds() > o.p99_latency().seconds() ||
+       (o.p50_latency().seconds() == o.p99_latency().seconds() &&
+        o.p50_latency().nanos() > o.p99_latency().nanos()))) {
+    return Invalid("model.slo.p50_latency", "must not exceed model.slo.p99_latency");
+  }
+  if (absl::Status s =
+          ValidateDuration(o.ttft_p99(), "model.slo.ttft_p99", DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateDuration(o.inter_token_p99(), "model.slo.inter_token_p99",
+                                        DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (!IsFraction(o.max_gpu_utilization())) {
+    return Invalid("model.slo.max_gpu_utilization", "must be between 0 (not checked) and 1");
+  }
+  if (!std::isfinite(o.max_queue_depth()) || o.max_queue_depth() < 0) {
+    return Invalid("model.slo.max_queue_depth", "must be >= 0 (0: not checked)");
+  }
+  const v1::HealthWeights& w = o.weights();
+  const std::pair<double, const char*> weights[] = {
+      {w.p99_latency(), "model.slo.weights.p99_latency"},
+      {w.error_rate(), "model.slo.weights.error_rate"},
+      {w.achieved_shortfall(), "model.slo.weights.achieved_shortfall"},
+      {w.gpu_utilization(), "model.slo.weights.gpu_utilization"},
+      {w.queue_depth(), "model.slo.weights.queue_depth"},
+      {w.ttft(), "model.slo.weights.ttft"},
+      {w.inter_token(), "model.slo.weights.inter_token"}};
+  for (const auto& [value, field] : weights) {
+    if (!std::isfinite(value) || value < 0) return Invalid(field, "must be >= 0 (0: default)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   if (spec.model().empty()) return Invalid("spec.model", "must not be empty");
   switch (spec.strategy_case()) {
     case v1::TestSpec::kSweep:
       if (absl::Status s = ValidateSweep(spec.sweep()); !s.ok()) return s;
       break;
+    case v1::TestSpec::STRATEGY_NOT_SET:
+      return Invalid("spec.strategy", "must be set");
     default:
-      return Invalid("spec.strategy", "must be set (supported: sweep)");
+      break;  // the worker checks the parameters of the other strategies
   }
   if (!spec.has_step_duration()) return Invalid("spec.step_duration", "must be > 0");
   if (absl::Status s =

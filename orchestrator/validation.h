@@ -18,6 +18,10 @@ namespace vanguard {
 // A Model to register (field names prefixed "model.").
 absl::Status ValidateModel(const v1::Model& model);
 
+// The SLO limits beyond p50/p99/error rate/achieved ratio (ValidateModel calls it):
+// streaming limits, GPU/queue ceilings, p50 <= p99 and health weights >= 0.
+absl::Status ValidateSloLimits(const v1::Slo& slo);
+
 // A TestSpec to submit (prefixed "spec.").
 absl::Status ValidateTestSpec(const v1::TestSpec& spec);
 

@@ -61,6 +61,9 @@ const std::set<std::string>& CommandFlagNames(CommandKind kind) {
                                                         "wait",
                                                         "watch"};
   static const auto* list = new std::set<std::string>{"state", "model", "limit"};
+  static const auto* models_deprecate = new std::set<std::string>{"model_version"};
+  static const auto* tokens_create = new std::set<std::string>{"name", "role"};
+  static const auto* tokens_list = new std::set<std::string>{"all"};
   switch (kind) {
     case CommandKind::kModelsRegister:
       return *models_register;
@@ -72,6 +75,13 @@ const std::set<std::string>& CommandFlagNames(CommandKind kind) {
       return *submit;
     case CommandKind::kList:
       return *list;
+    case CommandKind::kModelsDeprecate:
+      return *models_deprecate;
+    case CommandKind::kTokensCreate:
+      return *tokens_create;
+    case CommandKind::kTokensList:
+      return *tokens_list;
+    case CommandKind::kTokensRevoke:
     case CommandKind::kHelp:
     case CommandKind::kGet:
     case CommandKind::kCancel:
@@ -535,6 +545,10 @@ const std::vector<CommandSpelling>& Commands() {
       {{"models", "register"}, CommandKind::kModelsRegister},
       {{"models", "get"}, CommandKind::kModelsGet},
       {{"models", "list"}, CommandKind::kModelsList},
+      {{"models", "deprecate"}, CommandKind::kModelsDeprecate},
+      {{"tokens", "create"}, CommandKind::kTokensCreate},
+      {{"tokens", "revoke"}, CommandKind::kTokensRevoke},
+      {{"tokens", "list"}, CommandKind::kTokensList},
       {{"submit"}, CommandKind::kSubmit},
       {{"get"}, CommandKind::kGet},
       {{"list"}, CommandKind::kList},
@@ -575,10 +589,18 @@ absl::StatusOr<CommandWords> IdentifyCommand(const std::vector<std::string>& wor
   }
   if (words[0] == "models") {
     if (words.size() == 1) {
-      return absl::InvalidArgumentError("'models' needs a subcommand: register, get or list");
+      return absl::InvalidArgumentError(
+          "'models' needs a subcommand: register, get, list or deprecate");
+    }
+    return absl::InvalidArgumentError(absl::StrCat("unknown command 'models ", words[1],
+                                                   "' (use register, get, list or deprecate)"));
+  }
+  if (words[0] == "tokens") {
+    if (words.size() == 1) {
+      return absl::InvalidArgumentError("'tokens' needs a subcommand: create, revoke or list");
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown command 'models ", words[1], "' (use register, get or list)"));
+        absl::StrCat("unknown command 'tokens ", words[1], "' (use create, revoke or list)"));
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown command '", words[0], "'"));
 }
@@ -625,6 +647,48 @@ absl::StatusOr<ParsedCommand> ParseCommand(const CommandWords& command, const Gi
       RETURN_IF_ERROR(
           ExpectArgs(command, 1, absl::StrCat("a test ID (vanguard ", command.name, " 42)")));
       ASSIGN_OR_RETURN(parsed.test_id, ParseTestId(command.args[0]));
+      break;
+    }
+    case CommandKind::kModelsDeprecate: {
+      RETURN_IF_ERROR(
+          ExpectArgs(command, 1, "a model NAME (vanguard models deprecate resnet50 --version=v1)"));
+      parsed.deprecate_model.set_name(command.args[0]);
+      ASSIGN_OR_RETURN(std::optional<std::string> version, flags.NonEmptyText("model_version"));
+      if (!version.has_value()) return FlagError("model_version", "is required");
+      parsed.deprecate_model.set_version(*version);
+      break;
+    }
+    case CommandKind::kTokensCreate: {
+      RETURN_IF_ERROR(ExpectArgs(command, 0));
+      ASSIGN_OR_RETURN(std::optional<std::string> name, flags.NonEmptyText("name"));
+      if (!name.has_value()) return FlagError("name", "is required");
+      parsed.create_token.set_name(*name);
+      ASSIGN_OR_RETURN(std::optional<std::string> role, flags.NonEmptyText("role"));
+      if (!role.has_value()) {
+        return FlagError("role", "is required (reader, submitter, worker or admin)");
+      }
+      const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*role));
+      v1::Role parsed_role = v1::ROLE_UNSPECIFIED;
+      if (lower == "reader") parsed_role = v1::ROLE_READER;
+      if (lower == "submitter") parsed_role = v1::ROLE_SUBMITTER;
+      if (lower == "worker") parsed_role = v1::ROLE_WORKER;
+      if (lower == "admin") parsed_role = v1::ROLE_ADMIN;
+      if (parsed_role == v1::ROLE_UNSPECIFIED) {
+        return BadValue("role", *role, "is not a role (reader, submitter, worker or admin)");
+      }
+      parsed.create_token.set_role(parsed_role);
+      break;
+    }
+    case CommandKind::kTokensRevoke: {
+      RETURN_IF_ERROR(ExpectArgs(command, 1, "a token NAME (vanguard tokens revoke ci)"));
+      parsed.revoke_token.set_name(command.args[0]);
+      break;
+    }
+    case CommandKind::kTokensList: {
+      RETURN_IF_ERROR(ExpectArgs(command, 0));
+      if (std::optional<std::string> all = flags.Text("all")) {
+        parsed.list_tokens.set_include_revoked(*all == "true");
+      }
       break;
     }
     case CommandKind::kList: {
@@ -676,6 +740,15 @@ Commands:
       Cancel a queued or running test.
   watch ID
       Stream a test's updates until it ends (with --output=json: one JSON object per line).
+  models deprecate NAME --version=V
+      Deprecate a model version: tests that name no version no longer pick it.
+  tokens create --name=N --role=reader|submitter|worker|admin      (admin)
+      Create a bearer token. Prints the secret alone on stdout (shown only this once;
+      with --output=json the whole response); pass it to clients as $VANGUARD_TOKEN.
+  tokens revoke NAME                                               (admin)
+      Revoke a token; the orchestrators refuse it within seconds.
+  tokens list [--all]                                              (admin)
+      List tokens (never their secrets); --all includes revoked ones.
   help
       Show this message.
 

@@ -72,6 +72,10 @@ enum class CommandKind {
   kList,
   kCancel,
   kWatch,
+  kModelsDeprecate,
+  kTokensCreate,
+  kTokensRevoke,
+  kTokensList,
 };
 
 // The command the positional words select, and the words after it (e.g. the test id).
@@ -97,12 +101,16 @@ struct SubmitOptions {
 struct ParsedCommand {
   CommandKind kind = CommandKind::kHelp;
   GlobalOptions global;
-  v1::Model model;                    // models register
-  v1::GetModelRequest get_model;      // models get
-  v1::ListModelsRequest list_models;  // models list
-  SubmitOptions submit;               // submit
-  int64_t test_id = 0;                // get, cancel, watch
-  v1::ListTestsRequest list_tests;    // list
+  v1::Model model;                            // models register
+  v1::GetModelRequest get_model;              // models get
+  v1::ListModelsRequest list_models;          // models list
+  SubmitOptions submit;                       // submit
+  int64_t test_id = 0;                        // get, cancel, watch
+  v1::ListTestsRequest list_tests;            // list
+  v1::DeprecateModelRequest deprecate_model;  // models deprecate
+  v1::CreateTokenRequest create_token;        // tokens create
+  v1::RevokeTokenRequest revoke_token;        // tokens revoke
+  v1::ListTokensRequest list_tokens;          // tokens list
 };
 
 // Finds the command in the positional words (argv without argv[0] and without flags).

@@ -70,7 +70,9 @@ TEST(IdentifyCommandTest, MissingOrUnknownCommandIsAnError) {
   EXPECT_THAT(std::string(IdentifyCommand({}).status().message()), HasSubstr("missing command"));
   EXPECT_THAT(std::string(IdentifyCommand({"sumbit"}).status().message()), HasSubstr("sumbit"));
   EXPECT_THAT(std::string(IdentifyCommand({"models"}).status().message()),
-              HasSubstr("register, get or list"));
+              HasSubstr("register, get, list or deprecate"));
+  EXPECT_THAT(std::string(IdentifyCommand({"tokens"}).status().message()),
+              HasSubstr("create, revoke or list"));
   EXPECT_THAT(std::string(IdentifyCommand({"models", "delete"}).status().message()),
               HasSubstr("models delete"));
 }
@@ -408,6 +410,41 @@ TEST(PrepareArgvTest, DetectsHelp) {
     ASSERT_TRUE(prepared.ok());
     EXPECT_TRUE(prepared->help_requested) << help;
   }
+}
+
+TEST(TokensTest, CreateNeedsANameAndAKnownRole) {
+  absl::StatusOr<ParsedCommand> parsed =
+      Parse({"tokens", "create"}, {{"name", "ci"}, {"role", "Submitter"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->kind, CommandKind::kTokensCreate);
+  EXPECT_EQ(parsed->create_token.name(), "ci");
+  EXPECT_EQ(parsed->create_token.role(), v1::ROLE_SUBMITTER);
+
+  ExpectUsageError({"tokens", "create"}, {{"role", "worker"}}, "--name");
+  ExpectUsageError({"tokens", "create"}, {{"name", "ci"}}, "--role");
+  ExpectUsageError({"tokens", "create"}, {{"name", "ci"}, {"role", "root"}}, "'root'");
+  ExpectUsageError({"tokens", "create"}, {{"name", "ci"}, {"role", "worker"}, {"model", "x"}},
+                   "--model");
+}
+
+TEST(TokensTest, RevokeTakesTheNameListTakesAll) {
+  absl::StatusOr<ParsedCommand> parsed = Parse({"tokens", "revoke", "ci"}, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->revoke_token.name(), "ci");
+  ExpectUsageError({"tokens", "revoke"}, {}, "token NAME");
+
+  parsed = Parse({"tokens", "list"}, {{"all", "true"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->list_tokens.include_revoked());
+}
+
+TEST(ModelsDeprecateTest, NeedsNameAndVersion) {
+  absl::StatusOr<ParsedCommand> parsed =
+      Parse({"models", "deprecate", "resnet50"}, {{"model_version", "v2"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->deprecate_model.name(), "resnet50");
+  EXPECT_EQ(parsed->deprecate_model.version(), "v2");
+  ExpectUsageError({"models", "deprecate", "resnet50"}, {}, "--version");
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "orchestrator/cli/render.h"
@@ -77,8 +80,75 @@ int CommandRunner::Run(const ParsedCommand& command) {
       return CancelTest(command.test_id);
     case CommandKind::kWatch:
       return WatchTest(command.test_id);
+    case CommandKind::kModelsDeprecate:
+      return DeprecateModel(command.deprecate_model);
+    case CommandKind::kTokensCreate:
+      return CreateToken(command.create_token);
+    case CommandKind::kTokensRevoke:
+      return RevokeToken(command.revoke_token);
+    case CommandKind::kTokensList:
+      return ListTokens(command.list_tokens);
   }
   return kExitUsage;
+}
+
+int CommandRunner::DeprecateModel(const v1::DeprecateModelRequest& request) {
+  v1::DeprecateModelResponse response;
+  grpc::Status status = stub_.DeprecateModel(NewContext(true).get(), request, &response);
+  if (!status.ok()) return RpcFailed("DeprecateModel", status);
+  if (global_.output == OutputFormat::kJson) {
+    out_ << RenderJson(response.model());
+  } else {
+    out_ << "Deprecated " << response.model().name() << "/" << response.model().version() << "\n";
+  }
+  return kExitOk;
+}
+
+int CommandRunner::CreateToken(const v1::CreateTokenRequest& request) {
+  v1::CreateTokenResponse response;
+  grpc::Status status = stub_.CreateToken(NewContext(true).get(), request, &response);
+  if (!status.ok()) return RpcFailed("CreateToken", status);
+  if (global_.output == OutputFormat::kJson) {
+    out_ << RenderJson(response);
+  } else {
+    err_ << "created token " << response.token().name() << " (role "
+         << v1::Role_Name(response.token().role()) << ", id " << response.token().id()
+         << "); its secret is printed only now\n";
+    out_ << response.secret() << "\n";
+  }
+  return kExitOk;
+}
+
+int CommandRunner::RevokeToken(const v1::RevokeTokenRequest& request) {
+  v1::RevokeTokenResponse response;
+  grpc::Status status = stub_.RevokeToken(NewContext(true).get(), request, &response);
+  if (!status.ok()) return RpcFailed("RevokeToken", status);
+  if (global_.output == OutputFormat::kJson) {
+    out_ << RenderJson(response.token());
+  } else {
+    out_ << "Revoked token " << response.token().name() << " (id " << response.token().id()
+         << ")\n";
+  }
+  return kExitOk;
+}
+
+int CommandRunner::ListTokens(const v1::ListTokensRequest& request) {
+  v1::ListTokensResponse response;
+  grpc::Status status = stub_.ListTokens(NewContext(true).get(), request, &response);
+  if (!status.ok()) return RpcFailed("ListTokens", status);
+  if (global_.output == OutputFormat::kJson) {
+    out_ << RenderJson(response);
+    return kExitOk;
+  }
+  out_ << absl::StrFormat("%-6s %-24s %-10s %s\n", "ID", "NAME", "ROLE", "STATE");
+  for (const v1::Token& token : response.tokens()) {
+    absl::string_view role = v1::Role_Name(token.role());
+    absl::ConsumePrefix(&role, "ROLE_");
+    out_ << absl::StrFormat("%-6d %-24s %-10s %s\n", token.id(), token.name(),
+                            absl::AsciiStrToLower(role),
+                            token.has_revoke_time() ? "revoked" : "valid");
+  }
+  return kExitOk;
 }
 
 int CommandRunner::RegisterModel(const v1::Model& model) {

@@ -56,6 +56,11 @@ class CommandRunner {
   int CancelTest(int64_t id);
   // Streams updates until the test ends; exits like submit --wait.
   int WatchTest(int64_t id);
+  int DeprecateModel(const v1::DeprecateModelRequest& request);
+  // Table output: the secret alone on stdout (for scripts), what was created on stderr.
+  int CreateToken(const v1::CreateTokenRequest& request);
+  int RevokeToken(const v1::RevokeTokenRequest& request);
+  int ListTokens(const v1::ListTokensRequest& request);
 
  private:
   // Remembers what was already reported about a followed test, so that each state change

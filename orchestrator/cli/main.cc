@@ -35,7 +35,8 @@ ABSL_FLAG(std::string, model_version, "",
           "Model version (spelled --version on the command line). models register: required; "
           "models get / submit: default the latest registered version.");
 ABSL_FLAG(std::string, name, "",
-          "models register: the model's registry name (required). models list: only this name.");
+          "models register: the model's registry name (required). models list: only this name. "
+          "tokens create: the token's name (required).");
 ABSL_FLAG(std::string, model, "", "submit: the model to test (required). list: only this model.");
 ABSL_FLAG(std::string, limit, "", "list / models list: at most this many rows (list: default 50).");
 
@@ -91,6 +92,12 @@ ABSL_FLAG(bool, wait, false,
           "SUCCEEDED, 3 if it FAILED or was CANCELLED.");
 ABSL_FLAG(bool, watch, false,
           "submit: like --wait, but stream every update to stdout (WatchTest).");
+
+// tokens.
+ABSL_FLAG(std::string, role, "",
+          "tokens create: reader (Get/List/Watch), submitter (+ submit, cancel, register), "
+          "worker (the worker protocol) or admin (everything, tokens).");
+ABSL_FLAG(bool, all, false, "tokens list: include revoked tokens.");
 
 // list.
 ABSL_FLAG(std::string, state, "",

@@ -71,9 +71,12 @@ TEST(OrchestratorBinaryTest, ServesOnPortZeroWritesPortFileAndStopsOnSigterm) {
   const std::string port_file =
       absl::StrCat(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", "/orch-port-", getpid());
   std::remove(port_file.c_str());
-  absl::StatusOr<std::unique_ptr<Subprocess>> server = Subprocess::StartServer(
-      kBinary, {"--listen=127.0.0.1:0", "--port_file=" + port_file,
-                "--database_url=" + db->conninfo(), "--reaper_interval=1s"});
+  constexpr char kAdmin[] = "binary-test-admin-secret";
+  absl::StatusOr<std::unique_ptr<Subprocess>> server =
+      Subprocess::StartServer(kBinary,
+                              {"--listen=127.0.0.1:0", "--port_file=" + port_file,
+                               "--database_url=" + db->conninfo(), "--reaper_interval=1s"},
+                              {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdmin)});
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_GT((*server)->port(), 0);
   EXPECT_EQ(ReadFile(port_file), absl::StrCat((*server)->port(), "\n"));
@@ -83,14 +86,21 @@ TEST(OrchestratorBinaryTest, ServesOnPortZeroWritesPortFileAndStopsOnSigterm) {
   v1::RegisterModelRequest reg;
   *reg.mutable_model() = ValidModel();
   v1::RegisterModelResponse registered;
+  // Auth is on by default: no token, no service.
+  grpc::ClientContext anonymous;
+  anonymous.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  EXPECT_EQ(stub->RegisterModel(&anonymous, reg, &registered).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
   grpc::ClientContext ctx1;
   ctx1.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx1.AddMetadata("authorization", absl::StrCat("Bearer ", kAdmin));
   grpc::Status status = stub->RegisterModel(&ctx1, reg, &registered);
   ASSERT_TRUE(status.ok()) << status.error_message();
   v1::ListModelsRequest list;
   v1::ListModelsResponse listed;
   grpc::ClientContext ctx2;
   ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx2.AddMetadata("authorization", absl::StrCat("Bearer ", kAdmin));
   ASSERT_TRUE(stub->ListModels(&ctx2, list, &listed).ok());
   EXPECT_EQ(listed.models_size(), 1);
 
