@@ -26,6 +26,7 @@
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 #include "vanguard/v1/replayer.grpc.pb.h"
 #include "worker/lease_loop.h"
+#include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
 #include "worker/step_executor.h"
 #include "worker/test_runner.h"
@@ -41,6 +42,17 @@ ABSL_FLAG(absl::Duration, poll_interval, absl::Seconds(1),
           "Wait between LeaseTest calls when no test is queued");
 ABSL_FLAG(bool, once, false, "Exit after running one test");
 ABSL_FLAG(int, max_tests, 0, "Exit after running this many tests; 0: no limit");
+ABSL_FLAG(bool, scrape_metrics, true,
+          "Scrape the predictor's Prometheus /metrics page every window (GPU utilization, queue "
+          "depth, memory); the URL is the model's first endpoint + /metrics unless its label "
+          "metrics.url says otherwise");
+ABSL_FLAG(bool, steady_state_detection, true,
+          "After each step's fixed warmup, keep settling until latency and throughput stop "
+          "drifting (capped) before measuring");
+ABSL_FLAG(absl::Duration, max_settle, absl::Seconds(30),
+          "Cap on the settle time of a step after a rate change (fixed warmup included)");
+ABSL_FLAG(absl::Duration, max_initial_settle, absl::Seconds(90),
+          "Cap on the settle time of a test's first step (the model's own warmup)");
 
 namespace {
 
@@ -116,6 +128,15 @@ int main(int argc, char** argv) {
   runner_options.worker_id = worker_id;
   runner_options.lease_duration = lease_duration;
   runner_options.log = LogLine;
+  runner_options.measured.steady_state_detection = absl::GetFlag(FLAGS_steady_state_detection);
+  runner_options.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
+  runner_options.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
+  if (absl::GetFlag(FLAGS_scrape_metrics)) {
+    runner_options.metrics_fetcher = [](const vanguard::v1::Model& model) {
+      return vanguard::worker::MetricsCollector::HttpFetcher(
+          vanguard::worker::MetricsUrlFor(model));
+    };
+  }
   vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, runner_options);
 
   vanguard::worker::LeaseLoopOptions loop_options;

@@ -73,6 +73,9 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   *request.mutable_warmup() = ToProtoDuration(warmup);
   *request.mutable_duration() = ToProtoDuration(duration);
   *request.mutable_request_timeout() = ToProtoDuration(timeout);
+  // Per-request SLO, so the replayer counts goodput (requests that met it).
+  *request.mutable_slo_latency() = model.slo().p99_latency();
+  *request.mutable_slo_ttft() = model.slo().ttft_p99();
   return request;
 }
 

@@ -80,6 +80,33 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
   return step;
 }
 
+vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured) {
+  vanguard::v1::Step step = BuildStepReport(index, attempt, measured.executed, measured.judgement);
+  for (int i = 0; i < static_cast<int>(measured.windows.size()); ++i) {
+    vanguard::v1::StepWindow* w = step.add_windows();
+    *w = measured.windows[i];
+    w->set_index(i);
+  }
+  return step;
+}
+
+vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
+                                         absl::Duration test_duration) {
+  vanguard::v1::TestResult result;
+  result.set_max_sustainable_qps(done.max_sustainable_qps);
+  result.set_converged(done.converged);
+  result.set_confidence_low_qps(done.confidence_low_qps);
+  result.set_confidence_high_qps(done.confidence_high_qps);
+  result.set_steps_taken(steps_taken);
+  *result.mutable_test_duration() = ToProtoDuration(test_duration);
+  result.set_summary(done.summary);
+  result.set_reserve_qps(done.reserve_qps);
+  result.set_survivor_qps(done.survivor_qps);
+  for (double r : done.ramp_max_qps) result.add_ramp_max_qps(r);
+  for (const std::string& f : done.drift_flags) result.add_drift_flags(f);
+  return result;
+}
+
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step) {
   absl::string_view health = vanguard::v1::HealthState_Name(step.health_state());
   absl::ConsumePrefix(&health, "HEALTH_STATE_");
@@ -170,15 +197,44 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
     return Complete(request, outcome);
   };
 
+  last_steps_.clear();
+  last_result_.reset();
   // A test this worker cannot run fails at once rather than after its lease expires.
-  absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec());
+  StrategyContext context;
+  if (test.spec().has_direct_controller() &&
+      test.spec().direct_controller().source_case() !=
+          vanguard::v1::DirectControllerStrategy::kTargetQps) {
+    absl::StatusOr<double> target = FetchControllerTarget(
+        test.spec().direct_controller(),
+        options_.controller_fetcher ? options_.controller_fetcher : UrlFetcher(HttpFetch));
+    if (!target.ok()) {
+      return complete_with_error(
+          absl::StrCat("direct_controller: cannot get the autoscaler's target rate: ",
+                       target.status().message()),
+          TestRunOutcome::kFailed);
+    }
+    context.controller_target_qps = *target;
+  }
+  absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec(), context);
   if (!strategy.ok()) {
     return complete_with_error(std::string(strategy.status().message()), TestRunOutcome::kFailed);
   }
-  absl::StatusOr<StepJudge> judge = StepJudge::Create(test.model().slo());
+  absl::StatusOr<StepJudge> judge = StepJudge::Create(
+      test.model().slo(), std::make_unique<WeightedHealthScorer>(test.model().slo().weights()));
   if (!judge.ok()) {
     return complete_with_error(std::string(judge.status().message()), TestRunOutcome::kFailed);
   }
+  absl::StatusOr<HealthAssessor> assessor =
+      HealthAssessor::Create(test.model().slo(), options_.health);
+  if (!assessor.ok()) {
+    return complete_with_error(std::string(assessor.status().message()), TestRunOutcome::kFailed);
+  }
+  std::optional<MetricsCollector> collector;
+  if (options_.metrics_fetcher) {
+    collector.emplace(options_.metrics_fetcher(test.model()), GaugeMappingFor(test.model()));
+  }
+  MeasuredStepRunner step_runner(executor_, &*judge, &*assessor, collector ? &*collector : nullptr,
+                                 test.model().slo(), options_.measured);
   if (absl::StatusOr<vanguard::v1::RunStepRequest> probe =
           StepExecutor::BuildRequest(test, /*rate_qps=*/1.0, /*step_index=*/1);
       !probe.ok()) {
@@ -218,14 +274,9 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       vanguard::v1::CompleteTestRequest request;
       request.set_test_id(test_id);
       request.set_attempt(attempt);
-      vanguard::v1::TestResult* result = request.mutable_result();
-      result->set_max_sustainable_qps(done->max_sustainable_qps);
-      result->set_converged(done->converged);
-      result->set_confidence_low_qps(done->confidence_low_qps);
-      result->set_confidence_high_qps(done->confidence_high_qps);
-      result->set_steps_taken(steps_taken);
-      *result->mutable_test_duration() = ToProtoDuration(clock_->Monotonic() - started);
-      result->set_summary(done->summary);
+      *request.mutable_result() =
+          BuildTestResult(*done, steps_taken, clock_->Monotonic() - started);
+      last_result_ = request.result();
       Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", test_id,
                           done->max_sustainable_qps,
                           done->converged ? "converged" : "not converged", done->summary));
@@ -233,7 +284,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
     }
     const double rate = std::get<RunStep>(decision).rate_qps;
 
-    absl::StatusOr<ExecutedStep> executed;
+    absl::StatusOr<MeasuredStep> executed;
     absl::Duration backoff = options_.retry_backoff;
     for (int retry = 0;; ++retry) {
       absl::StatusOr<vanguard::v1::RunStepRequest> request =
@@ -242,8 +293,8 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
         return complete_with_error(absl::StrCat("step ", index, ": ", request.status().message()),
                                    TestRunOutcome::kFailed);
       }
-      executed = executor_->Execute(
-          *request, &step_cancel, [&](const vanguard::v1::WindowMetrics&) { keeper.MaybeBeat(); });
+      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel,
+                                 [&] { keeper.MaybeBeat(); });
       if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
           retry >= options_.max_step_retries) {
         break;
@@ -262,11 +313,15 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
           TestRunOutcome::kFailed);
     }
 
-    const StepJudgement judgement = judge->Judge(executed->result, rate);
     vanguard::v1::ReportStepRequest report;
     report.set_test_id(test_id);
     report.set_attempt(attempt);
-    *report.mutable_step() = BuildStepReport(index, attempt, *executed, judgement);
+    *report.mutable_step() = BuildStepReport(index, attempt, *executed);
+    if (executed->scrape_failures > 0) {
+      Log(absl::StrFormat("test %d step %d: %d metrics scrape(s) failed (%s)", test_id, index,
+                          executed->scrape_failures,
+                          collector ? collector->last_error() : std::string()));
+    }
     Log(FormatStepLine(test_id, report.step()));
 
     absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
@@ -287,17 +342,8 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
     ++steps_taken;
     ++index;
 
-    StepOutcome outcome;
-    outcome.rate_qps = rate;
-    outcome.passed = judgement.passed;
-    outcome.client_valid = judgement.client_valid;
-    outcome.achieved_qps = executed->result.achieved_qps();
-    outcome.p50_ms = executed->result.latency().p50_ms();
-    outcome.p99_ms = executed->result.latency().p99_ms();
-    outcome.error_rate = judgement.error_rate;
-    outcome.health_score = judgement.health.score;
-    outcome.health_state = judgement.health.state;
-    last = outcome;
+    last_steps_.push_back({report.step(), executed->outcome});
+    last = executed->outcome;
   }
 }
 

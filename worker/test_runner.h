@@ -22,7 +22,9 @@
 #define VANGUARD_WORKER_TEST_RUNNER_H_
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -32,6 +34,10 @@
 #include "vanguard/v1/orchestrator.pb.h"
 #include "vanguard/v1/test.pb.h"
 #include "worker/cancellation.h"
+#include "worker/controller_rate_source.h"
+#include "worker/health_assessor.h"
+#include "worker/measured_step_runner.h"
+#include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
@@ -52,6 +58,20 @@ struct TestRunnerOptions {
   bool heartbeat_thread = true;
   // One line per step and per test event; nullable.
   std::function<void(const std::string&)> log;
+  // How each step is measured (warmup, steady state, closed-loop ablation).
+  MeasuredStepOptions measured;
+  // Health engine options (hysteresis, p99-only ablation).
+  HealthAssessorOptions health;
+  // Fetches the predictor's metrics page for a model; null: gauges are not scraped.
+  std::function<MetricsCollector::Fetcher(const vanguard::v1::Model&)> metrics_fetcher;
+  // Fetches an autoscaler's target rate (direct controller); null: HttpFetch.
+  UrlFetcher controller_fetcher;
+};
+
+// Every step wants one of these in addition to the report: what the strategy saw.
+struct StepRecord {
+  vanguard::v1::Step step;
+  StepOutcome outcome;
 };
 
 enum class TestRunOutcome {
@@ -67,6 +87,12 @@ const char* TestRunOutcomeName(TestRunOutcome outcome);
 // The Step reported for step `index` of lease `attempt`.
 vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& executed,
                                    const StepJudgement& judgement);
+// The same, with the step's windows (settle windows flagged warmup).
+vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured);
+
+// The TestResult for a strategy's Done.
+vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
+                                         absl::Duration test_duration);
 
 // "test 7 step 2: target 400 qps, achieved 399.8 qps, p99 45.1 ms, HEALTHY: pass: ..."
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step);
@@ -82,6 +108,11 @@ class TestRunner {
 
   // Sticky: the current Run (if any) returns kStopped promptly, later Runs at once.
   void Stop();
+
+  // Every step the last Run took, as reported and as the strategy saw it (benchmarks).
+  const std::vector<StepRecord>& last_steps() const { return last_steps_; }
+  // The result the last Run completed its test with (unset if it completed none).
+  const std::optional<vanguard::v1::TestResult>& last_result() const { return last_result_; }
 
  private:
   bool stopped() const;
@@ -99,6 +130,9 @@ class TestRunner {
   StepExecutor* const executor_;
   Clock* const clock_;
   const TestRunnerOptions options_;
+
+  std::vector<StepRecord> last_steps_;
+  std::optional<vanguard::v1::TestResult> last_result_;
 
   mutable absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,0 +1,221 @@
+// Warmup, steady state, per-window health and judging of one step. See
+// measured_step_runner.h.
+#include "worker/measured_step_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/histogram.h"
+#include "worker/proto_time.h"
+
+namespace vanguard::worker {
+namespace {
+
+double LimitMs(const google::protobuf::Duration& d) {
+  return absl::ToDoubleMilliseconds(FromProtoDuration(d));
+}
+
+}  // namespace
+
+MeasuredStepRunner::MeasuredStepRunner(StepExecutor* executor, StepJudge* judge,
+                                       HealthAssessor* assessor, MetricsCollector* collector,
+                                       vanguard::v1::Slo slo, MeasuredStepOptions options)
+    : executor_(executor),
+      judge_(judge),
+      assessor_(assessor),
+      collector_(collector),
+      slo_(std::move(slo)),
+      options_(options) {}
+
+double MeasuredStepRunner::Goodput(const vanguard::v1::StepResult& r, double p99_limit_ms) {
+  if (r.scheduled() <= 0) return 0;
+  if (r.good() > 0 || r.goodput() > 0) return r.goodput();
+  absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(r.latency_histogram());
+  if (!h.ok() || h->count() == 0) return 0;
+  // The largest percentile at or under the limit, by bisection on the percentile.
+  const double limit_us = p99_limit_ms * 1000;
+  if (h->Percentile(100) <= limit_us) {
+    return std::min(1.0, static_cast<double>(r.completed()) / static_cast<double>(r.scheduled()));
+  }
+  double lo = 0, hi = 100;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    (h->Percentile(mid) <= limit_us ? lo : hi) = mid;
+  }
+  return std::min(
+      1.0, lo / 100 * static_cast<double>(r.completed()) / static_cast<double>(r.scheduled()));
+}
+
+vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::WindowMetrics& w,
+                                                          bool settle, absl::Time start,
+                                                          GaugeReading* gauges_out) {
+  vanguard::v1::StepWindow out;
+  out.set_warmup(settle || w.warmup());
+  *out.mutable_start_time() = ToProtoTimestamp(start);
+  out.set_offered_qps(w.offered_qps());
+  out.set_achieved_qps(w.achieved_qps());
+  *out.mutable_latency() = w.latency();
+  out.set_scheduled(w.scheduled());
+  out.set_sent(w.sent());
+  out.set_completed(w.completed());
+  out.set_errors(w.errors());
+  out.set_timeouts(w.timeouts());
+  out.set_dropped(w.dropped());
+  out.set_censored(w.censored());
+  *out.mutable_ttft() = w.ttft();
+  *out.mutable_inter_token() = w.inter_chunk();
+  GaugeReading gauges;
+  if (collector_ != nullptr) gauges = collector_->Scrape();
+  if (gauges.gpu_utilization) out.set_gpu_utilization(*gauges.gpu_utilization);
+  if (gauges.queue_depth) out.set_queue_depth(*gauges.queue_depth);
+  if (!out.warmup()) {
+    WindowSignals s;
+    s.p99_ms = w.latency().p99_ms();
+    s.error_rate = w.scheduled() > 0 ? std::clamp(static_cast<double>(w.errors() + w.timeouts()) /
+                                                      static_cast<double>(w.scheduled()),
+                                                  0.0, 1.0)
+                                     : 0;
+    s.offered_qps = w.offered_qps();
+    s.achieved_qps = w.achieved_qps();
+    if (options_.closed_loop) s.offered_qps = s.achieved_qps;  // nothing is offered
+    s.gpu_utilization = gauges.gpu_utilization;
+    s.queue_depth = gauges.queue_depth;
+    if (w.has_ttft() && w.ttft().p99_ms() > 0) s.ttft_p99_ms = w.ttft().p99_ms();
+    if (w.has_inter_chunk() && w.inter_chunk().p99_ms() > 0) {
+      s.inter_token_p99_ms = w.inter_chunk().p99_ms();
+    }
+    const WindowAssessment a = assessor_->Observe(s);
+    out.set_health_score(a.score);
+    out.set_health_state(a.state);
+  }
+  *gauges_out = gauges;
+  return out;
+}
+
+absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepRequest request,
+                                                     bool first_step, CancellationToken* cancel,
+                                                     const std::function<void()>& on_window) {
+  MeasuredStep out;
+  const double rate = request.rate_qps();
+  const double p99_limit_ms = LimitMs(slo_.p99_latency());
+  if (options_.closed_loop) {
+    request.set_concurrency(std::max(1, static_cast<int>(std::ceil(rate * p99_limit_ms / 1000.0))));
+  }
+  const absl::Duration warmup = FromProtoDuration(request.warmup());
+  const int64_t failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
+  std::vector<GaugeReading> measured_gauges;
+  GaugeReading gauges;
+
+  bool settled = false;
+  if (!options_.fixed_warmup) {
+    *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  } else if (options_.steady_state_detection && warmup > absl::ZeroDuration()) {
+    settled = true;
+    vanguard::v1::RunStepRequest settle = request;
+    *settle.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+    *settle.mutable_duration() = ToProtoDuration(warmup);
+    settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
+    const absl::Duration cap = first_step ? options_.max_initial_settle : options_.max_settle;
+    SteadyStateDetector detector(options_.steady);
+    while (true) {
+      absl::StatusOr<ExecutedStep> s =
+          executor_->Execute(settle, cancel, [&](const vanguard::v1::WindowMetrics& w) {
+            out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
+            const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
+            detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
+            if (on_window) on_window();
+          });
+      if (!s.ok()) return s.status();
+      out.settle_time += FromProtoDuration(settle.duration());
+      if (detector.steady()) {
+        out.steady = true;
+        break;
+      }
+      if (out.settle_time >= cap) break;
+      *settle.mutable_duration() =
+          ToProtoDuration(std::min(options_.settle_chunk, cap - out.settle_time));
+      settle.set_seed(settle.seed() + 1);
+    }
+    *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  }
+
+  assessor_->Reset();
+  absl::StatusOr<ExecutedStep> executed =
+      executor_->Execute(request, cancel, [&](const vanguard::v1::WindowMetrics& w) {
+        out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &gauges));
+        if (!w.warmup()) measured_gauges.push_back(gauges);
+        if (on_window) on_window();
+      });
+  if (!executed.ok()) return executed.status();
+  out.executed = std::move(*executed);
+  // What the caller sees as the step's request: the measured part, plus the warmup it had.
+  if (settled) *out.executed.request.mutable_warmup() = ToProtoDuration(out.settle_time);
+  const vanguard::v1::StepResult& result = out.executed.result;
+
+  const double judged_rate = options_.closed_loop ? result.achieved_qps() : rate;
+  out.judgement = judge_->Judge(result, judged_rate);
+
+  // Gauges over the measured windows (one scrape each; a failed scrape is a missing sample).
+  const int measured = static_cast<int>(measured_gauges.size());
+  int queue_samples = 0, gpu_samples = 0, memory_samples = 0;
+  double queue_sum = 0, gpu_sum = 0, memory_sum = 0;
+  for (const GaugeReading& g : measured_gauges) {
+    if (g.memory_bytes) {
+      ++memory_samples;
+      memory_sum += *g.memory_bytes;
+    }
+    if (g.queue_depth) {
+      ++queue_samples;
+      queue_sum += *g.queue_depth;
+    }
+    if (g.gpu_utilization) {
+      ++gpu_samples;
+      gpu_sum += *g.gpu_utilization;
+    }
+  }
+  std::vector<std::string> gauge_breaches;
+  const double queue_mean = queue_samples > 0 ? queue_sum / queue_samples : 0;
+  const double gpu_mean = gpu_samples > 0 ? gpu_sum / gpu_samples : 0;
+  if (slo_.max_queue_depth() > 0 && queue_samples > 0 && queue_mean > slo_.max_queue_depth()) {
+    gauge_breaches.push_back(
+        absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth()));
+  }
+  if (slo_.max_gpu_utilization() > 0 && gpu_samples > 0 && gpu_mean > slo_.max_gpu_utilization()) {
+    gauge_breaches.push_back(
+        absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()));
+  }
+  if (!gauge_breaches.empty() && out.judgement.client_valid) {
+    out.judgement.verdict =
+        out.judgement.passed
+            ? absl::StrJoin(gauge_breaches, "; ")
+            : absl::StrCat(out.judgement.verdict, "; ", absl::StrJoin(gauge_breaches, "; "));
+    out.judgement.passed = false;
+  }
+
+  StepOutcome& o = out.outcome;
+  o.rate_qps = rate;
+  o.passed = out.judgement.passed;
+  o.client_valid = out.judgement.client_valid;
+  o.achieved_qps = result.achieved_qps();
+  o.p50_ms = result.latency().p50_ms();
+  o.p99_ms = result.latency().p99_ms();
+  o.error_rate = out.judgement.error_rate;
+  o.health_score = out.judgement.health.score;
+  o.health_state = out.judgement.health.state;
+  if (assessor_->windows() > 0) {
+    o.window_state = assessor_->worst_state();
+    o.spikes = assessor_->spikes();
+  }
+  o.goodput = Goodput(result, p99_limit_ms);
+  o.queue_mean = queue_mean;
+  o.queue_samples_fraction = measured > 0 ? static_cast<double>(queue_samples) / measured : 0;
+  if (memory_samples > 0) o.memory_bytes = memory_sum / memory_samples;
+  if (collector_ != nullptr) out.scrape_failures = collector_->scrape_failures() - failures_before;
+  return out;
+}
+
+}  // namespace vanguard::worker

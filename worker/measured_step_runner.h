@@ -1,0 +1,108 @@
+// Runs one strategy step the way the paper says it must be measured: a fixed warmup from the
+// registry, then steady-state detection (more settle time while latency or throughput still
+// drift, up to a cap), then the measured part; the predictor's gauges are scraped every
+// window, every measured window is scored by the HealthAssessor, and the step is judged.
+//
+//   MeasuredStepRunner runner(&executor, &judge, &assessor, &collector, slo, options);
+//   ASSIGN_OR_RETURN(MeasuredStep step, runner.Run(request, /*first_step=*/true, &cancel, beat));
+//   strategy->Next(step.outcome);
+//
+// Settling. With steady-state detection on and a warmup W > 0 in the request, the step first runs
+// W at the step's rate as a separate, unjudged replayer call, then further chunks while the
+// SteadyStateDetector says the windows still drift, until max_settle (max_initial_settle for
+// the test's first step, where the model's own warmup -- JIT, caches -- also has to pass).
+// Those windows are kept (StepWindow.warmup = true) but not judged. The measured call then
+// runs with no warmup of its own. With detection off the replayer runs the fixed warmup
+// inside the measured call; with fixed_warmup off too (the ablation) the step is measured
+// from its first request.
+//
+// Judging. The StepJudge verdict over the measured part, plus the scraped gauges against the
+// SLO's max_queue_depth / max_gpu_utilization (means over the measured windows). The
+// outcome's health_state is the judge's step-level state, window_state the worst state the
+// per-window hysteresis reached, spikes the isolated breaching windows.
+//
+// Closed loop (ablation only): options.closed_loop runs each step with a fixed concurrency
+// instead of a rate, N = ceil(rate * p99 limit) (Little's law at the latency budget); the
+// step is then judged against what it achieved, since it offers no rate.
+//
+// Called from the test runner's thread; `cancel` may fire from any thread.
+#ifndef VANGUARD_WORKER_MEASURED_STEP_RUNNER_H_
+#define VANGUARD_WORKER_MEASURED_STEP_RUNNER_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/replayer.pb.h"
+#include "vanguard/v1/test.pb.h"
+#include "worker/cancellation.h"
+#include "worker/health_assessor.h"
+#include "worker/metrics_collector.h"
+#include "worker/steady_state.h"
+#include "worker/step_executor.h"
+#include "worker/step_judge.h"
+#include "worker/strategy.h"
+
+namespace vanguard::worker {
+
+struct MeasuredStepOptions {
+  // The registry's fixed warmup before each step; off only for the ablation.
+  bool fixed_warmup = true;
+  // Steady-state detection after the fixed warmup (settle calls); off: the replayer runs the
+  // fixed warmup inside the measured call.
+  bool steady_state_detection = true;
+  SteadyStateOptions steady;
+  absl::Duration settle_chunk = absl::Seconds(5);
+  absl::Duration max_settle = absl::Seconds(30);
+  absl::Duration max_initial_settle = absl::Seconds(90);
+  // Ablation: closed-loop load (fixed concurrency) instead of open loop.
+  bool closed_loop = false;
+};
+
+struct MeasuredStep {
+  ExecutedStep executed;  // the measured replayer call
+  // Settle windows (warmup = true) then measured windows, with gauges and health.
+  std::vector<vanguard::v1::StepWindow> windows;
+  StepJudgement judgement;
+  StepOutcome outcome;
+  absl::Duration settle_time;
+  bool steady = false;  // the settle phase ended because the windows were steady
+  int64_t scrape_failures = 0;
+};
+
+class MeasuredStepRunner {
+ public:
+  // Pointers must outlive the runner; `collector` may be null (no gauges).
+  MeasuredStepRunner(StepExecutor* executor, StepJudge* judge, HealthAssessor* assessor,
+                     MetricsCollector* collector, vanguard::v1::Slo slo,
+                     MeasuredStepOptions options);
+
+  // Runs the step `request` describes. `on_window` (nullable) is called after every window
+  // (heartbeats). Errors: those of StepExecutor::Execute.
+  absl::StatusOr<MeasuredStep> Run(vanguard::v1::RunStepRequest request, bool first_step,
+                                   CancellationToken* cancel,
+                                   const std::function<void()>& on_window);
+
+  // The fraction of a step's requests that met the SLO latency: the replayer's goodput when
+  // it reports one, else estimated from the latency histogram (completed within the p99
+  // limit over scheduled).
+  static double Goodput(const vanguard::v1::StepResult& result, double p99_limit_ms);
+
+ private:
+  // Scrapes the gauges (into *gauges_out) and, for a measured window, scores its health.
+  vanguard::v1::StepWindow RecordWindow(const vanguard::v1::WindowMetrics& w, bool settle,
+                                        absl::Time start, GaugeReading* gauges_out);
+
+  StepExecutor* const executor_;
+  StepJudge* const judge_;
+  HealthAssessor* const assessor_;
+  MetricsCollector* const collector_;
+  const vanguard::v1::Slo slo_;
+  const MeasuredStepOptions options_;
+};
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_MEASURED_STEP_RUNNER_H_

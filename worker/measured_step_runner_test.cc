@@ -1,0 +1,213 @@
+// MeasuredStepRunner: settling until steady (and its cap), per-window health and spikes,
+// scraped gauges in the verdict and outcome, closed-loop requests, goodput.
+#include "worker/measured_step_runner.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/histogram.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "vanguard/v1/replayer_mock.grpc.pb.h"
+#include "worker/proto_time.h"
+#include "worker/testing/scripted_stream.h"
+
+namespace vanguard::worker {
+namespace {
+
+using ::testing::_;
+using ::testing::HasSubstr;
+using ::testing::NiceMock;
+using testing_util::MakeStepResult;
+using testing_util::NewScriptedReader;
+using testing_util::ResultEvent;
+using testing_util::StreamScript;
+
+vanguard::v1::Slo Slo() {
+  vanguard::v1::Slo slo;
+  slo.mutable_p99_latency()->set_nanos(100'000'000);  // 100 ms
+  slo.set_max_error_rate(0.01);
+  return slo;
+}
+
+vanguard::v1::RunStepEvent Window(double p50_ms, double p99_ms, double offered = 100,
+                                  double achieved = 100) {
+  vanguard::v1::RunStepEvent e;
+  vanguard::v1::WindowMetrics* w = e.mutable_window();
+  w->mutable_latency()->set_p50_ms(p50_ms);
+  w->mutable_latency()->set_p99_ms(p99_ms);
+  w->set_offered_qps(offered);
+  w->set_achieved_qps(achieved);
+  w->set_scheduled(100);
+  w->set_completed(100);
+  return e;
+}
+
+class MeasuredStepRunnerTest : public ::testing::Test {
+ protected:
+  MeasuredStepRunnerTest()
+      : executor_(&replayer_, &clock_),
+        judge_(*StepJudge::Create(
+            Slo(), std::make_unique<WeightedHealthScorer>(vanguard::v1::HealthWeights()))),
+        assessor_(*HealthAssessor::Create(Slo())) {
+    ON_CALL(replayer_, RunStepRaw(_, _))
+        .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+          requests_.push_back(r);
+          auto script = std::make_shared<StreamScript>();
+          const bool measured = FromProtoDuration(r.duration()) == absl::Seconds(10);
+          std::vector<double> p50s;
+          if (measured) {
+            p50s.assign(10, 10);
+          } else {
+            const int n = static_cast<int>(absl::ToInt64Seconds(FromProtoDuration(r.duration())));
+            for (int i = 0; i < n; ++i) p50s.push_back(settle_p50(settle_window_++));
+          }
+          for (size_t i = 0; i < p50s.size(); ++i) {
+            const double p99 = measured ? measured_p99_[i % measured_p99_.size()] : 3 * p50s[i];
+            script->events.push_back(Window(p50s[i], p99));
+          }
+          script->events.push_back(ResultEvent(MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40)));
+          return NewScriptedReader(script);
+        });
+  }
+
+  vanguard::v1::RunStepRequest Request() {
+    vanguard::v1::RunStepRequest r;
+    r.set_rate_qps(100);
+    *r.mutable_warmup() = ToProtoDuration(absl::Seconds(3));
+    *r.mutable_duration() = ToProtoDuration(absl::Seconds(10));
+    return r;
+  }
+
+  MeasuredStep MustRun(MeasuredStepOptions options, MetricsCollector* collector = nullptr,
+                       bool first = false) {
+    MeasuredStepRunner runner(&executor_, &judge_, &assessor_, collector, Slo(), options);
+    auto step = runner.Run(Request(), first, nullptr, nullptr);
+    EXPECT_TRUE(step.ok()) << step.status();
+    return std::move(*step);
+  }
+
+  NiceMock<vanguard::v1::MockReplayerStub> replayer_;
+  FakeClock clock_;
+  StepExecutor executor_;
+  StepJudge judge_;
+  HealthAssessor assessor_;
+  std::vector<vanguard::v1::RunStepRequest> requests_;
+  // p50 of settle window i: decays 40 -> 10 ms over the first 12 windows, then flat.
+  std::function<double(int)> settle_p50 = [](int i) { return i < 12 ? 40.0 - 2.5 * i : 10.0; };
+  int settle_window_ = 0;
+  std::vector<double> measured_p99_ = {40};
+};
+
+TEST_F(MeasuredStepRunnerTest, SettlesUntilSteadyThenMeasuresWithoutWarmup) {
+  MeasuredStep step = MustRun({});
+  // 3 s fixed warmup, then 5 s chunks: windows 0-2, 3-7, 8-12, 13-17 (steady: 13-17 flat).
+  ASSERT_EQ(requests_.size(), 5u);
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(3));
+  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(5));
+  EXPECT_EQ(FromProtoDuration(requests_.back().warmup()), absl::ZeroDuration());
+  EXPECT_TRUE(step.steady);
+  EXPECT_EQ(step.settle_time, absl::Seconds(18));
+  // Settle windows kept but flagged; measured ones scored.
+  ASSERT_EQ(step.windows.size(), 28u);
+  EXPECT_TRUE(step.windows[0].warmup());
+  EXPECT_FALSE(step.windows[27].warmup());
+  EXPECT_EQ(step.windows[27].health_state(), vanguard::v1::HEALTH_STATE_HEALTHY);
+  EXPECT_EQ(step.windows[0].health_state(), vanguard::v1::HEALTH_STATE_UNSPECIFIED);
+  EXPECT_EQ(FromProtoDuration(step.executed.request.warmup()), absl::Seconds(18));
+  EXPECT_TRUE(step.outcome.passed);
+}
+
+TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
+  settle_p50 = [](int i) { return 100.0 * std::pow(0.9, i); };  // never steady
+  MeasuredStepOptions options;
+  options.max_settle = absl::Seconds(13);
+  MeasuredStep step = MustRun(options);
+  EXPECT_FALSE(step.steady);
+  EXPECT_EQ(step.settle_time, absl::Seconds(13));  // 3 + 5 + 5
+  EXPECT_EQ(requests_.size(), 4u);
+  // The first step of a test may wait longer (the model's own warmup).
+  requests_.clear();
+  options.max_initial_settle = absl::Seconds(23);
+  EXPECT_EQ(MustRun(options, nullptr, /*first=*/true).settle_time, absl::Seconds(23));
+}
+
+TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
+  MeasuredStepOptions options;
+  options.fixed_warmup = false;
+  options.steady_state_detection = false;
+  MustRun(options);
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::ZeroDuration());
+}
+
+TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  measured_p99_ = {40, 40, 300, 40, 40, 40, 40, 300, 40, 40};
+  MeasuredStep step = MustRun(options);
+  EXPECT_EQ(step.outcome.spikes, 2);
+  EXPECT_EQ(step.outcome.window_state, vanguard::v1::HEALTH_STATE_HEALTHY);
+  requests_.clear();
+  measured_p99_ = {40, 40, 300, 300, 300, 40, 40, 40, 40, 40};
+  step = MustRun(options);
+  EXPECT_EQ(step.outcome.spikes, 0);
+  EXPECT_EQ(step.outcome.window_state, vanguard::v1::HEALTH_STATE_OVERLOADED);
+}
+
+TEST_F(MeasuredStepRunnerTest, GaugesFeedTheOutcomeAndTheVerdict) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  int scrape = 0;
+  MetricsCollector collector(
+      [&]() -> absl::StatusOr<std::string> {
+        if (scrape++ == 4) return absl::UnavailableError("refused");
+        return std::string("vllm:num_requests_waiting 2\nprocess_resident_memory_bytes 1e9\n");
+      },
+      GaugeMappingFor({}));
+  MeasuredStep step = MustRun(options, &collector);
+  EXPECT_DOUBLE_EQ(step.outcome.queue_mean, 2);
+  EXPECT_DOUBLE_EQ(step.outcome.queue_samples_fraction, 0.9);  // one of ten scrapes failed
+  EXPECT_DOUBLE_EQ(step.outcome.memory_bytes, 1e9);
+  EXPECT_EQ(step.scrape_failures, 1);
+  EXPECT_TRUE(step.outcome.passed);  // no queue limit in this SLO
+
+  vanguard::v1::Slo slo = Slo();
+  slo.set_max_queue_depth(1);
+  MeasuredStepRunner strict(&executor_, &judge_, &assessor_, &collector, slo, options);
+  auto failed = strict.Run(Request(), false, nullptr, nullptr);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_FALSE(failed->outcome.passed);
+  EXPECT_THAT(failed->judgement.verdict, HasSubstr("queue mean 2.00 > 1"));
+}
+
+TEST_F(MeasuredStepRunnerTest, ClosedLoopRunsAFixedConcurrency) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  options.closed_loop = true;
+  MustRun(options);
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(requests_[0].concurrency(), 10);  // 100 qps * 100 ms
+}
+
+TEST(MeasuredStepGoodputTest, FromReplayerOrFromTheHistogram) {
+  vanguard::v1::StepResult r;
+  r.set_scheduled(100);
+  r.set_completed(100);
+  r.set_good(97);
+  r.set_goodput(0.97);
+  EXPECT_DOUBLE_EQ(MeasuredStepRunner::Goodput(r, 100), 0.97);
+  LatencyHistogram h;
+  for (int i = 0; i < 90; ++i) h.Record(50'000);   // 50 ms
+  for (int i = 0; i < 10; ++i) h.Record(500'000);  // 500 ms
+  vanguard::v1::StepResult old;
+  old.set_scheduled(100);
+  old.set_completed(100);
+  old.set_latency_histogram(h.Serialize());
+  EXPECT_NEAR(MeasuredStepRunner::Goodput(old, 100), 0.9, 0.01);
+}
+
+}  // namespace
+}  // namespace vanguard::worker
