@@ -12,7 +12,8 @@
 # double_leases=… (the gRPC figures are those at the highest worker count).
 #
 # Env: QUEUE_BENCH_SECONDS (per phase, default 4), QUEUE_BENCH_WORKERS (default 1,4,16),
-#      QUEUE_BENCH_TESTS (queued tests seeded, default 120000).
+#      QUEUE_BENCH_TESTS (queued tests seeded, default 120000),
+#      QUEUE_BENCH_ORCH_FLAGS (extra vanguard-orchestrator flags, e.g. --db_pool_size=16).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../deploy/local/lib.sh"
@@ -31,7 +32,8 @@ db="host=127.0.0.1 port=$PG_PORT user=postgres dbname=vanguard"
 
 admin_token=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 start_server orchestrator "$logs/orchestrator.log" env VANGUARD_BOOTSTRAP_ADMIN_TOKEN="$admin_token" \
-  "$build/bin/vanguard-orchestrator" --database_url="$db" --listen=127.0.0.1:0
+  "$build/bin/vanguard-orchestrator" --database_url="$db" --listen=127.0.0.1:0 \
+  ${QUEUE_BENCH_ORCH_FLAGS:-}
 orch=127.0.0.1:$REPLY
 export VANGUARD_ORCHESTRATOR=$orch
 

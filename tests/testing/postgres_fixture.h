@@ -56,6 +56,36 @@ class TestDatabase {
   std::string conninfo_;
 };
 
+// A private PostgreSQL server (initdb into a temporary directory, loopback, a free port),
+// for tests that stop and restart the database. Needs the server binaries (initdb, pg_ctl:
+// $VANGUARD_PG_BIN, else the newest /usr/lib/postgresql/*/bin); run as root, it runs them
+// as user postgres. Destroying it stops the server and removes the directory.
+//
+//   ASSIGN_OR_RETURN(auto server, PostgresServer::Start());
+//   RETURN_IF_ERROR(server->Stop());     // clients now see UNAVAILABLE
+//   RETURN_IF_ERROR(server->Restart());  // same data, same port
+class PostgresServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<PostgresServer>> Start();
+  ~PostgresServer();
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+
+  // conninfo of database "postgres" as superuser "postgres".
+  const std::string& conninfo() const { return conninfo_; }
+  absl::Status Stop();     // fast shutdown: open connections are cut
+  absl::Status Restart();  // starts it again after Stop()
+
+ private:
+  PostgresServer(std::string bin, std::string dir, int port);
+  absl::Status PgCtl(const std::string& action);
+
+  std::string bin_;
+  std::string dir_;
+  int port_;
+  std::string conninfo_;
+};
+
 }  // namespace vanguard::testing
 
 #endif  // VANGUARD_TESTS_TESTING_POSTGRES_FIXTURE_H_

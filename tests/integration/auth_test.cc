@@ -1,0 +1,217 @@
+// Bearer-token auth over real gRPC and PostgreSQL ($VANGUARD_TEST_PG): every RPC x every role
+// plus a missing and a wrong token, revocation, and that only hashes are stored.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "database_test_base.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "orchestrator/authorizer.h"
+#include "orchestrator/grpc_service.h"
+#include "orchestrator/token_repository.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+
+namespace vanguard {
+namespace {
+
+using Stub = v1::Orchestrator::Stub;
+// Calls one RPC with a request that is harmless (and mostly invalid: what matters here is
+// whether the call got past authorization).
+using RpcCall = std::function<grpc::StatusCode(Stub&, grpc::ClientContext&)>;
+
+template <typename Request, typename Response>
+RpcCall Unary(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+              Request request = Request()) {
+  return [method, request](Stub& stub, grpc::ClientContext& ctx) {
+    Response response;
+    return (stub.*method)(&ctx, request, &response).error_code();
+  };
+}
+
+std::map<std::string, RpcCall> AllRpcs() {
+  v1::LeaseTestRequest lease;  // no worker_id: answered at once, no long poll
+  return {
+      {"RegisterModel", Unary(&Stub::RegisterModel)},
+      {"GetModel", Unary(&Stub::GetModel)},
+      {"ListModels", Unary(&Stub::ListModels)},
+      {"DeprecateModel", Unary(&Stub::DeprecateModel)},
+      {"SubmitTest", Unary(&Stub::SubmitTest)},
+      {"GetTest", Unary(&Stub::GetTest)},
+      {"ListTests", Unary(&Stub::ListTests)},
+      {"CancelTest", Unary(&Stub::CancelTest)},
+      {"WatchTest",
+       [](Stub& stub, grpc::ClientContext& ctx) {
+         v1::WatchTestRequest request;  // id 0: invalid
+         auto reader = stub.WatchTest(&ctx, request);
+         v1::WatchTestResponse response;
+         while (reader->Read(&response)) {
+         }
+         return reader->Finish().error_code();
+       }},
+      {"LeaseTest", Unary(&Stub::LeaseTest, lease)},
+      {"Heartbeat", Unary(&Stub::Heartbeat)},
+      {"ReportStep", Unary(&Stub::ReportStep)},
+      {"CompleteTest", Unary(&Stub::CompleteTest)},
+      {"CreateToken", Unary(&Stub::CreateToken)},
+      {"RevokeToken", Unary(&Stub::RevokeToken)},
+      {"ListTokens", Unary(&Stub::ListTokens)},
+  };
+}
+
+class AuthTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    tokens_ = std::make_unique<TokenRepository>(pool_.get());
+    // Tokens stay cached for a long time here: revocation must still act at once (the
+    // replica clears its cache when it revokes).
+    authorizer_ = std::make_unique<Authorizer>(tokens_.get(), Clock::Real(),
+                                               Authorizer::Options{.cache_ttl = absl::Hours(1)});
+    service_ = std::make_unique<OrchestratorService>(models_.get(), tests_.get(), tokens_.get(),
+                                                     nullptr, OrchestratorService::Options());
+    grpc_service_ = std::make_unique<OrchestratorGrpcService>(
+        service_.get(), OrchestratorGrpcService::Options{.authorizer = authorizer_.get()},
+        Clock::Real());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(grpc_service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::Orchestrator::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                          grpc::InsecureChannelCredentials()));
+    for (v1::Role role : {v1::ROLE_READER, v1::ROLE_SUBMITTER, v1::ROLE_WORKER, v1::ROLE_ADMIN}) {
+      absl::StatusOr<CreatedToken> token = tokens_->Create(RoleToDb(role), role);
+      ASSERT_TRUE(token.ok()) << token.status();
+      secrets_[role] = token->secret;
+    }
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+
+  grpc::StatusCode CallAs(const std::string& authorization, const RpcCall& call) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    return call(*stub_, ctx);
+  }
+
+  std::unique_ptr<TokenRepository> tokens_;
+  std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<OrchestratorGrpcService> grpc_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Stub> stub_;
+  std::map<v1::Role, std::string> secrets_;
+};
+
+TEST_F(AuthTest, EveryRpcTimesEveryRoleMissingAndWrongToken) {
+  const std::map<std::string, RpcCall> rpcs = AllRpcs();
+  ASSERT_EQ(rpcs.size(),
+            static_cast<size_t>(google::protobuf::DescriptorPool::generated_pool()
+                                    ->FindServiceByName("vanguard.v1.Orchestrator")
+                                    ->method_count()));  // all covered
+  for (const auto& [method, call] : rpcs) {
+    EXPECT_EQ(CallAs("", call), grpc::StatusCode::UNAUTHENTICATED) << method << " without token";
+    EXPECT_EQ(CallAs("Bearer not-a-token", call), grpc::StatusCode::UNAUTHENTICATED)
+        << method << " with a wrong token";
+    EXPECT_EQ(CallAs(secrets_[v1::ROLE_ADMIN], call), grpc::StatusCode::UNAUTHENTICATED)
+        << method << " with the secret but no Bearer scheme";
+    for (const auto& [role, secret] : secrets_) {
+      const grpc::StatusCode code = CallAs("Bearer " + secret, call);
+      if (RoleAllows(role, method)) {
+        EXPECT_NE(code, grpc::StatusCode::UNAUTHENTICATED) << method << " as " << RoleToDb(role);
+        EXPECT_NE(code, grpc::StatusCode::PERMISSION_DENIED) << method << " as " << RoleToDb(role);
+      } else {
+        EXPECT_EQ(code, grpc::StatusCode::PERMISSION_DENIED) << method << " as " << RoleToDb(role);
+      }
+    }
+  }
+  // The matrix itself, as the issue states it.
+  EXPECT_TRUE(RoleAllows(v1::ROLE_READER, "WatchTest"));
+  EXPECT_FALSE(RoleAllows(v1::ROLE_READER, "SubmitTest"));
+  EXPECT_TRUE(RoleAllows(v1::ROLE_SUBMITTER, "RegisterModel"));
+  EXPECT_FALSE(RoleAllows(v1::ROLE_SUBMITTER, "LeaseTest"));
+  EXPECT_TRUE(RoleAllows(v1::ROLE_WORKER, "GetModel"));
+  EXPECT_FALSE(RoleAllows(v1::ROLE_WORKER, "ListTests"));
+}
+
+TEST_F(AuthTest, AdminCreatesUsesAndRevokesATokenThroughTheApi) {
+  grpc::ClientContext create_ctx;
+  create_ctx.AddMetadata("authorization", "Bearer " + secrets_[v1::ROLE_ADMIN]);
+  v1::CreateTokenRequest create;
+  create.set_name("ci");
+  create.set_role(v1::ROLE_SUBMITTER);
+  v1::CreateTokenResponse created;
+  ASSERT_TRUE(stub_->CreateToken(&create_ctx, create, &created).ok());
+  EXPECT_EQ(created.token().role(), v1::ROLE_SUBMITTER);
+  const std::string bearer = "Bearer " + created.secret();
+
+  const RpcCall list_tests = Unary(&Stub::ListTests);
+  EXPECT_EQ(CallAs(bearer, list_tests), grpc::StatusCode::OK);
+
+  // A second unrevoked token of the same name is refused.
+  grpc::ClientContext again_ctx;
+  again_ctx.AddMetadata("authorization", "Bearer " + secrets_[v1::ROLE_ADMIN]);
+  EXPECT_EQ(stub_->CreateToken(&again_ctx, create, &created).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+
+  grpc::ClientContext revoke_ctx;
+  revoke_ctx.AddMetadata("authorization", "Bearer " + secrets_[v1::ROLE_ADMIN]);
+  v1::RevokeTokenRequest revoke;
+  revoke.set_name("ci");
+  v1::RevokeTokenResponse revoked;
+  ASSERT_TRUE(stub_->RevokeToken(&revoke_ctx, revoke, &revoked).ok());
+  EXPECT_TRUE(revoked.token().has_revoke_time());
+  // Refused at once although the earlier answer was cached for an hour.
+  EXPECT_EQ(CallAs(bearer, list_tests), grpc::StatusCode::UNAUTHENTICATED);
+
+  grpc::ClientContext list_ctx;
+  list_ctx.AddMetadata("authorization", "Bearer " + secrets_[v1::ROLE_ADMIN]);
+  v1::ListTokensRequest list;
+  list.set_include_revoked(true);
+  v1::ListTokensResponse listed;
+  ASSERT_TRUE(stub_->ListTokens(&list_ctx, list, &listed).ok());
+  EXPECT_EQ(listed.tokens_size(), 5);  // four roles + the revoked "ci"
+}
+
+TEST_F(AuthTest, OnlyTheSecretsHashIsStored) {
+  pqxx::result rows = Sql("SELECT encode(secret_sha256, 'hex') FROM api_tokens");
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& [role, secret] : secrets_) {
+    for (const pqxx::row& row : rows)
+      EXPECT_EQ(std::string(row[0].c_str()).find(secret), std::string::npos);
+  }
+  pqxx::result found =
+      SqlParams("SELECT role FROM api_tokens WHERE secret_sha256 = sha256(convert_to($1, 'UTF8'))",
+                secrets_[v1::ROLE_WORKER]);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_STREQ(found[0][0].c_str(), "worker");
+}
+
+TEST_F(AuthTest, BootstrapEnsureIsIdempotentAndRotates) {
+  const std::string first = "bootstrap-secret-aaaaaaaaaaaa";
+  absl::StatusOr<v1::Token> a = tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, first);
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<v1::Token> again = tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, first);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->id(), a->id());
+  EXPECT_EQ(CallAs("Bearer " + first, Unary(&Stub::ListTokens)), grpc::StatusCode::OK);
+
+  // A new bootstrap secret replaces the old one (after a restart with a rotated secret).
+  authorizer_->ClearCache();
+  const std::string second = "bootstrap-secret-bbbbbbbbbbbb";
+  ASSERT_TRUE(tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, second).ok());
+  authorizer_->ClearCache();
+  EXPECT_EQ(CallAs("Bearer " + first, Unary(&Stub::ListTokens)), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallAs("Bearer " + second, Unary(&Stub::ListTokens)), grpc::StatusCode::OK);
+}
+
+}  // namespace
+}  // namespace vanguard

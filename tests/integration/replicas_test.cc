@@ -1,0 +1,157 @@
+// Orchestrator processes (the real binary) on a real PostgreSQL: two replicas on one
+// database serve one queue, a long poll on one wakes for a submit on the other, and a
+// database restart gives UNAVAILABLE meanwhile and heals without restarting the orchestrator.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "database_test_base.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/subprocess.h"
+#include "vanguard/v1/orchestrator.grpc.pb.h"
+
+namespace vanguard {
+namespace {
+
+using ::vanguard::testing::Subprocess;
+
+constexpr char kAdmin[] = "replicas-test-admin-secret";
+
+std::unique_ptr<grpc::ClientContext> Context(absl::Duration deadline = absl::Seconds(30)) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  ctx->AddMetadata("authorization", absl::StrCat("Bearer ", kAdmin));
+  return ctx;
+}
+
+std::unique_ptr<v1::Orchestrator::Stub> StubFor(const Subprocess& server) {
+  return v1::Orchestrator::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> StartOrchestrator(const std::string& conninfo,
+                                                              std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--database_url=" + conninfo,
+                                   "--reaper_interval=1s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return Subprocess::StartServer("vanguard-orchestrator", args,
+                                 {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdmin)});
+}
+
+class ReplicasTest : public DatabaseTest {};
+
+TEST_F(ReplicasTest, TwoOrchestratorProcessesServeOneQueue) {
+  auto a = StartOrchestrator(db_->conninfo());
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = StartOrchestrator(db_->conninfo());
+  ASSERT_TRUE(b.ok()) << b.status();
+  std::unique_ptr<v1::Orchestrator::Stub> stubs[2] = {StubFor(**a), StubFor(**b)};
+
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(stubs[0]->RegisterModel(Context().get(), reg, &registered).ok());
+
+  // A long poll on B wakes for a submit through A.
+  v1::LeaseTestResponse first;
+  grpc::Status first_status;
+  std::thread poller([&] {
+    v1::LeaseTestRequest lease;
+    lease.set_worker_id("poller");
+    first_status = stubs[1]->LeaseTest(Context(absl::Seconds(25)).get(), lease, &first);
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  v1::SubmitTestResponse submitted;
+  ASSERT_TRUE(stubs[0]->SubmitTest(Context().get(), submit, &submitted).ok());
+  poller.join();
+  ASSERT_TRUE(first_status.ok()) << first_status.error_message();
+  ASSERT_TRUE(first.has_test());
+  EXPECT_EQ(first.test().id(), submitted.test().id());
+
+  // 40 more tests submitted through both; 4 workers (2 per replica) run them, each one
+  // completing through the other replica.
+  constexpr int kTests = 40;
+  for (int i = 0; i < kTests; ++i) {
+    v1::SubmitTestResponse s;
+    ASSERT_TRUE(stubs[i % 2]->SubmitTest(Context().get(), submit, &s).ok());
+  }
+  std::mutex mu;
+  std::map<int64_t, int> leased;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&, w] {
+      v1::Orchestrator::Stub& lease_via = *stubs[w % 2];
+      v1::Orchestrator::Stub& complete_via = *stubs[1 - w % 2];
+      v1::LeaseTestRequest lease;
+      lease.set_worker_id(absl::StrCat("worker-", w));
+      lease.mutable_wait()->set_nanos(200'000'000);
+      while (true) {
+        v1::LeaseTestResponse got;
+        if (!lease_via.LeaseTest(Context().get(), lease, &got).ok()) {
+          ++failures;
+          return;
+        }
+        if (!got.has_test()) return;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++leased[got.test().id()];
+        }
+        v1::CompleteTestRequest complete;
+        complete.set_test_id(got.test().id());
+        complete.set_attempt(got.attempt());
+        complete.mutable_result()->set_max_sustainable_qps(100);
+        v1::CompleteTestResponse done;
+        if (!complete_via.CompleteTest(Context().get(), complete, &done).ok() ||
+            done.test().state() != v1::TEST_STATE_SUCCEEDED) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(leased.size(), static_cast<size_t>(kTests));
+  for (const auto& [id, count] : leased) EXPECT_EQ(count, 1) << "test " << id;
+  EXPECT_EQ(Sql("SELECT count(*) FROM tests WHERE state = 'succeeded'")[0][0].as<int>(), kTests);
+}
+
+TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
+  auto server = testing::PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto orch = StartOrchestrator((*server)->conninfo(), {"--insecure_no_auth"});
+  ASSERT_TRUE(orch.ok()) << orch.status();
+  auto stub = StubFor(**orch);
+  auto list = [&] {
+    v1::ListModelsRequest request;
+    v1::ListModelsResponse response;
+    grpc::ClientContext ctx;  // no token: --insecure_no_auth
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+    return stub->ListModels(&ctx, request, &response).error_code();
+  };
+  ASSERT_EQ(list(), grpc::StatusCode::OK);
+
+  ASSERT_TRUE((*server)->Stop().ok());
+  grpc::StatusCode down = list();
+  for (int i = 0; i < 5 && down == grpc::StatusCode::OK; ++i) down = list();
+  EXPECT_EQ(down, grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(list(), grpc::StatusCode::UNAVAILABLE);
+
+  ASSERT_TRUE((*server)->Restart().ok());
+  grpc::StatusCode up = list();
+  for (int i = 0; i < 60 && up != grpc::StatusCode::OK; ++i) {
+    absl::SleepFor(absl::Milliseconds(500));
+    up = list();
+  }
+  EXPECT_EQ(up, grpc::StatusCode::OK) << (*orch)->Stderr();
+}
+
+}  // namespace
+}  // namespace vanguard
