@@ -361,10 +361,12 @@ int main(int argc, char** argv) {
     std::cerr << "vanguard-sim-predictor: cannot write --port_file " << port_file << "\n";
     return 1;
   }
+  // One write, LISTENING first: tools that look for the first "LISTENING " find HTTP's.
+  std::string listening = absl::StrCat("LISTENING ", (*server)->address(), "\n");
   if (!(*server)->grpc_address().empty()) {
-    std::cout << "GRPC_LISTENING " << (*server)->grpc_address() << std::endl;
+    absl::StrAppend(&listening, "GRPC_LISTENING ", (*server)->grpc_address(), "\n");
   }
-  std::cout << "LISTENING " << (*server)->address() << std::endl;
+  std::cout << listening << std::flush;
 
   int signal_number = 0;
   sigwait(&shutdown_signals, &signal_number);

@@ -28,6 +28,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/simulator/sim_load_client.h"
 #include "tests/testing/subprocess.h"
 
 namespace vanguard::sim {
@@ -40,56 +41,13 @@ using tcp = asio::ip::tcp;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::vanguard::testing::Subprocess;
+using HttpConnection = SimHttpConnection;
+using Reply = SimHttpReply;
 
 constexpr char kBinary[] = "vanguard-sim-predictor";
 constexpr char kInferBody[] =
     R"({"id":"r1","inputs":[{"name":"input0","shape":[1,4],"datatype":"FP32",)"
     R"("data":[1.5,2,3,4]}]})";
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::string content_type;
-  std::string allow;
-  bool keep_alive = false;
-};
-
-// One keep-alive HTTP/1.1 connection; blocking; used by one thread. Throws on I/O errors.
-class HttpConnection {
- public:
-  explicit HttpConnection(int port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    socket_.set_option(tcp::no_delay(true));
-  }
-
-  Reply Send(http::verb method, const std::string& target, const std::string& body = "") {
-    http::request<http::string_body> request(method, target, 11);
-    request.set(http::field::host, "127.0.0.1");
-    if (method == http::verb::post) request.set(http::field::content_type, "application/json");
-    request.body() = body;
-    request.prepare_payload();
-    http::write(socket_, request);
-    http::response<http::string_body> response;
-    http::read(socket_, buffer_, response);
-    Reply reply;
-    reply.status = response.result_int();
-    reply.body = std::move(response.body());
-    reply.content_type = std::string(response[http::field::content_type]);
-    reply.allow = std::string(response[http::field::allow]);
-    reply.keep_alive = response.keep_alive();
-    return reply;
-  }
-
-  Reply Get(const std::string& target) { return Send(http::verb::get, target); }
-  Reply Post(const std::string& target, const std::string& body) {
-    return Send(http::verb::post, target, body);
-  }
-
- private:
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
 
 std::unique_ptr<Subprocess> StartSim(const std::vector<std::string>& flags) {
   std::vector<std::string> args = {"--listen=127.0.0.1:0"};
