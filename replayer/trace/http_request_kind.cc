@@ -33,6 +33,9 @@ HttpRequestKind ClassifyHttpRequest(std::string_view path, std::string_view body
       (parts.size() == 4 || (parts.size() == 6 && parts[3] == "versions"))) {
     return {std::string(kTraceProtocolKServeV2Rest), std::string(parts[2])};
   }
+  if (clean == DefaultPathFor(kTraceProtocolKServeV2Grpc, "")) {
+    return {std::string(kTraceProtocolKServeV2Grpc), ""};
+  }
   if (clean == "/v1/completions") {
     return {std::string(kTraceProtocolOpenAiCompletions), ModelFromJsonBody(body)};
   }

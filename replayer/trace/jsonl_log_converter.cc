@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "replayer/protocols/kserve_grpc_transport.h"
 #include "replayer/trace/http_request_kind.h"
 
 namespace vanguard::replayer {
@@ -91,6 +92,19 @@ absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptio
   }
   if (record->model.empty() && record->protocol == kTraceProtocolKServeV2Rest) {
     return absl::InvalidArgumentError("field model: missing (and the path names none)");
+  }
+  if (record->protocol == kTraceProtocolKServeV2Grpc) {
+    // gRPC replays send the payload as a serialized ModelInferRequest: convert the KServe v2
+    // JSON body once here rather than on every replay.
+    if (body == json.end() || !body->is_object()) {
+      return absl::InvalidArgumentError(
+          "field body: must be a KServe v2 JSON object for protocol kserve_v2_grpc");
+    }
+    absl::StatusOr<inference::ModelInferRequest> infer =
+        ModelInferRequestFromKServeJson(record->model, record->payload);
+    if (!infer.ok()) return infer.status();
+    record->payload = infer->SerializeAsString();
+    record->method.clear();
   }
   record->headers.clear();
   auto headers = json.find("headers");

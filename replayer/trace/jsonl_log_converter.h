@@ -8,6 +8,8 @@
 //    "headers": {"content-type": "application/json"},       // optional, string values
 //    "body": {"inputs": [...]}}                     // JSON value (sent compact) or a string
 //
+// For protocol "kserve_v2_grpc" the body must be a KServe v2 JSON object; it is stored as the
+// serialized inference.ModelInferRequest the gRPC transport sends.
 // Inter-arrival times come from consecutive timestamps (a line earlier than the previous one
 // gets 0 and is counted as out of order). Bad lines are skipped and reported with their
 // 1-based line number and the reason; blank lines are ignored. The log is streamed; a line

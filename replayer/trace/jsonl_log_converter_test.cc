@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "inference/grpc_service.pb.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -81,6 +82,25 @@ TEST(JsonlLogConverterTest, ConvertsGoodLinesAndReportsBadOnesByLineNumber) {
   // Earlier than the previous line: gap 0, counted as out of order.
   EXPECT_EQ(records[3].interarrival_us, 0u);
   EXPECT_EQ(report->out_of_order_lines, 1);
+}
+
+TEST(JsonlLogConverterTest, GrpcLinesStoreASerializedModelInferRequest) {
+  TraceRecord record;
+  int64_t ts = 0;
+  ASSERT_TRUE(
+      ParseJsonlLogLine(
+          R"({"timestamp":5,"protocol":"kserve_v2_grpc","model":"resnet","body":{"inputs":[{"name":"x","shape":[2],"datatype":"INT64","data":[7,8]}]}})",
+          {}, &record, &ts)
+          .ok());
+  EXPECT_EQ(record.path, "/inference.GRPCInferenceService/ModelInfer");
+  inference::ModelInferRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(record.payload));
+  EXPECT_EQ(parsed.model_name(), "resnet");
+  EXPECT_EQ(parsed.inputs(0).contents().int64_contents(1), 8);
+  absl::Status bad = ParseJsonlLogLine(
+      R"({"timestamp":5,"protocol":"kserve_v2_grpc","model":"m","body":"opaque"})", {}, &record,
+      &ts);
+  EXPECT_THAT(bad.message(), HasSubstr("field body"));
 }
 
 TEST(JsonlLogConverterTest, MissingInputIsNotFound) {

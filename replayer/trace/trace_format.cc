@@ -250,6 +250,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
 }
 
 absl::Status TraceReader::Rewind() {
+  error_ = absl::OkStatus();
   if (::lseek(fd_, 0, SEEK_SET) != 0)
     return ErrnoStatus(errno, absl::StrCat("cannot seek trace ", path_));
   begin_ = end_ = 0;
@@ -344,6 +345,14 @@ absl::Status TraceReader::Corrupt(absl::string_view what) const {
 }
 
 absl::StatusOr<bool> TraceReader::Next(TraceRecord* record) {
+  // After an error the position is unknown: keep reporting it until Rewind().
+  if (!error_.ok()) return error_;
+  absl::StatusOr<bool> got = ReadRecord(record);
+  if (!got.ok()) error_ = got.status();
+  return got;
+}
+
+absl::StatusOr<bool> TraceReader::ReadRecord(TraceRecord* record) {
   ASSIGN_OR_RETURN(size_t available, Fill(kMaxVarintBytes));
   if (available == 0) return false;  // clean end: the previous record ended the file
   std::string_view head(buffer_.data() + begin_, available);

@@ -126,7 +126,8 @@ class TraceReader {
 
   // Reads the next record into *record (reusing its storage). true: a record was read;
   // false: clean end of trace. DATA_LOSS with file, record number and byte offset if the
-  // next record is truncated, too long, fails its checksum or does not decode.
+  // next record is truncated, too long, fails its checksum or does not decode; every later
+  // call returns the same error until Rewind().
   absl::StatusOr<bool> Next(TraceRecord* record);
 
   // Starts over at the first record.
@@ -149,6 +150,7 @@ class TraceReader {
   absl::StatusOr<std::string_view> Take(size_t n, absl::string_view what);
   void NotePeak();
   absl::Status Corrupt(absl::string_view what) const;
+  absl::StatusOr<bool> ReadRecord(TraceRecord* record);
 
   std::string path_;
   int fd_;
@@ -161,6 +163,7 @@ class TraceReader {
   uint64_t record_offset_ = kTraceFileHeaderBytes;
   int64_t records_read_ = 0;
   size_t peak_buffered_bytes_ = 0;
+  absl::Status error_;  // sticky: the first corruption seen since Open/Rewind
 };
 
 // Streams the whole trace once (bounded memory) and returns its shape; the first corruption

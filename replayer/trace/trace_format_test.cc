@@ -175,6 +175,16 @@ TEST(TraceFormatTest, GarbageAfterTheLastRecordIsReported) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(read.status().message(), HasSubstr("record 2"));
+
+  // The error is sticky (the position is lost) until Rewind starts over.
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  TraceRecord r;
+  EXPECT_TRUE(*(*reader)->Next(&r));
+  absl::Status first = (*reader)->Next(&r).status();
+  EXPECT_EQ((*reader)->Next(&r).status(), first);
+  ASSERT_TRUE((*reader)->Rewind().ok());
+  EXPECT_TRUE(*(*reader)->Next(&r));
 }
 
 TEST(TraceFormatTest, ForeignFilesAndVersionsAreInvalidArgument) {
