@@ -36,6 +36,8 @@ constexpr int64_t kHousekeepingNs = 2'000'000;
 // immediately (with their original intended times).
 constexpr int kMaxBurst = 256;
 constexpr int kMaxEvents = 256;
+// Polled mode sleeps at least this long between wake-ups (see Loop()).
+constexpr int64_t kWakeQuantumNs = 100'000;
 constexpr size_t kReadBufferBytes = 64 * 1024;  // also the largest response header accepted
 // epoll user data for the two non-connection fds.
 constexpr uint64_t kWakeTag = 1;
@@ -327,6 +329,7 @@ struct RequestState {
   int64_t intended = 0;
   int64_t sent = 0;
   int64_t deadline = 0;
+  int64_t received = 0;  // polled mode: kernel receive time of the latest bytes
   int64_t first_chunk = -1;
   int64_t last_chunk = -1;
   int64_t chunks = 0;
@@ -413,6 +416,7 @@ class LoadLoop::Impl {
       if (connection->fd >= 0) close(connection->fd);
     }
     if (timer_fd_ >= 0) close(timer_fd_);
+    if (sleep_epoll_fd_ >= 0) close(sleep_epoll_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
     if (wake_fd_ >= 0) close(wake_fd_);
   }
@@ -482,7 +486,22 @@ class LoadLoop::Impl {
       if (!schedule.ok()) return schedule.status();
       schedule_.emplace(*std::move(schedule));
     }
+    // Polled mode (plain HTTP, open loop): read responses once per wake-up instead of waking
+    // for each. Streams (chunk timing), transports and closed loops need readiness wake-ups.
+    polled_ = !config_.closed_loop() && !handlers_ && transport_ == nullptr && ProbePwait2();
+    if (polled_) {
+      sleep_epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+      epoll_event wake{};
+      wake.events = EPOLLIN;
+      wake.data.u64 = kWakeTag;
+      if (sleep_epoll_fd_ < 0 || epoll_ctl(sleep_epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake) != 0) {
+        return absl::InternalError(absl::StrCat("load loop: epoll: ", strerror(errno)));
+      }
+    }
     t0_ = MonotonicNs();
+    timespec realtime;
+    clock_gettime(CLOCK_REALTIME, &realtime);
+    realtime_at_t0_ = static_cast<int64_t>(realtime.tv_sec) * kNanosPerSecond + realtime.tv_nsec;
     housekeeping_next_ = 0;
     cpu_last_ = ThreadCpuNs();
     span_start_ = -1;
@@ -521,13 +540,53 @@ class LoadLoop::Impl {
       int64_t wake_at = housekeeping_next_;
       if (!config_.closed_loop() && has_next_) wake_at = std::min(wake_at, next_intended_);
       if (config_.closed_loop() && closed_loop_owed_ > 0 && now < total_ns_) wake_at = now;
+      if (polled_) {
+        // Read whatever arrived (kernel receive timestamps keep latencies exact), then sleep
+        // until the next send without waking for each response.
+        int n = epoll_wait(epoll_fd_, events, kMaxEvents, 0);
+        if (n < 0 && errno != EINTR) {
+          return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
+        }
+        for (int i = 0; i < n; ++i) HandleEvent(events[i]);
+        if (n == kMaxEvents) continue;  // more may be ready
+        // At most one wake-up per quantum: above 1/quantum requests per second several
+        // leave per wake-up (each with its own, honest skew), which is what keeps the CPU
+        // cost per request near a saturating closed-loop client's.
+        wake_at = std::max(wake_at, last_wake_ + kWakeQuantumNs);
+        if (!Sleep(wake_at - Now())) {
+          return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
+        }
+        continue;
+      }
       int n = Wait(events, wake_at - Now());
       if (n < 0) return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
       for (int i = 0; i < n; ++i) HandleEvent(events[i]);
     }
   }
 
+  // Polled mode: sleeps up to `timeout_ns` on a set holding only the wake-up eventfd.
+  bool Sleep(int64_t timeout_ns) {
+    if (timeout_ns <= 0) return true;
+    struct WakeStamp {
+      Impl* impl;
+      ~WakeStamp() { impl->last_wake_ = impl->Now(); }
+    } stamp{this};
+    epoll_event event;
+    timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
+                static_cast<long>(timeout_ns % kNanosPerSecond)};
+    int n = epoll_pwait2(sleep_epoll_fd_, &event, 1, &ts, nullptr);
+    if (n < 0 && errno != EINTR) return false;
+    if (n == 1) HandleEvent(event);
+    return true;
+  }
+
   int64_t Now() const { return MonotonicNs() - t0_; }
+
+  bool ProbePwait2() {
+    epoll_event event;
+    timespec zero{0, 0};
+    return epoll_pwait2(epoll_fd_, &event, 1, &zero, nullptr) >= 0 || errno != ENOSYS;
+  }
 
   // Waits for I/O for at most `timeout_ns` (<= 0: just polls).
   int Wait(epoll_event* events, int64_t timeout_ns) {
@@ -761,6 +820,8 @@ class LoadLoop::Impl {
     if (fd < 0) return nullptr;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    // Polled mode reads responses late on purpose; the kernel's receive time is exact.
+    if (polled_) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     int rc = connect(fd, reinterpret_cast<const sockaddr*>(&target_.address), target_.length);
     if (rc != 0 && errno != EINPROGRESS) {
       close(fd);
@@ -828,7 +889,8 @@ class LoadLoop::Impl {
     while (connection->state == Connection::State::kActive) {
       char* buffer = connection->in.get();
       size_t room = kReadBufferBytes - connection->in_len;
-      ssize_t n = recv(connection->fd, buffer + connection->in_len, room, 0);
+      ssize_t n = polled_ ? ReceiveTimestamped(connection, buffer + connection->in_len, room)
+                          : recv(connection->fd, buffer + connection->in_len, room, 0);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -846,6 +908,29 @@ class LoadLoop::Impl {
       if (!Consume(connection, static_cast<size_t>(n))) return;  // resolved or failed
       if (static_cast<size_t>(n) < room) return;                 // drained what the kernel had
     }
+  }
+
+  // recv() that also records when the kernel received the bytes (SO_TIMESTAMPNS) as
+  // connection->request.received, a step offset on the monotonic clock.
+  ssize_t ReceiveTimestamped(Connection* connection, char* buffer, size_t room) {
+    iovec io{buffer, room};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(connection->fd, &message, 0);
+    if (n <= 0) return n;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec at;
+        std::memcpy(&at, CMSG_DATA(c), sizeof(at));
+        int64_t realtime = static_cast<int64_t>(at.tv_sec) * kNanosPerSecond + at.tv_nsec;
+        connection->request.received = realtime - realtime_at_t0_;
+      }
+    }
+    return n;
   }
 
   // Parses `n` new bytes at in[in_len]. False once the request is resolved.
@@ -942,11 +1027,15 @@ class LoadLoop::Impl {
   void OnResponse(Connection* connection, bool reusable) {
     int64_t now = Now();
     RequestState& r = connection->request;
+    int64_t done = now;
+    // Polled mode: the kernel's receive time of the response's last bytes (clamped into
+    // [sent, now] against wall-clock steps between the two clocks).
+    if (polled_ && r.received > 0) done = std::clamp(r.received, r.sent, now);
     int status = connection->parser.status();
     if (status >= 200 && status < 300) {
       absl::Status end = connection->handler ? connection->handler->End() : absl::OkStatus();
       if (end.ok()) {
-        accounting_.OnSuccess(Ns(r.intended), Ns(r.sent), Ns(now), r.chunks,
+        accounting_.OnSuccess(Ns(r.intended), Ns(r.sent), Ns(done), r.chunks,
                               r.first_chunk >= 0 ? Ns(r.first_chunk) : absl::InfiniteDuration());
       } else {
         accounting_.OnError(Ns(r.intended), ErrorClassOf(end));
@@ -1260,7 +1349,12 @@ class LoadLoop::Impl {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   int timer_fd_ = -1;
+  int sleep_epoll_fd_ = -1;
   bool use_pwait2_ = true;
+  bool polled_ = false;
+  int64_t realtime_at_t0_ = 0;
+  int64_t last_wake_ = 0;  // polled mode: when the loop last woke from Sleep()  // CLOCK_REALTIME
+                           // at t0_, to place kernel timestamps
   int64_t t0_ = 0;
   int64_t housekeeping_next_ = 0;
   std::atomic<bool> stop_requested_{false};
