@@ -255,6 +255,8 @@ TEST(SimBehaviourTest, StreamsCompletionsInAFormatAStrictSseParserAccepts) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(json::parse(bad.body)["error"]["message"].get<std::string>(), HasSubstr("messages"));
   EXPECT_EQ(connection.Post("/v1/completions", R"({"model":"gpt","prompt":"x"})").status, 404);
+  // KServe v2 infer reaches the generative model too (answered after its last token).
+  EXPECT_EQ(connection.Post("/v2/models/sim/infer", kInferBody).status, 200);
 }
 
 TEST(SimBehaviourTest, TokensArriveOverTimeNotAllAtTheEnd) {
@@ -427,6 +429,33 @@ TEST(SimBehaviourTest, GrpcShedsBeyondTheQueueLimitWithUnavailable) {
   const int status = sim->Terminate();
   EXPECT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(SimBehaviourTest, SigtermAnswersGrpcCallsStillWithTheModel) {
+  auto sim = StartSim({"--grpc_listen=127.0.0.1:0", "--slots=1", "--service_ms=20000"});
+  ASSERT_NE(sim, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(GrpcAddress(*sim), grpc::InsecureChannelCredentials()));
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+    inference::ModelInferResponse response;
+    status = stub->ModelInfer(&context, GrpcInferRequest("sim"), &response);
+  });
+  HttpConnection scraper(sim->port());
+  for (int i = 0; i < 200; ++i) {  // until the call is in service
+    if (MetricValue(scraper.Get("/metrics").body,
+                    "vllm:num_requests_running{model_name=\"sim\"}") == 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int exit_status = sim->Terminate();
+  caller.join();
+  EXPECT_TRUE(WIFEXITED(exit_status)) << exit_status;
+  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
 }
 
 TEST(SimBehaviourTest, AdminFaultHooks) {
