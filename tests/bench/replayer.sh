@@ -4,9 +4,11 @@
 # Against one fast local HTTP server (tests/bench/replayer_fast_server, pinned to the last
 # CPU), in one run:
 #  1. wrk (Debian package, installed if missing) at saturation on one thread, pinned to CPU 0;
-#  2. vanguard-replayer on one thread at a fixed rate (REPLAYER_BENCH_RATE, default 20000/s),
-#     pinned to CPU 0; CPU seconds per request of each (user + sys from /usr/bin/time) and
-#     their ratio;
+#  2. vanguard-replayer on one thread at a fixed rate (REPLAYER_BENCH_RATE; default half the
+#     rate wrk saturated at, rounded to 1000/s, so the open-loop client has idle time), pinned
+#     to CPU 0; CPU seconds per request of each (user + sys from /usr/bin/time) and their
+#     ratio. The search in step 4 prints the ratio at every rate it tries as well (at low
+#     rates each request costs a wake-up, which in a VM is most of its CPU);
 #  3. skew p99 at 10,000 req/s;
 #  4. the highest constant rate one replayer thread holds with send-skew p99 <= 1 ms,
 #     achieved >= 99% of offered and nothing dropped or left undispatched (doubling from
@@ -14,13 +16,21 @@
 #  5. peak RSS of the replayer over all its runs.
 # Ends with: cpu_per_req_ratio_vs_wrk=… max_rate_skew_p99_le_1ms=… skew_p99_us_at_10k=… rss_mb=…
 # The machine may be shared: figures are from one run and say so; rerun on a quiet box.
+# REPLAYER_BENCH_PRIORITY=rt (default when root and chrt works) runs the server, wrk and the
+# replayer alike under SCHED_FIFO 10 so that other processes on a shared box do not decide
+# the skew figures; =normal runs everything at the default priority.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../deploy/local/lib.sh"
 trap stop_all EXIT
 
 build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
-fixed_rate=${REPLAYER_BENCH_RATE:-20000}
+fixed_rate=${REPLAYER_BENCH_RATE:-half}
+priority=${REPLAYER_BENCH_PRIORITY:-rt}
+if [ "$priority" = rt ] && ! chrt -f 10 true 2>/dev/null; then
+  log "cannot use SCHED_FIFO here; running at normal priority"
+  priority=normal
+fi
 seconds=${REPLAYER_BENCH_SECONDS:-5}
 log "building into $build"
 vanguard_build "$build" Release vanguard-replayer replayer_fast_server >/dev/null
@@ -33,14 +43,16 @@ fi
 cpus=$(nproc)
 server_cpu=$((cpus - 1))
 client_cpu=0
-pin_client=(taskset -c "$client_cpu")
-pin_server=(taskset -c "$server_cpu")
-if [ "$cpus" -lt 2 ]; then pin_server=(); fi
+prio=()
+[ "$priority" = rt ] && prio=(chrt -f 10)
+pin_client=("${prio[@]}" taskset -c "$client_cpu")
+pin_server=("${prio[@]}" taskset -c "$server_cpu")
+if [ "$cpus" -lt 2 ]; then pin_server=("${prio[@]}"); fi
 work=$(mktemp -d /tmp/vanguard-bench-replayer.XXXXXX)
 start_server fast_server "$work/server.log" "${pin_server[@]}" "$build/bin/replayer_fast_server" \
   --listen=127.0.0.1:0
 url="http://127.0.0.1:$REPLY"
-log "load on ${cpus} CPUs: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min)"
+echo "machine: ${cpus} CPUs, load $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min); client on CPU $client_cpu, server on CPU $server_cpu; priority $priority"
 
 # cpu_seconds TIMEFILE -> user+sys seconds; rss_kb TIMEFILE -> max RSS in KiB.
 cpu_seconds() { awk '{printf "%.4f", $1 + $2}' "$1"; }
@@ -72,6 +84,9 @@ wrk_cpu_per_req_us=$(python3 -c "print(f'{$wrk_cpu / $wrk_requests * 1e6:.3f}')"
 echo "wrk: $wrk_requests requests in ${seconds}s (${wrk_rate}/s, 1 thread, 64 connections), cpu ${wrk_cpu}s = ${wrk_cpu_per_req_us} us/request"
 
 # 2. The replayer at a fixed rate (no warmup: every request it sends is counted).
+if [ "$fixed_rate" = half ]; then
+  fixed_rate=$(python3 -c "print(max(1000, int(round($wrk_rate / 2, -3))))")
+fi
 replayer_run fixed "$fixed_rate" "$seconds" 0
 rep_sent=$(json_field "$work/fixed.json" sent)
 rep_cpu=$(cpu_seconds "$work/fixed.time")
@@ -89,15 +104,18 @@ echo "at 10000/s: skew p50 $(json_field "$work/at10k.json" send_skew_p50_us) us,
 holds() {
   local rate=$1
   replayer_run "rate$rate" "$rate" 3 1 || return 1
-  python3 - "$work/rate$rate.json" "$rate" <<'EOF'
+  python3 - "$work/rate$rate.json" "$rate" "$(cpu_seconds "$work/rate$rate.time")" "$wrk_cpu_per_req_us" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1])); rate = float(sys.argv[2])
+cpu_us = float(sys.argv[3]) / max(1, rate * 4) * 1e6  # 1 s warmup + 3 s measured
+ratio = cpu_us / float(sys.argv[4])
 ok = (r.get("send_skew_p99_us", 0) <= 1000 and r.get("achieved_qps", 0) >= 0.99 * rate
       and int(r.get("dropped", 0)) == 0 and int(r.get("never_dispatched", 0)) == 0
       and int(r.get("errors", 0)) == 0)
 print(f"  rate {rate:>9.0f}/s: achieved {r.get('achieved_qps', 0):>9.0f}/s  skew p99 "
       f"{r.get('send_skew_p99_us', 0):>8.1f} us  max {r.get('send_skew_max_us', 0):>8.0f} us  "
-      f"cpu {100 * r.get('max_client_cpu_share', 0):5.1f}%  -> {'holds' if ok else 'fails'}",
+      f"cpu {100 * r.get('max_client_cpu_share', 0):5.1f}%  {cpu_us:6.2f} us/req "
+      f"({ratio:4.2f}x wrk)  -> {'holds' if ok else 'fails'}",
       flush=True)
 sys.exit(0 if ok else 1)
 EOF
@@ -120,5 +138,5 @@ echo "highest rate held: $best/s"
 
 rss_mb=$(python3 -c "print(f'{$peak_rss_kb / 1024:.1f}')")
 echo "peak RSS of the replayer: ${rss_mb} MB"
-log "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cpu_per_req_ratio_vs_wrk=$ratio max_rate_skew_p99_le_1ms=$best skew_p99_us_at_10k=$skew_10k rss_mb=$rss_mb"
