@@ -49,6 +49,13 @@ struct Window {
   }
 };
 
+// What one or more replications at a rate observed, before judging.
+struct Observations {
+  RateEvaluation counts;  // scheduled, rejected, failed
+  std::vector<int64_t> latencies;
+  std::vector<int64_t> ttfts;
+};
+
 void Judge(const Slo& slo, const GroundTruthOptions& options, std::vector<int64_t>& latencies,
            std::vector<int64_t>* ttfts, RateEvaluation* result) {
   result->succeeded = latencies.size();
@@ -56,7 +63,8 @@ void Judge(const Slo& slo, const GroundTruthOptions& options, std::vector<int64_
       result->scheduled == 0
           ? 1.0
           : static_cast<double>(result->rejected + result->failed) / result->scheduled;
-  result->achieved_rps = result->succeeded / absl::ToDoubleSeconds(options.measure);
+  result->achieved_rps = result->succeeded / absl::ToDoubleSeconds(options.measure) /
+                         std::max(1, options.replications);
   result->latency_at_percentile = Percentile(latencies, slo.latency_percentile);
   bool ttft_ok = true;
   if (ttfts != nullptr) {
@@ -67,16 +75,14 @@ void Judge(const Slo& slo, const GroundTruthOptions& options, std::vector<int64_
                       result->latency_at_percentile <= slo.latency_limit && ttft_ok;
 }
 
-RateEvaluation EvaluateBatch(const Profile& profile, const Slo& slo, double rate,
-                             const GroundTruthOptions& options) {
+void ObserveBatch(const Profile& profile, double rate, const GroundTruthOptions& options,
+                  uint64_t arrival_seed, Observations* observations) {
   SlotScheduler scheduler(profile.batch);
   const absl::Duration start = profile.batch.perturbations.warmup;
   const Window window{start + options.settle, start + options.settle + options.measure};
-  ArrivalClock clock(options.arrival, rate, options.seed, start);
-  RateEvaluation result;
-  result.offered_rps = rate;
-  std::vector<int64_t> latencies;
-  latencies.reserve(static_cast<size_t>(rate * absl::ToDoubleSeconds(options.measure) * 1.1));
+  ArrivalClock clock(options.arrival, rate, arrival_seed, start);
+  RateEvaluation& result = observations->counts;
+  std::vector<int64_t>& latencies = observations->latencies;
   std::vector<SlotScheduler::Completion> done;
   auto collect = [&] {
     for (const SlotScheduler::Completion& c : done) {
@@ -103,20 +109,17 @@ RateEvaluation EvaluateBatch(const Profile& profile, const Slo& slo, double rate
     scheduler.AdvanceTo(*next, &done);
     collect();
   }
-  Judge(slo, options, latencies, nullptr, &result);
-  return result;
 }
 
-RateEvaluation EvaluateGenerative(const Profile& profile, const Slo& slo, double rate,
-                                  const GroundTruthOptions& options) {
+void ObserveGenerative(const Profile& profile, double rate, const GroundTruthOptions& options,
+                       uint64_t arrival_seed, Observations* observations) {
   TokenScheduler scheduler(profile.generative);
   const absl::Duration start = profile.generative.perturbations.warmup;
   const Window window{start + options.settle, start + options.settle + options.measure};
-  ArrivalClock clock(options.arrival, rate, options.seed, start);
-  RateEvaluation result;
-  result.offered_rps = rate;
-  std::vector<int64_t> latencies;
-  std::vector<int64_t> ttfts;
+  ArrivalClock clock(options.arrival, rate, arrival_seed, start);
+  RateEvaluation& result = observations->counts;
+  std::vector<int64_t>& latencies = observations->latencies;
+  std::vector<int64_t>& ttfts = observations->ttfts;
   std::vector<TokenScheduler::TokenEvent> events;
   auto collect = [&] {
     for (const TokenScheduler::TokenEvent& e : events) {
@@ -145,8 +148,6 @@ RateEvaluation EvaluateGenerative(const Profile& profile, const Slo& slo, double
     scheduler.AdvanceTo(*next, &events);
     collect();
   }
-  Judge(slo, options, latencies, &ttfts, &result);
-  return result;
 }
 
 }  // namespace
@@ -164,12 +165,30 @@ absl::StatusOr<RateEvaluation> EvaluateRate(const Profile& profile, const Slo& s
     return absl::InvalidArgumentError(
         absl::StrCat("slo.latency_percentile must be in (0, 100], got ", slo.latency_percentile));
   }
+  if (options.replications < 1 || options.replications > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replications must be in [1, 1000], got ", options.replications));
+  }
   Profile checked = profile;
   if (absl::Status status = FinalizeProfile(checked); !status.ok()) return status;
-  if (checked.mode == ProfileMode::kGenerative) {
-    return EvaluateGenerative(checked, slo, rate, options);
+  const bool generative = checked.mode == ProfileMode::kGenerative;
+  Observations observations;
+  observations.latencies.reserve(static_cast<size_t>(rate * absl::ToDoubleSeconds(options.measure) *
+                                                     options.replications * 1.1));
+  for (int i = 0; i < options.replications; ++i) {
+    Profile replica = checked;
+    replica.batch.perturbations.seed += i;
+    if (absl::Status status = FinalizeProfile(replica); !status.ok()) return status;
+    if (generative) {
+      ObserveGenerative(replica, rate, options, options.seed + i, &observations);
+    } else {
+      ObserveBatch(replica, rate, options, options.seed + i, &observations);
+    }
   }
-  return EvaluateBatch(checked, slo, rate, options);
+  RateEvaluation result = observations.counts;
+  result.offered_rps = rate;
+  Judge(slo, options, observations.latencies, generative ? &observations.ttfts : nullptr, &result);
+  return result;
 }
 
 absl::StatusOr<GroundTruth> ComputeGroundTruth(const Profile& profile, const Slo& slo,

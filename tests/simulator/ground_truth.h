@@ -40,6 +40,10 @@ struct GroundTruthOptions {
   uint64_t seed = 1;
   // Bisection stops when (high - low) / high < this.
   double relative_tolerance = 0.005;
+  // Independent runs per evaluated rate (arrival seeds seed, seed+1, ...; model seeds the
+  // profile's + i), judged on their pooled requests: more replications, less seed-to-seed
+  // spread of the answer, proportionally more CPU.
+  int replications = 4;
 };
 
 struct RateEvaluation {

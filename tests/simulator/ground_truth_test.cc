@@ -1,6 +1,9 @@
 // Unit tests of the discrete-event ground truth (virtual time; a few seconds of CPU at most).
 #include "tests/simulator/ground_truth.h"
 
+#include <algorithm>
+#include <iostream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -21,6 +24,7 @@ GroundTruthOptions Short() {
   GroundTruthOptions options;
   options.settle = absl::Seconds(2);
   options.measure = absl::Seconds(20);
+  options.replications = 1;
   return options;
 }
 
@@ -96,6 +100,30 @@ TEST(GroundTruthTest, GenerativeProfileIsJudgedOnTimeToFirstToken) {
   EXPECT_GT(looser->max_sustainable_rps, truth->max_sustainable_rps);
 }
 
+TEST(GroundTruthTest, ReplicationsPoolIndependentRunsAndNarrowTheSpread) {
+  absl::StatusOr<Profile> profile = LoadProfile("llm");
+  ASSERT_TRUE(profile.ok());
+  auto spread = [&](int replications) {
+    double low = 1e18, high = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      GroundTruthOptions options = Short();
+      options.seed = seed * 100;
+      options.replications = replications;
+      auto truth = ComputeGroundTruth(*profile, profile->slo, options);
+      EXPECT_TRUE(truth.ok()) << truth.status();
+      if (!truth.ok()) return 0.0;
+      low = std::min(low, truth->max_sustainable_rps);
+      high = std::max(high, truth->max_sustainable_rps);
+    }
+    return (high - low) / high;
+  };
+  const double single = spread(1);
+  const double pooled = spread(4);
+  std::cout << "relative spread over 4 seeds: " << single << " single, " << pooled
+            << " with 4 replications\n";
+  EXPECT_LT(pooled, single);
+}
+
 TEST(GroundTruthTest, RejectsBadArguments) {
   Profile profile = DeterministicProfile();
   EXPECT_THAT(EvaluateRate(profile, profile.slo, 0).status().message(), HasSubstr("rate"));
@@ -106,6 +134,10 @@ TEST(GroundTruthTest, RejectsBadArguments) {
   options.measure = absl::ZeroDuration();
   EXPECT_THAT(EvaluateRate(profile, profile.slo, 10, options).status().message(),
               HasSubstr("measure"));
+  options = GroundTruthOptions();
+  options.replications = 0;
+  EXPECT_THAT(EvaluateRate(profile, profile.slo, 10, options).status().message(),
+              HasSubstr("replications"));
   profile.batch.slots = 0;
   EXPECT_EQ(ComputeGroundTruth(profile, profile.slo).status().code(),
             absl::StatusCode::kInvalidArgument);
