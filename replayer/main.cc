@@ -24,6 +24,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "replayer/protocol_binding.h"
 #include "replayer/replayer_service.h"
 #include "replayer/step_config.h"
 #include "replayer/step_runner.h"
@@ -295,6 +296,12 @@ int RunOnce() {
 
   absl::StatusOr<StepConfig> config = ParseStepConfig(request);
   if (!config.ok()) return UsageError(config.status().ToString());
+  // Open the trace / protocol before printing anything, so a bad --trace fails cleanly.
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
+  if (!binding.ok()) {
+    std::cerr << "vanguard-replayer: " << binding.status() << "\n";
+    return kExitFailure;
+  }
 
   bool table = output == "table";
   if (table) {
@@ -305,7 +312,7 @@ int RunOnce() {
   }
   StepRunner runner;
   absl::StatusOr<v1::StepResult> result = runner.Run(
-      *config,
+      *config, *binding,
       [table](const v1::WindowMetrics& w) {
         if (table) {
           std::printf("%5d %6s %9lld %9lld %9lld %7lld %8lld %7.1f %10.1f %10.3f %10.3f\n",
