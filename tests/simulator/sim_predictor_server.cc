@@ -242,6 +242,7 @@ struct SimPredictorServer::Core {
   std::atomic<uint64_t> malformed_requests{0};
   std::atomic<uint64_t> injected_failures{0};
   std::atomic<int64_t> fail_next{0};
+  std::atomic<uint64_t> next_completion_id{1};
   std::atomic<bool> stopping{false};
 
   absl::Mutex sessions_mu;
@@ -503,8 +504,8 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
     }
     kind_ = RequestKind::kCompletion;
     completion_ = *std::move(request);
-    completion_id_ = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", ++completions_served_, "-",
-                                  reinterpret_cast<uintptr_t>(this) % 100000);
+    completion_id_ = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", core_->next_completion_id.fetch_add(
+                                                                    1, std::memory_order_relaxed));
     completion_created_ = UnixSeconds();
     stream_started_ = false;
     stream_done_ = false;
@@ -715,7 +716,6 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
   CompletionRequest completion_;
   std::string completion_id_;
   int64_t completion_created_ = 0;
-  uint64_t completions_served_ = 0;
   // Streaming: bytes waiting to be written, bytes being written.
   bool stream_started_ = false;
   bool stream_done_ = false;
