@@ -17,7 +17,7 @@ constexpr char kTestColumns[] =
     " (extract(epoch FROM t.created_at) * 1000000)::bigint AS created_us,"
     " (extract(epoch FROM t.started_at) * 1000000)::bigint AS started_us,"
     " (extract(epoch FROM t.finished_at) * 1000000)::bigint AS finished_us,"
-    " m.spec::text AS model_spec,"
+    " t.model_id, m.spec::text AS model_spec,"
     " (extract(epoch FROM m.created_at) * 1000000)::bigint AS model_created_us ";
 
 v1::TestState TestStateFromDb(const std::string& s) {
@@ -39,7 +39,8 @@ std::string HealthStateToDb(v1::HealthState state) {
 }
 
 // Builds a Test from a row with kTestColumns and a `result` column (jsonb text or NULL).
-absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row) {
+// `models` (optional) parses each model version's JSON once: versions are immutable.
+absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row, ModelCache* models = nullptr) {
   v1::Test test;
   test.set_id(row["id"].as<int64_t>());
   if (!row["request_id"].is_null()) test.set_request_id(row["request_id"].c_str());
@@ -56,9 +57,13 @@ absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row) {
   if (!row["finished_us"].is_null()) {
     *test.mutable_end_time() = TimestampFromMicros(row["finished_us"].as<int64_t>());
   }
-  RETURN_IF_ERROR(ProtoFromJson(row["model_spec"].c_str(), test.mutable_model()));
-  *test.mutable_model()->mutable_create_time() =
-      TimestampFromMicros(row["model_created_us"].as<int64_t>());
+  const int64_t model_id = row["model_id"].as<int64_t>();
+  if (models == nullptr || !models->Lookup(model_id, test.mutable_model())) {
+    RETURN_IF_ERROR(ProtoFromJson(row["model_spec"].c_str(), test.mutable_model()));
+    *test.mutable_model()->mutable_create_time() =
+        TimestampFromMicros(row["model_created_us"].as<int64_t>());
+    if (models != nullptr) models->Insert(model_id, test.model());
+  }
   if (!row["result"].is_null()) {
     RETURN_IF_ERROR(ProtoFromJson(row["result"].c_str(), test.mutable_result()));
   }
@@ -123,6 +128,20 @@ absl::Status LeaseNotHeld(pqxx::transaction_base& txn, int64_t id, int32_t attem
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 }  // namespace
+
+bool ModelCache::Lookup(int64_t model_id, v1::Model* model) {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(model_id);
+  if (it == models_.end()) return false;
+  *model = it->second;
+  return true;
+}
+
+void ModelCache::Insert(int64_t model_id, const v1::Model& model) {
+  absl::MutexLock lock(&mu_);
+  if (models_.size() >= kMaxModels) models_.clear();
+  models_.emplace(model_id, model);
+}
 
 std::string TestStateToDb(v1::TestState state) {
   switch (state) {
@@ -241,7 +260,7 @@ absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string&
     pqxx::nontransaction txn(conn);
     pqxx::result rows = txn.exec_prepared("vanguard_lease", worker_id, Seconds(lease_duration));
     if (rows.empty()) return std::optional<v1::Test>();
-    ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0]));
+    ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0], &model_cache_));
     return std::optional<v1::Test>(std::move(test));
   });
 }

@@ -26,8 +26,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/postgres.h"
 #include "vanguard/v1/test.pb.h"
@@ -36,6 +39,20 @@ namespace vanguard {
 
 // "queued", "running", ... as stored in tests.state; "" for TEST_STATE_UNSPECIFIED.
 std::string TestStateToDb(v1::TestState state);
+
+// Model versions by models.id, parsed from their JSON once. Versions are immutable (the
+// columns that change, deprecated/deprecated_at, are not part of a test's model), so an
+// entry never goes stale. Thread-safe.
+class ModelCache {
+ public:
+  bool Lookup(int64_t model_id, v1::Model* model);
+  void Insert(int64_t model_id, const v1::Model& model);
+
+ private:
+  static constexpr size_t kMaxModels = 1024;
+  absl::Mutex mu_;
+  absl::flat_hash_map<int64_t, v1::Model> models_ ABSL_GUARDED_BY(mu_);
+};
 
 class TestRepository {
  public:
@@ -93,6 +110,7 @@ class TestRepository {
 
  private:
   PostgresPool* pool_;
+  ModelCache model_cache_;  // for the lease hot path
 };
 
 }  // namespace vanguard

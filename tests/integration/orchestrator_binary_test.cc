@@ -1,6 +1,11 @@
 // The vanguard-orchestrator binary as an operator runs it, against a real PostgreSQL
 // ($VANGUARD_TEST_PG): --help, --migrate_only, serving on port 0 with LISTENING and
 // --port_file, clean exit on SIGTERM, and a clear non-zero exit when the database is gone.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -9,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
@@ -111,6 +117,86 @@ TEST(OrchestratorBinaryTest, ServesOnPortZeroWritesPortFileAndStopsOnSigterm) {
                                       << (*server)->Stderr();
   EXPECT_EQ(WEXITSTATUS(wait_status), 0);
   std::remove(port_file.c_str());
+}
+
+// GET /metrics on 127.0.0.1:port over a plain socket; the whole response.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  if (write(fd, request.data(), request.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, n);
+  close(fd);
+  return response;
+}
+
+TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  absl::StatusOr<std::unique_ptr<Subprocess>> server =
+      Subprocess::StartServer(kBinary, {"--listen=127.0.0.1:0", "--database_url=" + db->conninfo(),
+                                        "--metrics_listen=127.0.0.1:0", "--insecure_no_auth"});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  // grpc.health.v1.Health/Check with an empty request: SERVING is field 1 = 1 (08 01).
+  auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::ByteBuffer request;
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+      generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+  call->StartCall();
+  grpc::ByteBuffer reply;
+  grpc::Status status;
+  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(reply.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+
+  // One RPC, then the metrics page counts it.
+  auto stub = v1::Orchestrator::NewStub(channel);
+  grpc::ClientContext list_ctx;
+  v1::ListModelsResponse listed;
+  ASSERT_TRUE(stub->ListModels(&list_ctx, v1::ListModelsRequest(), &listed).ok());
+  int metrics_port = 0;
+  const std::string err = (*server)->Stderr();
+  const size_t at = err.find("/metrics (port ");
+  ASSERT_NE(at, std::string::npos) << err;
+  metrics_port = std::atoi(err.c_str() + at + std::strlen("/metrics (port "));
+  ASSERT_GT(metrics_port, 0) << err;
+  const std::string page = HttpGet(metrics_port, "/metrics");
+  EXPECT_THAT(page,
+              HasSubstr("vanguard_orchestrator_rpcs_total{code=\"OK\",method=\"ListModels\"} 1"));
+  EXPECT_THAT(page, HasSubstr("vanguard_orchestrator_lease_wait_seconds_count 0"));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 TEST(OrchestratorBinaryTest, UnreachableDatabaseAtStartExitsNonZeroWithAClearMessage) {
