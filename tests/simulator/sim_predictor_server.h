@@ -1,6 +1,10 @@
-// The simulated predictor's HTTP/1.1 server: KServe v2 REST endpoints and a Triton-style
-// /metrics page in front of a SlotScheduler whose slots and service time make the true
-// capacity known (slots * 1000 / service_ms requests/s).
+// The simulated predictor's servers in front of its model (a profile: SlotScheduler for batch
+// models, TokenScheduler for generative ones), so the true capacity is known:
+//  - HTTP/1.1: KServe v2 REST, OpenAI-compatible /v1/completions and /v1/chat/completions
+//    (SSE streaming; generative profiles), Triton- and vLLM-style /metrics, and admin fault
+//    hooks (POST /admin/stall?ms=, /admin/fail_next?n=, /admin/drop_connections,
+//    /admin/colocation?fraction=, /admin/exit?code=);
+//  - optionally KServe v2 gRPC (inference.GRPCInferenceService) on a second port.
 //
 //   ASSIGN_OR_RETURN(auto server, SimPredictorServer::Create(config));
 //   std::cout << "LISTENING " << server->address() << std::endl;
@@ -11,7 +15,8 @@
 // Event-driven on Boost.Asio/Beast: every connection runs on its own strand, the scheduler
 // on one more, so any number of event-loop threads keeps the scheduling model exact. A
 // request's service completes at the virtual instant the model says, woken by one steady
-// timer set to the earliest completion (absolute expiry, so service time does not drift).
+// timer set to the model's next event (absolute expiry, so service time does not drift).
+// Virtual time starts when the server is created, so the profile's warmup starts then too.
 //
 // Create/Start/Shutdown/address/port: any one thread (main); Shutdown is idempotent.
 #ifndef VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
