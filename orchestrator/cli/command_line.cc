@@ -36,11 +36,26 @@ const std::set<std::string>& GlobalFlagNames() {
 // Flags each command accepts besides the global ones.
 const std::set<std::string>& CommandFlagNames(CommandKind kind) {
   static const auto* none = new std::set<std::string>{};
-  static const auto* models_register = new std::set<std::string>{
-      "name",           "model_version",      "endpoint",         "protocol",
-      "served_name",    "framework",          "p99_ms",           "p50_ms",
-      "max_error_rate", "min_achieved_ratio", "warmup",           "accelerator",
-      "pool",           "accelerator_count",  "request_template", "from_file"};
+  static const auto* models_register = new std::set<std::string>{"name",
+                                                                 "model_version",
+                                                                 "endpoint",
+                                                                 "protocol",
+                                                                 "served_name",
+                                                                 "framework",
+                                                                 "p99_ms",
+                                                                 "p50_ms",
+                                                                 "max_error_rate",
+                                                                 "min_achieved_ratio",
+                                                                 "warmup",
+                                                                 "accelerator",
+                                                                 "pool",
+                                                                 "accelerator_count",
+                                                                 "request_template",
+                                                                 "from_file",
+                                                                 "ttft_p99_ms",
+                                                                 "inter_token_p99_ms",
+                                                                 "max_gpu_utilization",
+                                                                 "max_queue_depth"};
   static const auto* models_get = new std::set<std::string>{"model_version"};
   static const auto* models_list = new std::set<std::string>{"name", "limit"};
   static const auto* submit = new std::set<std::string>{"model",
@@ -377,6 +392,29 @@ absl::StatusOr<v1::Model> ParseModel(const FlagSet& flags) {
                       "must be a fraction in (0, 1], e.g. 0.99");
     }
     slo->set_min_achieved_ratio(*min_ratio);
+  }
+  for (const char* name : {"ttft_p99_ms", "inter_token_p99_ms"}) {
+    ASSIGN_OR_RETURN(std::optional<double> ms, flags.Number(name));
+    if (!ms.has_value()) continue;
+    if (*ms <= 0) return BadValue(name, *flags.Text(name), "must be positive");
+    SetProtoDuration(absl::Milliseconds(*ms), std::string_view(name) == "ttft_p99_ms"
+                                                  ? slo->mutable_ttft_p99()
+                                                  : slo->mutable_inter_token_p99());
+  }
+  ASSIGN_OR_RETURN(std::optional<double> gpu, flags.Number("max_gpu_utilization"));
+  if (gpu.has_value()) {
+    if (*gpu <= 0 || *gpu > 1) {
+      return BadValue("max_gpu_utilization", *flags.Text("max_gpu_utilization"),
+                      "must be a fraction in (0, 1], e.g. 0.9");
+    }
+    slo->set_max_gpu_utilization(*gpu);
+  }
+  ASSIGN_OR_RETURN(std::optional<double> queue_depth, flags.Number("max_queue_depth"));
+  if (queue_depth.has_value()) {
+    if (*queue_depth <= 0) {
+      return BadValue("max_queue_depth", *flags.Text("max_queue_depth"), "must be positive");
+    }
+    slo->set_max_queue_depth(*queue_depth);
   }
   ASSIGN_OR_RETURN(std::optional<absl::Duration> warmup, flags.Duration("warmup"));
   if (warmup.has_value()) SetProtoDuration(*warmup, model.mutable_default_warmup());
@@ -717,7 +755,8 @@ Commands:
   models register --name=N --version=V --endpoint=URL[,URL...] --p99_ms=MS
                   [--protocol=kserve_v2_rest|kserve_v2_grpc|openai_completions|openai_chat|http]
                   [--served_name=X] [--framework=F] [--p50_ms=MS] [--max_error_rate=0.01]
-                  [--min_achieved_ratio=0.99] [--warmup=5s] [--accelerator=A]
+                  [--min_achieved_ratio=0.99] [--ttft_p99_ms=MS] [--inter_token_p99_ms=MS]
+                  [--max_gpu_utilization=0.9] [--max_queue_depth=N] [--warmup=5s] [--accelerator=A]
                   [--accelerator_count=N] [--pool=P] [--request_template='{...}']
                   [--from_file=model.json]   (a vanguard.v1.Model in protobuf JSON;
                                               flags override its fields)

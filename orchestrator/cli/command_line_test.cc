@@ -412,6 +412,30 @@ TEST(PrepareArgvTest, DetectsHelp) {
   }
 }
 
+TEST(RegisterModelTest, StreamingAndGaugeLimitsBecomeSloFields) {
+  absl::StatusOr<ParsedCommand> parsed =
+      Parse({"models", "register"}, {{"name", "llm"},
+                                     {"model_version", "v1"},
+                                     {"endpoint", "http://127.0.0.1:8000"},
+                                     {"p99_ms", "2000"},
+                                     {"ttft_p99_ms", "250"},
+                                     {"inter_token_p99_ms", "40"},
+                                     {"max_gpu_utilization", "0.9"},
+                                     {"max_queue_depth", "8"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(Millis(parsed->model.slo().ttft_p99()), 250);
+  EXPECT_EQ(Millis(parsed->model.slo().inter_token_p99()), 40);
+  EXPECT_DOUBLE_EQ(parsed->model.slo().max_gpu_utilization(), 0.9);
+  EXPECT_DOUBLE_EQ(parsed->model.slo().max_queue_depth(), 8);
+  const GivenFlags base = {{"name", "llm"},
+                           {"model_version", "v1"},
+                           {"endpoint", "http://127.0.0.1:8000"},
+                           {"p99_ms", "2000"}};
+  ExpectUsageError({"models", "register"}, With(base, {{"max_gpu_utilization", "1.5"}}),
+                   "--max_gpu_utilization");
+  ExpectUsageError({"models", "register"}, With(base, {{"ttft_p99_ms", "0"}}), "--ttft_p99_ms");
+}
+
 TEST(TokensTest, CreateNeedsANameAndAKnownRole) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"tokens", "create"}, {{"name", "ci"}, {"role", "Submitter"}});

@@ -52,6 +52,14 @@ ABSL_FLAG(std::string, framework, "", "models register: e.g. onnx, pytorch, tens
 ABSL_FLAG(std::string, p99_ms, "",
           "models register: SLO p99 latency in milliseconds (required), e.g. 100.");
 ABSL_FLAG(std::string, p50_ms, "", "models register: SLO p50 latency in milliseconds.");
+ABSL_FLAG(std::string, ttft_p99_ms, "",
+          "models register: SLO p99 time to first token in milliseconds (streaming models).");
+ABSL_FLAG(std::string, inter_token_p99_ms, "",
+          "models register: SLO p99 inter-token latency in milliseconds (streaming models).");
+ABSL_FLAG(std::string, max_gpu_utilization, "",
+          "models register: highest tolerated predictor GPU utilization, a fraction, e.g. 0.9.");
+ABSL_FLAG(std::string, max_queue_depth, "",
+          "models register: highest tolerated predictor queue depth (requests waiting).");
 ABSL_FLAG(std::string, max_error_rate, "",
           "models register: highest tolerated fraction of failed requests, e.g. 0.01.");
 ABSL_FLAG(std::string, min_achieved_ratio, "",
