@@ -12,6 +12,7 @@
 #include "database_test_base.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "orchestrator/queue_notifier.h"
 #include "tests/testing/subprocess.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
@@ -151,6 +152,33 @@ TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
     up = list();
   }
   EXPECT_EQ(up, grpc::StatusCode::OK) << (*orch)->Stderr();
+}
+
+TEST(PostgresRestartTest, QueueNotifierListensAgainAfterARestart) {
+  auto server = testing::PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  QueueNotifier notifier(
+      {.conninfo = (*server)->conninfo(), .reconnect_backoff = absl::Milliseconds(100)});
+  notifier.Start();
+  auto wait_for = [&](bool listening) {
+    for (int i = 0; i < 600 && notifier.listening() != listening; ++i) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return notifier.listening() == listening;
+  };
+  ASSERT_TRUE(wait_for(true));
+  ASSERT_TRUE((*server)->Stop().ok());
+  EXPECT_TRUE(wait_for(false)) << "the notifier did not notice the lost connection";
+  ASSERT_TRUE((*server)->Restart().ok());
+  ASSERT_TRUE(wait_for(true)) << "the notifier did not reconnect";
+
+  // And it hears notifications on the new connection.
+  const uint64_t seen = notifier.generation();
+  pqxx::connection conn((*server)->conninfo());
+  pqxx::nontransaction txn(conn);
+  txn.exec(absl::StrCat("NOTIFY ", QueueNotifier::kChannel));
+  EXPECT_TRUE(notifier.WaitForChange(seen, absl::Now() + absl::Seconds(20)));
+  notifier.Stop();
 }
 
 }  // namespace
