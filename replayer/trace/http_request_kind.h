@@ -18,7 +18,8 @@ struct HttpRequestKind {
 // /v2/models/{m}[/versions/{v}]/infer -> kserve_v2_rest, model m;
 // /v1/completions -> openai_completions and /v1/chat/completions -> openai_chat, model from
 // the JSON body's "model"; /inference.GRPCInferenceService/ModelInfer -> kserve_v2_grpc (no
-// model: it is inside the protobuf payload); anything else -> http (model from the body's "model" if any).
+// model: it is inside the protobuf payload); anything else -> http (model from the body's "model"
+// if any).
 HttpRequestKind ClassifyHttpRequest(std::string_view path, std::string_view body);
 
 // The default path for a protocol and model ("" when the protocol has no fixed path).

@@ -6,10 +6,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <utility>  // before Asio: its awaitable.hpp uses std::exchange
 
@@ -188,49 +190,99 @@ class RecordProxy::Impl {
     }
   }
 
-  // Forwards `request` upstream over *upstream (connecting if needed) and returns the
-  // upstream's response, or nullopt if the upstream could not be reached or answered.
-  asio::awaitable<std::optional<http::response<http::string_body>>> Forward(
-      http::request<http::string_body> request, std::optional<beast::tcp_stream>* upstream,
-      beast::flat_buffer* upstream_buffer) {
+  enum class Relay { kDone, kNoResponse, kBroken };
+
+  // Forwards `request` over *upstream (connecting, or reconnecting once if a kept-alive
+  // connection turns out closed) and relays the response to `client` piece by piece as it
+  // arrives, so streamed (SSE) responses reach the client live. kNoResponse: nothing was
+  // relayed (the caller answers 502); kBroken: a connection failed mid-response.
+  asio::awaitable<Relay> ForwardAndRelay(http::request<http::string_body> request,
+                                         std::optional<beast::tcp_stream>* upstream,
+                                         beast::flat_buffer* upstream_buffer,
+                                         beast::tcp_stream* client, unsigned client_version,
+                                         bool client_keep_alive) {
     request.set(http::field::host, upstream_.host + ":" + upstream_.port);
     request.erase(http::field::connection);
     request.erase(http::field::proxy_connection);
     request.keep_alive(true);
     request.prepare_payload();
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<http::response_parser<http::buffer_body>> parser_storage;
+    bool have_header = false;
+    for (int attempt = 0; attempt < 2 && !have_header; ++attempt) {
       beast::error_code ec;
       if (!upstream->has_value()) {
         tcp::resolver resolver(io_);
         auto endpoints = co_await resolver.async_resolve(
             upstream_.host, upstream_.port, asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) co_return std::nullopt;
+        if (ec) co_return Relay::kNoResponse;
         upstream->emplace(io_);
         co_await (*upstream)->async_connect(endpoints,
                                             asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
           upstream->reset();
-          co_return std::nullopt;
+          co_return Relay::kNoResponse;
         }
         upstream_buffer->clear();
       }
       co_await http::async_write(**upstream, request,
                                  asio::redirect_error(asio::use_awaitable, ec));
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(options_.max_body_bytes * 4);
       if (!ec) {
-        co_await http::async_read(**upstream, *upstream_buffer, parser,
-                                  asio::redirect_error(asio::use_awaitable, ec));
+        parser_storage.emplace();  // a fresh parser per attempt
+        parser_storage->body_limit(
+            std::numeric_limits<std::uint64_t>::max());  // streams may be long; they are not stored
+        co_await http::async_read_header(**upstream, *upstream_buffer, *parser_storage,
+                                         asio::redirect_error(asio::use_awaitable, ec));
       }
       if (!ec) {
-        http::response<http::string_body> response = parser.release();
-        if (!response.keep_alive()) upstream->reset();
-        co_return response;
+        have_header = true;
+      } else {
+        upstream->reset();
       }
-      // A kept-alive upstream connection may have been closed by the upstream: reconnect once.
-      upstream->reset();
     }
-    co_return std::nullopt;
+    if (!have_header) co_return Relay::kNoResponse;
+
+    http::response_parser<http::buffer_body>& parser = *parser_storage;
+    auto& response = parser.get();
+    bool upstream_keep_alive = response.keep_alive();
+    if (!parser.is_done() && !parser.chunked() && !parser.content_length().has_value()) {
+      // Body delimited by the upstream closing: re-frame it as chunked for the client.
+      response.chunked(true);
+    }
+    response.version(client_version);
+    response.keep_alive(client_keep_alive);
+    http::serializer<false, http::buffer_body> serializer{response};
+    std::array<char, 16 << 10> piece;
+    beast::error_code ec;
+    do {
+      if (!parser.is_done()) {
+        response.body().data = piece.data();
+        response.body().size = piece.size();
+        co_await http::async_read_some(**upstream, *upstream_buffer, parser,
+                                       asio::redirect_error(asio::use_awaitable, ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) {
+          upstream->reset();
+          co_return Relay::kBroken;
+        }
+        response.body().size = piece.size() - response.body().size;
+        // No bytes yet: data must be null, or Beast would emit a zero-size (= last) chunk.
+        response.body().data = response.body().size == 0 ? nullptr : piece.data();
+        response.body().more = !parser.is_done();
+      } else {
+        response.body().data = nullptr;
+        response.body().size = 0;
+        response.body().more = false;
+      }
+      co_await http::async_write(*client, serializer,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        upstream->reset();
+        co_return Relay::kBroken;
+      }
+    } while (!parser.is_done() || !serializer.is_done());
+    if (!upstream_keep_alive) upstream->reset();
+    co_return Relay::kDone;
   }
 
   asio::awaitable<void> Serve(tcp::socket socket) {
@@ -270,17 +322,19 @@ class RecordProxy::Impl {
       }
       if (!Record(request, arrival)) break;
       ++in_flight_;
-      std::optional<http::response<http::string_body>> response =
-          co_await Forward(std::move(request), &upstream, &upstream_buffer);
-      if (!response.has_value()) {
-        response.emplace(http::status::bad_gateway, version);
-        response->body() = absl::StrCat("vanguard-replayer record: upstream ", upstream_.host, ":",
-                                        upstream_.port, " did not answer\n");
+      Relay relay = co_await ForwardAndRelay(std::move(request), &upstream, &upstream_buffer,
+                                             &client, version, keep_alive);
+      if (relay == Relay::kNoResponse) {
+        http::response<http::string_body> bad_gateway{http::status::bad_gateway, version};
+        bad_gateway.body() = absl::StrCat("vanguard-replayer record: upstream ", upstream_.host,
+                                          ":", upstream_.port, " did not answer\n");
+        bad_gateway.keep_alive(keep_alive);
+        bad_gateway.prepare_payload();
+        co_await http::async_write(client, bad_gateway,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+      } else if (relay == Relay::kBroken) {
+        ec = asio::error::connection_aborted;
       }
-      response->version(version);
-      response->keep_alive(keep_alive);
-      response->prepare_payload();
-      co_await http::async_write(client, *response, asio::redirect_error(asio::use_awaitable, ec));
       --in_flight_;
       MaybeFinish();
       if (ec || !keep_alive) break;

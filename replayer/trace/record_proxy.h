@@ -2,8 +2,8 @@
 // captures live traffic into a trace. Clients send their requests to the proxy; each
 // request is appended to the trace at its arrival time (inter-arrival, protocol and model
 // from its path/body, the recordable headers, the body bytes), then forwarded to the
-// upstream, whose response is returned to the client unchanged (an upstream that cannot be
-// reached gives the client 502). Once max_requests requests are recorded and answered, the
+// upstream, whose response is relayed to the client (an upstream that cannot be reached gives
+// the client 502). Once max_requests requests are recorded and answered, the
 // proxy stops; the trace is flushed after every record, so a killed proxy leaves a trace
 // that is valid up to its last whole record.
 //
@@ -15,7 +15,8 @@
 //
 // Threading: one io_context on the thread that calls Run(); every connection is a coroutine
 // on it, so the trace writer needs no lock. Stop() and the accessors may be called from any
-// thread. Responses are relayed once complete (streams are buffered, not relayed piecewise).
+// thread. Responses are relayed piece by piece as they arrive (an SSE stream reaches the
+// client live), re-framed as chunked when the upstream delimits a body by closing.
 #ifndef VANGUARD_REPLAYER_TRACE_RECORD_PROXY_H_
 #define VANGUARD_REPLAYER_TRACE_RECORD_PROXY_H_
 

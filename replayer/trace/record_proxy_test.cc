@@ -10,11 +10,13 @@
 #include <utility>  // before Asio
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "boost/asio.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replayer/protocols/sse_parser.h"
 #include "replayer/trace/trace_request_source.h"
 
 namespace vanguard::replayer {
@@ -153,6 +155,83 @@ TEST(RecordProxyTest, RecordsNRequestsThatReplayToTheSameBodies) {
     ASSERT_TRUE((*source)->Next(&request).ok());
     EXPECT_EQ(request.body, bodies[i]);
   }
+}
+
+TEST(RecordProxyTest, RelaysAStreamedResponseLiveNotWhenItEnds) {
+  // The upstream sends the first SSE event, then holds the rest of the stream until the
+  // client has seen that event through the proxy (bounded wait: a guard, not a timing test).
+  asio::io_context upstream_io;
+  tcp::acceptor upstream_acceptor(upstream_io,
+                                  tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::atomic<bool> client_saw_first{false};
+  std::atomic<bool> released_by_client{false};
+  std::thread upstream([&] {
+    tcp::socket socket(upstream_io);
+    upstream_acceptor.accept(socket);
+    beast::flat_buffer buffer;
+    http::request<http::string_body> request;
+    http::read(socket, buffer, request);
+    asio::write(socket, asio::buffer(std::string_view(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n"
+                            "d\r\ndata: first\n\n\r\n")));  // 13 bytes
+    for (int i = 0; i < 2000 && !client_saw_first; ++i) absl::SleepFor(absl::Milliseconds(5));
+    released_by_client = client_saw_first.load();
+    asio::write(socket, asio::buffer(std::string_view(
+                            "1c\r\ndata: second\n\ndata: [DONE]\n\n\r\n0\r\n\r\n")));  // 28
+  });
+
+  std::string trace = absl::StrCat(::testing::TempDir(), "/stream.", getpid(), ".vtr");
+  auto proxy = RecordProxy::Create(
+      {.upstream = absl::StrCat("http://127.0.0.1:", upstream_acceptor.local_endpoint().port()),
+       .output = trace,
+       .max_requests = 1});
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  absl::Status run_status;
+  std::thread runner([&] { run_status = (*proxy)->Run(); });
+
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), (*proxy)->port()));
+  http::request<http::string_body> request{http::verb::post, "/v1/completions", 11};
+  request.set(http::field::host, "proxy");
+  request.body() = R"({"model":"llama","stream":true})";
+  request.prepare_payload();
+  http::write(socket, request);
+  // Read the raw response: header, then the chunked body through our own decoder.
+  std::string raw;
+  std::string body;
+  ChunkedBodyDecoder chunked;
+  size_t header_end = std::string::npos;
+  while (!chunked.done()) {
+    char buf[256];
+    beast::error_code ec;
+    size_t n = socket.read_some(asio::buffer(buf), ec);
+    if (ec) {
+      ADD_FAILURE() << ec.message() << " after " << raw;
+      break;
+    }
+    raw.append(buf, n);
+    std::string_view fresh(buf, n);
+    if (header_end == std::string::npos) {
+      header_end = raw.find("\r\n\r\n");
+      if (header_end == std::string::npos) continue;
+      fresh = std::string_view(raw).substr(header_end + 4);
+    }
+    absl::Status fed = chunked.Feed(fresh, [&](std::string_view d) { body.append(d); });
+    if (!fed.ok()) {
+      ADD_FAILURE() << fed << " in " << raw;
+      break;
+    }
+    if (body.find("data: first\n\n") != std::string::npos) client_saw_first = true;
+  }
+  socket.close();
+  upstream.join();
+  runner.join();
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  EXPECT_TRUE(released_by_client) << "the proxy held the first event until the stream ended";
+  EXPECT_EQ(body, "data: first\n\ndata: second\n\ndata: [DONE]\n\n");
+  EXPECT_NE(raw.find("Content-Type: text/event-stream"), std::string::npos);
 }
 
 TEST(RecordProxyTest, UnreachableUpstreamGivesTheClient502AndStillRecords) {
