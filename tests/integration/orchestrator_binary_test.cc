@@ -199,6 +199,42 @@ TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
   }
 }
 
+TEST(OrchestratorBinaryTest, ServesOverTlsWithCertAndKeyFlags) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  const std::string dir = ::testing::TempDir() + "/orch-tls-" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+                         " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+                         key + " -out " + cert + " >/dev/null 2>&1")
+                            .c_str()),
+            0)
+      << "needs the openssl command (deploy/local/setup installs it)";
+  absl::StatusOr<std::unique_ptr<Subprocess>> server = Subprocess::StartServer(
+      kBinary, {"--listen=127.0.0.1:0", "--database_url=" + db->conninfo(), "--tls_cert=" + cert,
+                "--tls_key=" + key, "--insecure_no_auth"});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFile(cert);
+  auto tls = v1::Orchestrator::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::SslCredentials(ssl)));
+  grpc::ClientContext tls_ctx;
+  tls_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::ListModelsResponse listed;
+  grpc::Status status = tls->ListModels(&tls_ctx, v1::ListModelsRequest(), &listed);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+
+  // A plaintext client cannot talk to it.
+  auto plain = v1::Orchestrator::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext plain_ctx;
+  plain_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_FALSE(plain->ListModels(&plain_ctx, v1::ListModelsRequest(), &listed).ok());
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(OrchestratorBinaryTest, UnreachableDatabaseAtStartExitsNonZeroWithAClearMessage) {
   absl::StatusOr<testing::RunResult> r = RunBinary(
       kBinary, {"--listen=127.0.0.1:0", "--database_url=host=127.0.0.1 port=1 user=x dbname=x",
