@@ -61,27 +61,39 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   done.confidence_low_qps = best_.value_or(0);
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
   done.summary = absl::StrFormat(
-      "adaptive: %s after %d steps; best %g qps, lowest failure %s", why, steps_, best_.value_or(0),
-      lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"));
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s", why, steps_,
+      best_.value_or(0),
+      lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"),
+      invalid_steps_ > 0
+          ? absl::StrFormat("; %d rate(s) failed because the load generator was invalid twice",
+                            invalid_steps_)
+          : std::string());
   done_ = done;
   return done;
 }
 
-Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
+Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
+  const StepOutcome* last = last_step ? &*last_step : nullptr;
   if (done_) return *done_;
-  if (!started_ || !last) {
+  if (!started_ || last == nullptr) {
     started_ = true;
     return RunStep{q_};
   }
-  if (!last->client_valid) {
+  StepOutcome outcome = *last;
+  if (!outcome.client_valid) {
     if (!retried_invalid_client_) {
       retried_invalid_client_ = true;
       return RunStep{q_};
     }
-    return Finish(false, absl::StrFormat("stopped: load generator invalid twice at %g qps", q_));
+    // The load could not even be generated as scheduled twice: not a rate to claim.
+    ++invalid_steps_;
+    outcome.passed = false;
+    outcome.spikes = 0;
+    outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
   retried_invalid_client_ = false;
   ++steps_;
+  last = &outcome;
 
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;

@@ -24,6 +24,9 @@
 // never at or above a rate that already failed (it goes halfway to it instead), so the
 // search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
 //
+// A step whose client was not valid is rerun once; invalid again, it counts as a failure
+// (a rate whose load cannot even be generated on schedule is not claimed).
+//
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
 #define VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -81,6 +84,7 @@ class AdaptiveStrategy : public Strategy {
   std::vector<double> best_history_;
   int steps_ = 0;
   int noise_steps_ = 0;
+  int invalid_steps_ = 0;
   int highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
   bool started_ = false;
   bool retried_invalid_client_ = false;

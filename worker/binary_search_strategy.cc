@@ -63,12 +63,11 @@ Decision BinarySearchStrategy::Next(const std::optional<StepOutcome>& last) {
         retried_invalid_client_ = true;
         return RunStep{*current_};
       }
-      return Finish(false,
-                    absl::StrFormat("stopped: load generator invalid twice at %g qps", *current_));
     }
+    const bool passed = last->client_valid && last->passed;  // invalid twice: a failure
     retried_invalid_client_ = false;
     ++steps_;
-    if (last->passed) {
+    if (passed) {
       low_ = *current_;
       highest_pass_ = std::max(highest_pass_.value_or(0), *current_);
     } else {

@@ -11,8 +11,8 @@
 //    or after max_steps (0: enough for the tolerance, at most 30): O(log2(range/eps)) steps;
 //  - estimate: the highest passing rate (0 when none passed), CI [highest pass, lowest
 //    failure]; converged when both ends were observed and the bracket is within tolerance;
-//  - a step whose client was not valid is rerun once; a second invalid run stops the search
-//    unconverged.
+//  - a step whose client was not valid is rerun once; invalid again, it counts as a failure
+//    (a rate whose load cannot even be generated on schedule is not claimed).
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_BINARY_SEARCH_STRATEGY_H_

@@ -106,6 +106,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     request.set_concurrency(std::max(1, static_cast<int>(std::ceil(rate * p99_limit_ms / 1000.0))));
   }
   const absl::Duration warmup = FromProtoDuration(request.warmup());
+  if (options_.window > absl::ZeroDuration()) {
+    *request.mutable_window() = ToProtoDuration(options_.window);
+  }
   const int64_t failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
   std::vector<GaugeReading> measured_gauges;
   GaugeReading gauges;
@@ -115,12 +118,19 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
   } else if (options_.steady_state_detection && warmup > absl::ZeroDuration()) {
     settled = true;
+    SteadyStateOptions steady = options_.steady;
+    if (first_step) {
+      steady.compare_blocks = true;
+      steady.windows = std::max(steady.windows, options_.first_step_windows);
+    }
+    const absl::Duration span = options_.window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;
     *settle.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
-    *settle.mutable_duration() = ToProtoDuration(warmup);
+    *settle.mutable_duration() = ToProtoDuration(std::max(warmup, span));
     settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
-    const absl::Duration cap = first_step ? options_.max_initial_settle : options_.max_settle;
-    SteadyStateDetector detector(options_.steady);
+    const absl::Duration cap =
+        std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
+    SteadyStateDetector detector(steady);
     while (true) {
       absl::StatusOr<ExecutedStep> s =
           executor_->Execute(settle, cancel, [&](const vanguard::v1::WindowMetrics& w) {

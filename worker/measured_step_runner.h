@@ -7,10 +7,11 @@
 //   ASSIGN_OR_RETURN(MeasuredStep step, runner.Run(request, /*first_step=*/true, &cancel, beat));
 //   strategy->Next(step.outcome);
 //
-// Settling. With steady-state detection on and a warmup W > 0 in the request, the step first runs
-// W at the step's rate as a separate, unjudged replayer call, then further chunks while the
-// SteadyStateDetector says the windows still drift, until max_settle (max_initial_settle for
-// the test's first step, where the model's own warmup -- JIT, caches -- also has to pass).
+// Settling. With steady-state detection on and a warmup W > 0 in the request, the step first
+// runs max(W, the detector's span) at the step's rate as a separate, unjudged replayer call,
+// then further chunks while the SteadyStateDetector says the windows still drift, until
+// max_settle. The test's first step, where the model's own warmup (JIT, caches) also has to
+// pass, compares two consecutive spans and may settle up to max_initial_settle.
 // Those windows are kept (StepWindow.warmup = true) but not judged. The measured call then
 // runs with no warmup of its own. With detection off the replayer runs the fixed warmup
 // inside the measured call; with fixed_warmup off too (the ablation) the step is measured
@@ -53,8 +54,15 @@ struct MeasuredStepOptions {
   // Steady-state detection after the fixed warmup (settle calls); off: the replayer runs the
   // fixed warmup inside the measured call.
   bool steady_state_detection = true;
-  SteadyStateOptions steady;
-  absl::Duration settle_chunk = absl::Seconds(5);
+  // Drift test after a rate change; the test's first step also compares two spans.
+  SteadyStateOptions steady = {.windows = 4};
+  // The first step's span (two of them are compared): long enough that a model warming up
+  // over tens of seconds visibly differs between them.
+  int first_step_windows = 10;
+  // Window length of every replayer call (settle and measured): short windows let the
+  // drift test and the hysteresis see enough windows in a short step.
+  absl::Duration window = absl::Milliseconds(500);
+  absl::Duration settle_chunk = absl::Seconds(2);
   absl::Duration max_settle = absl::Seconds(30);
   absl::Duration max_initial_settle = absl::Seconds(90);
   // Ablation: closed-loop load (fixed concurrency) instead of open loop.

@@ -45,6 +45,11 @@ vanguard::v1::RunStepEvent Window(double p50_ms, double p99_ms, double offered =
   return e;
 }
 
+absl::Duration Window(const vanguard::v1::RunStepRequest& r) {
+  const absl::Duration w = FromProtoDuration(r.window());
+  return w > absl::ZeroDuration() ? w : absl::Seconds(1);
+}
+
 class MeasuredStepRunnerTest : public ::testing::Test {
  protected:
   MeasuredStepRunnerTest()
@@ -59,9 +64,9 @@ class MeasuredStepRunnerTest : public ::testing::Test {
           const bool measured = FromProtoDuration(r.duration()) == absl::Seconds(10);
           std::vector<double> p50s;
           if (measured) {
-            p50s.assign(10, 10);
+            p50s.assign(static_cast<size_t>(FromProtoDuration(r.duration()) / Window(r)), 10);
           } else {
-            const int n = static_cast<int>(absl::ToInt64Seconds(FromProtoDuration(r.duration())));
+            const int n = static_cast<int>(FromProtoDuration(r.duration()) / Window(r));
             for (int i = 0; i < n; ++i) p50s.push_back(settle_p50(settle_window_++));
           }
           for (size_t i = 0; i < p50s.size(); ++i) {
@@ -103,21 +108,39 @@ class MeasuredStepRunnerTest : public ::testing::Test {
 
 TEST_F(MeasuredStepRunnerTest, SettlesUntilSteadyThenMeasuresWithoutWarmup) {
   MeasuredStep step = MustRun({});
-  // 3 s fixed warmup, then 5 s chunks: windows 0-2, 3-7, 8-12, 13-17 (steady: 13-17 flat).
+  // 0.5 s windows. 3 s fixed warmup (windows 0-5), then 2 s chunks (4 windows each) until the
+  // last 4 windows stop drifting: 6-9 and 10-13 still decay, 14-17 are flat.
   ASSERT_EQ(requests_.size(), 5u);
   EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(3));
-  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(5));
+  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(2));
   EXPECT_EQ(FromProtoDuration(requests_.back().warmup()), absl::ZeroDuration());
+  EXPECT_EQ(FromProtoDuration(requests_.back().window()), absl::Milliseconds(500));
   EXPECT_TRUE(step.steady);
-  EXPECT_EQ(step.settle_time, absl::Seconds(18));
+  EXPECT_EQ(step.settle_time, absl::Seconds(9));
   // Settle windows kept but flagged; measured ones scored.
-  ASSERT_EQ(step.windows.size(), 28u);
+  ASSERT_EQ(step.windows.size(), 18u + 20u);
   EXPECT_TRUE(step.windows[0].warmup());
-  EXPECT_FALSE(step.windows[27].warmup());
-  EXPECT_EQ(step.windows[27].health_state(), vanguard::v1::HEALTH_STATE_HEALTHY);
+  EXPECT_TRUE(step.windows[17].warmup());
+  EXPECT_FALSE(step.windows[18].warmup());
+  EXPECT_EQ(step.windows[37].health_state(), vanguard::v1::HEALTH_STATE_HEALTHY);
   EXPECT_EQ(step.windows[0].health_state(), vanguard::v1::HEALTH_STATE_UNSPECIFIED);
-  EXPECT_EQ(FromProtoDuration(step.executed.request.warmup()), absl::Seconds(18));
+  EXPECT_EQ(FromProtoDuration(step.executed.request.warmup()), absl::Seconds(9));
   EXPECT_TRUE(step.outcome.passed);
+}
+
+TEST_F(MeasuredStepRunnerTest, FirstStepComparesTwoLongSpans) {
+  // A slow warmup: 30 -> 10 ms over 60 windows (30 s), flat after. Two-window spans of 4
+  // would call it steady early; the first step waits for two flat 10-window spans.
+  settle_p50 = [](int i) { return i < 60 ? 30.0 - i / 3.0 : 10.0; };
+  MeasuredStep step = MustRun({}, nullptr, /*first=*/true);
+  EXPECT_TRUE(step.steady);
+  // The decay ends at 30 s; its last few windows barely move, so ~35-41 s.
+  EXPECT_GE(step.settle_time, absl::Seconds(35));
+  EXPECT_LE(step.settle_time, absl::Seconds(41));
+  // The same decay after a rate change (4-window spans) is called steady far sooner.
+  requests_.clear();
+  settle_window_ = 0;
+  EXPECT_LT(MustRun({}).settle_time, absl::Seconds(30));
 }
 
 TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
@@ -126,8 +149,8 @@ TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
   options.max_settle = absl::Seconds(13);
   MeasuredStep step = MustRun(options);
   EXPECT_FALSE(step.steady);
-  EXPECT_EQ(step.settle_time, absl::Seconds(13));  // 3 + 5 + 5
-  EXPECT_EQ(requests_.size(), 4u);
+  EXPECT_EQ(step.settle_time, absl::Seconds(13));  // 3 + 5 x 2
+  EXPECT_EQ(requests_.size(), 7u);
   // The first step of a test may wait longer (the model's own warmup).
   requests_.clear();
   options.max_initial_settle = absl::Seconds(23);
@@ -146,6 +169,7 @@ TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
 TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) {
   MeasuredStepOptions options;
   options.steady_state_detection = false;
+  options.window = absl::Seconds(1);
   measured_p99_ = {40, 40, 300, 40, 40, 40, 40, 300, 40, 40};
   MeasuredStep step = MustRun(options);
   EXPECT_EQ(step.outcome.spikes, 2);
@@ -160,6 +184,7 @@ TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) 
 TEST_F(MeasuredStepRunnerTest, GaugesFeedTheOutcomeAndTheVerdict) {
   MeasuredStepOptions options;
   options.steady_state_detection = false;
+  options.window = absl::Seconds(1);
   int scrape = 0;
   MetricsCollector collector(
       [&]() -> absl::StatusOr<std::string> {

@@ -7,8 +7,10 @@
 // Over the last `windows` (5) samples, the least-squares slope of each series, times the
 // span (windows - 1) and relative to the series mean, must be within its tolerance: latency
 // (p50, which a few slow requests do not swing) 20%, throughput as achieved/offered 10%.
-// A linear fit rather than first-vs-last keeps one noisy window from deciding. The caller
-// caps how long it waits (see MeasuredStepRunner).
+// A linear fit rather than first-vs-last keeps one noisy window from deciding. With
+// compare_blocks, the previous span's mean latency must also agree with the last one's
+// (used at the start of a test, where the model's own warmup decays slowly). The caller caps
+// how long it waits (see MeasuredStepRunner).
 //
 // Called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_STEADY_STATE_H_
@@ -22,6 +24,11 @@ struct SteadyStateOptions {
   int windows = 5;
   double max_latency_drift = 0.2;
   double max_throughput_drift = 0.1;
+  // Also require the mean latency of the last `windows` windows to be within
+  // max_latency_drift / 2 of the `windows` before them. A slow decay (a model warming up
+  // over tens of seconds) drifts little within one short span relative to its level, but
+  // shows between two consecutive spans.
+  bool compare_blocks = false;
 };
 
 class SteadyStateDetector {

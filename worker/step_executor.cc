@@ -1,6 +1,7 @@
 // RunStep request building and stream collection. See step_executor.h.
 #include "worker/step_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -73,6 +74,9 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   *request.mutable_warmup() = ToProtoDuration(warmup);
   *request.mutable_duration() = ToProtoDuration(duration);
   *request.mutable_request_timeout() = ToProtoDuration(timeout);
+  // Every request in flight needs its own keep-alive connection: allow about one second's
+  // worth, so a predictor nearing capacity is measured rather than the client's cap.
+  request.set_max_connections(static_cast<int32_t>(std::clamp(std::ceil(rate_qps), 256.0, 4096.0)));
   // Per-request SLO, so the replayer counts goodput (requests that met it).
   *request.mutable_slo_latency() = model.slo().p99_latency();
   *request.mutable_slo_ttft() = model.slo().ttft_p99();

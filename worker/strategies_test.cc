@@ -97,7 +97,7 @@ TEST(BinarySearchStrategyTest, EverythingFailingEstimatesZeroUnconverged) {
   EXPECT_DOUBLE_EQ(run.rates.back(), 10);  // min_qps itself was measured
 }
 
-TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenStops) {
+TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenCountsAsFailure) {
   vanguard::v1::BinarySearchStrategy c;
   c.set_min_qps(10);
   c.set_max_qps(100);
@@ -108,9 +108,29 @@ TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenStops) {
     o.client_valid = false;
     return o;
   });
-  EXPECT_EQ(run.rates.size(), 2u);
+  ASSERT_GE(run.rates.size(), 3u);
   EXPECT_EQ(run.rates[0], run.rates[1]);
+  EXPECT_LT(run.rates[2], run.rates[0]);  // the invalid rate was treated as a failure
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
   EXPECT_FALSE(run.done.converged);
+}
+
+TEST(AdaptiveStrategyTest, InvalidClientTwiceIsAFailureNotTheEnd) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(900);
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  // The client cannot hold the schedule above 500: the search settles below it.
+  StrategyRun run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 700);
+    if (r > 500) o.client_valid = false;
+    return o;
+  });
+  EXPECT_LE(run.done.max_sustainable_qps, 500);
+  EXPECT_GE(run.done.max_sustainable_qps, 450);
+  EXPECT_NE(run.done.summary.find("load generator was invalid"), std::string::npos)
+      << run.done.summary;
 }
 
 TEST(BinarySearchStrategyTest, RejectsBadRange) {
