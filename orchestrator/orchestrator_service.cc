@@ -209,6 +209,7 @@ absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
     const absl::Time recheck = std::min(wait_until, now + options_.lease_poll_interval);
     if (queue_ != nullptr) {
       queue_->WaitForChange(seen, recheck);
+      if (queue_->stopped()) return response;  // shutting down: answer "nothing" now
     } else {
       absl::SleepFor(recheck - now);
     }

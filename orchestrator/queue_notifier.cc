@@ -54,6 +54,11 @@ void QueueNotifier::Poke() {
   ++generation_;
 }
 
+bool QueueNotifier::stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stopped_;
+}
+
 bool QueueNotifier::listening() const {
   absl::MutexLock lock(&mu_);
   return listening_;

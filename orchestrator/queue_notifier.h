@@ -52,6 +52,8 @@ class QueueNotifier {
   void Poke();
   // True while the listening connection is up (for health reporting and tests).
   bool listening() const;
+  // True once Stop() was called: waiters should give up instead of waiting again.
+  bool stopped() const;
 
  private:
   void Listen();

@@ -71,6 +71,27 @@ TEST_F(QueueTest, LongPollingLeaseWakesWhenAnotherReplicaQueuesATest) {
   EXPECT_EQ(leased->test().id(), submitted->test().id());
 }
 
+TEST_F(QueueTest, StoppingTheNotifierEndsWaitingLeasesEmpty) {
+  Replica replica(db_->conninfo(), OrchestratorService::Options());
+  WaitUntilListening(replica);
+  absl::StatusOr<v1::LeaseTestResponse> leased;
+  std::thread worker([&] {
+    v1::LeaseTestRequest request;
+    request.set_worker_id("w");
+    request.mutable_wait()->set_seconds(25);
+    leased = replica.service->LeaseTest(request);
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time stopped = absl::Now();
+  replica.queue->Stop();  // as at server shutdown
+  worker.join();
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  EXPECT_FALSE(leased->has_test());
+  // Not woken, it would run out its 25 s wait (re-polling the database); the bound is loose
+  // on purpose (a busy CI box), the difference is an order of magnitude.
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(12));
+}
+
 TEST_F(QueueTest, LeaseWithoutWaitOrDeadlineAnswersAtOnceWhenEmpty) {
   Replica replica(db_->conninfo(), OrchestratorService::Options());
   v1::LeaseTestRequest request;
