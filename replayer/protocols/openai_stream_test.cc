@@ -2,6 +2,8 @@
 // inter-chunk timing from the intended send time, and classified malformed streams.
 #include "replayer/protocols/openai_stream.h"
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -118,6 +120,29 @@ TEST(OpenAiStreamDecoderTest, MalformedStreamsAreClassified) {
   (void)decoder.Feed(R"(data: {"error":{"message":"overloaded"}})"
                      "\n\n");
   EXPECT_THAT(decoder.Finish().message(), HasSubstr("overloaded"));
+}
+
+TEST(OpenAiStreamDecoderTest, RandomBytesNeverCrashAndAlwaysEndClassified) {
+  std::mt19937_64 rng(42);
+  const std::string alphabet = "data: {}[]\":,choices delta content text DONE error \r\n\n\0x";
+  for (int round = 0; round < 300; ++round) {
+    std::string stream;
+    size_t length = rng() % 400;
+    for (size_t i = 0; i < length; ++i) stream.push_back(alphabet[rng() % alphabet.size()]);
+    OpenAiStreamDecoder decoder;
+    decoder.Begin(200);
+    absl::Status status = absl::OkStatus();
+    for (size_t i = 0; i < stream.size() && status.ok();) {
+      size_t piece = 1 + rng() % 17;
+      auto got = decoder.Feed(std::string_view(stream).substr(i, piece));
+      if (!got.ok()) status = got.status();
+      i += piece;
+    }
+    absl::Status end = decoder.Finish();
+    if (!end.ok()) {
+      EXPECT_FALSE(StreamErrorClass(end).empty()) << end;
+    }
+  }
 }
 
 TEST(OpenAiStreamDecoderTest, NonSuccessBodiesAreNotDecodedAndStateResetsPerResponse) {

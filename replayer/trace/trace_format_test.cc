@@ -187,6 +187,49 @@ TEST(TraceFormatTest, GarbageAfterTheLastRecordIsReported) {
   EXPECT_TRUE(*(*reader)->Next(&r));
 }
 
+TEST(TraceFormatTest, EveryFlippedByteAndEveryTruncationGivesAClearErrorNeverACrash) {
+  std::string path = TempPath("fuzz");
+  std::vector<TraceRecord> records = {MakeRecord(0), MakeRecord(1, 40)};
+  WriteTrace(path, records);
+  const std::string good = ReadFile(path);
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t mask : {0x01, 0xFF}) {
+      std::string bad = good;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      WriteFile(path, bad);
+      auto read = ReadAll(path);
+      // A flip is never silently accepted as different data.
+      if (read.ok()) {
+        EXPECT_EQ(*read, records) << "byte " << i;
+        continue;
+      }
+      EXPECT_TRUE(read.status().code() == absl::StatusCode::kDataLoss ||
+                  read.status().code() == absl::StatusCode::kInvalidArgument)
+          << "byte " << i << ": " << read.status();
+      if (i >= kTraceFileHeaderBytes) {
+        EXPECT_THAT(read.status().message(), HasSubstr("byte offset")) << "byte " << i;
+      }
+    }
+  }
+  for (size_t length = 0; length < good.size(); ++length) {
+    WriteFile(path, good.substr(0, length));
+    auto read = ReadAll(path);
+    bool at_record_boundary = false;
+    std::string prefix;
+    size_t boundary = kTraceFileHeaderBytes;
+    for (size_t r = 0; r <= records.size(); ++r) {
+      if (length == boundary) at_record_boundary = true;
+      if (r < records.size()) {
+        prefix.clear();
+        AppendFramedTraceRecord(records[r], &prefix);
+        boundary += prefix.size();
+      }
+    }
+    // Cut exactly between records: a shorter valid trace. Anywhere else: an error.
+    EXPECT_EQ(read.ok(), at_record_boundary) << "length " << length << ": " << read.status();
+  }
+}
+
 TEST(TraceFormatTest, ForeignFilesAndVersionsAreInvalidArgument) {
   std::string path = TempPath("foreign");
   WriteFile(path, "{\"timestamp\": 1}\n");
