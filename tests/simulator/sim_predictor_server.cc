@@ -1106,6 +1106,15 @@ void SimPredictorServer::Core::AppendMetrics(std::string* out) {
          "GPU utilization rate [0.0 - 1.0]: busy slots / slots (over the last second in batch "
          "mode)",
          "{gpu_uuid=\"GPU-vanguard-sim-0\"}", absl::StrFormat("%.6f", utilization));
+  // A 16 GiB accelerator holding 6 GiB of weights plus what the work in flight needs (KV cache
+  // in generative mode, activations of busy slots in batch mode): moves with load.
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const double in_flight_share = generative ? token_scheduler->KvCacheUsage() : utilization;
+  metric("nv_gpu_memory_total_bytes", "gauge", "GPU total memory, in bytes",
+         "{gpu_uuid=\"GPU-vanguard-sim-0\"}", absl::StrFormat("%.0f", 16 * kGiB));
+  metric("nv_gpu_memory_used_bytes", "gauge", "GPU used memory, in bytes",
+         "{gpu_uuid=\"GPU-vanguard-sim-0\"}",
+         absl::StrFormat("%.0f", (6 + 8 * in_flight_share) * kGiB));
   // vLLM's names for the same two populations, for procedures that judge the waiting queue.
   metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed",
          model_only, waiting);

@@ -357,6 +357,11 @@ TEST(SimPredictorTest, MetricsShowQueueAndUtilizationUnderLoad) {
   EXPECT_EQ(metrics.samples.at("vllm:num_requests_running{model_name=\"sim\"}"), 2);
   EXPECT_GT(metrics.samples.at("nv_gpu_utilization{gpu_uuid=\"GPU-vanguard-sim-0\"}"), 0.9);
   EXPECT_GT(metrics.samples.at("nv_inference_queue_duration_us" + labels), 0);
+  // Memory in use grows with the work in flight, within the device's total.
+  const std::string gpu = "{gpu_uuid=\"GPU-vanguard-sim-0\"}";
+  EXPECT_GT(metrics.samples.at("nv_gpu_memory_used_bytes" + gpu), 6.0 * (1 << 30) * 1.5);
+  EXPECT_LE(metrics.samples.at("nv_gpu_memory_used_bytes" + gpu),
+            metrics.samples.at("nv_gpu_memory_total_bytes" + gpu));
 }
 
 TEST(SimPredictorTest, WritesPortFileAndExitsCleanlyOnSigterm) {
