@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +75,9 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT to serve Prometheus /metrics on (empty: no metrics endpoint)");
 ABSL_FLAG(absl::Duration, max_lease_wait, absl::Seconds(30),
           "longest time a LeaseTest call long-polls for a test");
+ABSL_FLAG(absl::Duration, health_interval, absl::Seconds(5),
+          "how often the database is probed (queue depth metrics); the gRPC health service "
+          "reports NOT_SERVING while it does not answer");
 ABSL_FLAG(int, grpc_max_pollers, 4, "most gRPC sync-server threads polling for new calls");
 
 namespace vanguard {
@@ -95,6 +99,7 @@ struct Config {
   std::string metrics_listen;
   absl::Duration max_lease_wait;
   int grpc_max_pollers = 4;
+  absl::Duration health_interval;
 };
 
 // The whole file, or nullopt if it cannot be read.
@@ -200,7 +205,16 @@ int Run(const Config& config) {
                       .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
                         metrics.RecordReaped(requeued, failed, cancelled);
                       }});
-  QueueDepthSampler depth_sampler(pool->get(), &metrics, absl::Seconds(5));
+  // Set once the server exists; the sampler marks the server NOT_SERVING (gRPC health) while
+  // the database does not answer.
+  std::atomic<grpc::Server*> health_target{nullptr};
+  QueueDepthSampler depth_sampler(
+      pool->get(), &metrics, config.health_interval, [&health_target](bool database_ok) {
+        grpc::Server* server = health_target.load();
+        if (server != nullptr && server->GetHealthCheckService() != nullptr) {
+          server->GetHealthCheckService()->SetServingStatus(database_ok);
+        }
+      });
 
   if (!config.bootstrap_admin_secret.empty()) {
     absl::StatusOr<v1::Token> admin =
@@ -246,6 +260,7 @@ int Run(const Config& config) {
     std::cerr << "vanguard-orchestrator: cannot listen on " << config.listen << std::endl;
     return 1;
   }
+  health_target.store(server.get());
   queue.Start();
   reaper.Start();
   depth_sampler.Start();
@@ -254,6 +269,7 @@ int Run(const Config& config) {
   if (!config.port_file.empty() && !WritePortFile(config.port_file, port)) {
     std::cerr << "vanguard-orchestrator: cannot write --port_file " << config.port_file << ": "
               << std::strerror(errno) << std::endl;
+    depth_sampler.Stop();  // it touches the server's health status
     server->Shutdown();
     return 1;
   }
@@ -263,10 +279,10 @@ int Run(const Config& config) {
   std::cerr << "vanguard-orchestrator: stopping" << std::endl;
   // Open watches end at their next poll; unary calls get a moment to finish.
   grpc_service.BeginShutdown();
-  queue.Stop();  // long-polling LeaseTest calls return at once
+  queue.Stop();          // long-polling LeaseTest calls return at once
+  depth_sampler.Stop();  // it touches the server's health status
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   reaper.Stop();
-  depth_sampler.Stop();
   return 0;
 }
 
@@ -308,6 +324,11 @@ int main(int argc, char** argv) {
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
   config.grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);
+  config.health_interval = absl::GetFlag(FLAGS_health_interval);
+  if (config.health_interval <= absl::ZeroDuration()) {
+    std::cerr << "vanguard-orchestrator: --health_interval must be > 0" << std::endl;
+    return 2;
+  }
   if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
     std::optional<std::string> secret = vanguard::ReadFile(path);
     if (!secret.has_value()) {

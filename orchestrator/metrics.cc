@@ -127,7 +127,8 @@ absl::Status QueueDepthSampler::SampleOnce() {
 void QueueDepthSampler::Start() {
   thread_ = std::thread([this] {
     do {
-      SampleOnce().IgnoreError();  // the database may be down; try again next interval
+      const absl::Status sampled = SampleOnce();  // the database may be down: next interval
+      if (on_sample_) on_sample_(sampled.ok());
     } while (!stop_.WaitForNotificationWithTimeout(interval_));
   });
 }

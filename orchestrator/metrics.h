@@ -16,6 +16,7 @@
 #ifndef VANGUARD_ORCHESTRATOR_METRICS_H_
 #define VANGUARD_ORCHESTRATOR_METRICS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -68,11 +69,14 @@ class OrchestratorMetrics {
 };
 
 // Samples queue depth by state and priority into OrchestratorMetrics every interval on a
-// background thread (one cheap GROUP BY over the partial indexes). Start/Stop from main.
+// background thread (one cheap GROUP BY over the partial indexes). Each sample also tells
+// `on_sample` whether the database answered (the binary sets the gRPC health status from it).
+// Start/Stop from main; on_sample runs on the sampler thread.
 class QueueDepthSampler {
  public:
-  QueueDepthSampler(PostgresPool* pool, OrchestratorMetrics* metrics, absl::Duration interval)
-      : pool_(pool), metrics_(metrics), interval_(interval) {}
+  QueueDepthSampler(PostgresPool* pool, OrchestratorMetrics* metrics, absl::Duration interval,
+                    std::function<void(bool database_ok)> on_sample = nullptr)
+      : pool_(pool), metrics_(metrics), interval_(interval), on_sample_(std::move(on_sample)) {}
   ~QueueDepthSampler() { Stop(); }
 
   absl::Status SampleOnce();
@@ -83,6 +87,7 @@ class QueueDepthSampler {
   PostgresPool* pool_;
   OrchestratorMetrics* metrics_;
   const absl::Duration interval_;
+  const std::function<void(bool)> on_sample_;
   absl::Notification stop_;
   std::thread thread_;
 };

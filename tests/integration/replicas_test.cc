@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "database_test_base.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "orchestrator/queue_notifier.h"
@@ -42,6 +43,46 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartOrchestrator(const std::string&
   args.insert(args.end(), extra.begin(), extra.end());
   return Subprocess::StartServer("vanguard-orchestrator", args,
                                  {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdmin)});
+}
+
+// grpc.health.v1.Health/Check for the whole server: 1 SERVING, 2 NOT_SERVING, -1 on error.
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub generic(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1);
+  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+  call->StartCall();
+  grpc::ByteBuffer reply;
+  grpc::Status status;
+  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  if (!status.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!reply.Dump(&slices).ok()) return -1;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (bytes.empty()) return 0;  // UNKNOWN (the default value is not sent)
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : -1;
+}
+
+// Polls until HealthStatus is `want` (at most ~30 s); returns the last status seen.
+int WaitForHealth(const std::shared_ptr<grpc::Channel>& channel, int want) {
+  int status = HealthStatus(channel);
+  for (int i = 0; i < 150 && status != want; ++i) {
+    absl::SleepFor(absl::Milliseconds(200));
+    status = HealthStatus(channel);
+  }
+  return status;
 }
 
 class ReplicasTest : public DatabaseTest {};
@@ -127,9 +168,12 @@ TEST_F(ReplicasTest, TwoOrchestratorProcessesServeOneQueue) {
 TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
   auto server = testing::PostgresServer::Start();
   ASSERT_TRUE(server.ok()) << server.status();
-  auto orch = StartOrchestrator((*server)->conninfo(), {"--insecure_no_auth"});
+  auto orch =
+      StartOrchestrator((*server)->conninfo(), {"--insecure_no_auth", "--health_interval=200ms"});
   ASSERT_TRUE(orch.ok()) << orch.status();
   auto stub = StubFor(**orch);
+  auto channel = grpc::CreateChannel((*orch)->address(), grpc::InsecureChannelCredentials());
+  EXPECT_EQ(WaitForHealth(channel, 1), 1);
   auto list = [&] {
     v1::ListModelsRequest request;
     v1::ListModelsResponse response;
@@ -144,6 +188,7 @@ TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
   for (int i = 0; i < 5 && down == grpc::StatusCode::OK; ++i) down = list();
   EXPECT_EQ(down, grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(list(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(WaitForHealth(channel, 2), 2) << "health should say NOT_SERVING without a database";
 
   ASSERT_TRUE((*server)->Restart().ok());
   grpc::StatusCode up = list();
@@ -152,6 +197,7 @@ TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
     up = list();
   }
   EXPECT_EQ(up, grpc::StatusCode::OK) << (*orch)->Stderr();
+  EXPECT_EQ(WaitForHealth(channel, 1), 1);
 }
 
 TEST(PostgresRestartTest, QueueNotifierListensAgainAfterARestart) {
