@@ -1,6 +1,8 @@
 // See openai_stream.h.
 #include "replayer/protocols/openai_stream.h"
 
+#include <optional>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -13,6 +15,161 @@ absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.
 absl::Status StreamError(absl::string_view error_class, absl::string_view detail) {
   return absl::InvalidArgumentError(absl::StrCat("class=", error_class, "; ", detail));
 }
+
+// Scans one chunk's JSON for what the decoder needs — non-empty choices[].text or
+// choices[].delta.content, choices[].finish_reason, usage.completion_tokens, a top-level
+// non-null "error" (and its message) — without building a DOM. Strings it keeps point into
+// nlohmann's lexer buffer only during the callback, so the few it needs are copied.
+class OpenAiChunkScanner final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool top_level_object = false;
+  bool has_choices = false;
+  bool content = false;
+  bool has_error = false;
+  std::string error_message;
+  std::optional<int64_t> usage_tokens;
+  std::optional<std::string> finish_reason;
+
+  bool null() override {
+    Value(Kind::kNull);
+    return true;
+  }
+  bool boolean(bool) override {
+    Value(Kind::kOther);
+    return true;
+  }
+  bool number_integer(number_integer_t v) override {
+    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens) usage_tokens = v;
+    Value(Kind::kOther);
+    return true;
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens) {
+      usage_tokens = static_cast<int64_t>(v);
+    }
+    Value(Kind::kOther);
+    return true;
+  }
+  bool number_float(number_float_t, const string_t&) override {
+    Value(Kind::kOther);
+    return true;
+  }
+  bool string(string_t& v) override {
+    Role parent = Parent();
+    if (!v.empty() && ((parent == Role::kChoice && key_ == Key::kText) ||
+                       (parent == Role::kDelta && key_ == Key::kContent))) {
+      content = true;
+    }
+    if (parent == Role::kChoice && key_ == Key::kFinishReason) finish_reason = v;
+    if (parent == Role::kError && key_ == Key::kMessage) error_message = v;
+    if (parent == Role::kRoot && key_ == Key::kError) error_message = v;
+    Value(Kind::kOther);
+    return true;
+  }
+  bool binary(binary_t&) override {
+    Value(Kind::kOther);
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    Role role = Role::kOther;
+    Role parent = Parent();
+    if (depth_ == 0) {
+      role = Role::kRoot;
+      top_level_object = true;
+    } else if (parent == Role::kRoot && key_ == Key::kUsage) {
+      role = Role::kUsage;
+    } else if (parent == Role::kRoot && key_ == Key::kError) {
+      role = Role::kError;
+    } else if (parent == Role::kChoices) {
+      role = Role::kChoice;
+    } else if (parent == Role::kChoice && key_ == Key::kDelta) {
+      role = Role::kDelta;
+    }
+    Value(Kind::kOther);
+    Push(role);
+    return true;
+  }
+  bool end_object() override {
+    Pop();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    Role role = Parent() == Role::kRoot && key_ == Key::kChoices ? Role::kChoices : Role::kOther;
+    if (role == Role::kChoices) has_choices = true;
+    Value(Kind::kOther);
+    Push(role);
+    return true;
+  }
+  bool end_array() override {
+    Pop();
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = Key::kOther;
+    if (k == "choices")
+      key_ = Key::kChoices;
+    else if (k == "text")
+      key_ = Key::kText;
+    else if (k == "delta")
+      key_ = Key::kDelta;
+    else if (k == "content")
+      key_ = Key::kContent;
+    else if (k == "finish_reason")
+      key_ = Key::kFinishReason;
+    else if (k == "usage")
+      key_ = Key::kUsage;
+    else if (k == "completion_tokens")
+      key_ = Key::kCompletionTokens;
+    else if (k == "error")
+      key_ = Key::kError;
+    else if (k == "message")
+      key_ = Key::kMessage;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  enum class Role : uint8_t { kNone, kRoot, kChoices, kChoice, kDelta, kUsage, kError, kOther };
+  enum class Key : uint8_t {
+    kNone,
+    kChoices,
+    kText,
+    kDelta,
+    kContent,
+    kFinishReason,
+    kUsage,
+    kCompletionTokens,
+    kError,
+    kMessage,
+    kOther
+  };
+  enum class Kind : uint8_t { kNull, kOther };
+  static constexpr int kMaxTrackedDepth = 8;  // deeper levels are parsed but not tracked
+
+  Role Parent() const {
+    if (depth_ == 0) return Role::kNone;
+    return depth_ <= kMaxTrackedDepth ? roles_[depth_ - 1] : Role::kOther;
+  }
+  // A value (of any kind) was seen under the current key of the current object.
+  void Value(Kind kind) {
+    if (Parent() == Role::kRoot && key_ == Key::kError && kind != Kind::kNull) has_error = true;
+  }
+  void Push(Role role) {
+    if (depth_ < kMaxTrackedDepth) roles_[depth_] = role;
+    ++depth_;
+    key_ = Key::kNone;
+  }
+  void Pop() {
+    --depth_;
+    key_ = Key::kNone;  // keys of the enclosing object are not needed after a nested value
+  }
+
+  Role roles_[kMaxTrackedDepth] = {};
+  int depth_ = 0;
+  Key key_ = Key::kNone;
+};
 
 }  // namespace
 
@@ -76,52 +233,30 @@ void OpenAiStreamDecoder::OnEvent(const SseEvent& event) {
     saw_done_ = true;
     return;
   }
-  nlohmann::json chunk = nlohmann::json::parse(event.data, nullptr, /*allow_exceptions=*/false);
-  if (!chunk.is_object()) {
+  // A SAX scan (no DOM per event): only the few fields that matter are looked at.
+  OpenAiChunkScanner scan;
+  bool parsed = nlohmann::json::sax_parse(event.data.begin(), event.data.end(), &scan);
+  if (!parsed || !scan.top_level_object) {
     error_ = StreamError("stream_bad_json", absl::StrCat("event data is not a JSON object: \"",
                                                          Av(event.data.substr(0, 80)), "\""));
     return;
   }
-  if (auto error = chunk.find("error"); error != chunk.end() && !error->is_null()) {
-    std::string message =
-        error->is_object() && error->contains("message") && (*error)["message"].is_string()
-            ? (*error)["message"].get<std::string>()
-            : error->dump();
-    error_ = StreamError("stream_error_event", absl::StrCat("server streamed an error: ", message));
+  if (scan.has_error) {
+    error_ =
+        StreamError("stream_error_event",
+                    absl::StrCat("server streamed an error: ",
+                                 scan.error_message.empty() ? "(no message)" : scan.error_message));
     return;
   }
-  bool has_usage = false;
-  if (auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
-    if (auto tokens = usage->find("completion_tokens");
-        tokens != usage->end() && tokens->is_number_integer()) {
-      usage_tokens_ = tokens->get<int64_t>();
-      has_usage = true;
-    }
-  }
-  auto choices = chunk.find("choices");
-  if (choices == chunk.end() || !choices->is_array()) {
-    if (!has_usage) {
+  if (scan.usage_tokens.has_value()) usage_tokens_ = scan.usage_tokens;
+  if (!scan.has_choices) {
+    if (!scan.usage_tokens.has_value()) {
       error_ = StreamError("stream_no_choices", "a chunk has neither choices nor usage");
     }
     return;
   }
-  bool content = false;
-  for (const nlohmann::json& choice : *choices) {
-    if (!choice.is_object()) continue;
-    if (auto text = choice.find("text");
-        text != choice.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) {
-      content = true;
-    }
-    if (auto delta = choice.find("delta"); delta != choice.end() && delta->is_object()) {
-      if (auto c = delta->find("content");
-          c != delta->end() && c->is_string() && !c->get_ref<const std::string&>().empty()) {
-        content = true;
-      }
-    }
-    if (auto reason = choice.find("finish_reason"); reason != choice.end() && reason->is_string()) {
-      finish_reason_ = reason->get<std::string>();
-    }
-  }
+  if (scan.finish_reason.has_value()) finish_reason_.assign(*scan.finish_reason);
+  bool content = scan.content;
   if (content) {
     ++content_chunks_;
     ++completed_in_piece_;

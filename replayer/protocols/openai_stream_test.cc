@@ -47,6 +47,25 @@ TEST(OpenAiStreamDecoderTest, CountsChatContentChunksAndUsageTokens) {
   EXPECT_EQ(decoder.finish_reason(), "stop");
 }
 
+TEST(OpenAiStreamDecoderTest, OnlyTheRealContentFieldsCount) {
+  OpenAiStreamDecoder decoder;
+  decoder.Begin(200);
+  // Nested look-alikes (logprobs.content, a "text" outside choices) are not content; a null
+  // "error" is not an error; usage inside a choice is not the server's usage.
+  std::string stream =
+      R"(data: {"error":null,"text":"x","choices":[{"index":0,"logprobs":{"content":[{"token":"a"}]},"delta":{},"usage":{"completion_tokens":99}}]})"
+      "\n\n"
+      R"(data: {"choices":[{"delta":{"content":"ok","tool":{"content":"no"}},"finish_reason":"length"}]})"
+      "\n\n"
+      "data: [DONE]\n\n";
+  auto chunks = decoder.Feed(stream);
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  EXPECT_EQ(*chunks, 1);
+  EXPECT_TRUE(decoder.Finish().ok());
+  EXPECT_FALSE(decoder.tokens_from_usage());
+  EXPECT_EQ(decoder.finish_reason(), "length");
+}
+
 TEST(OpenAiStreamDecoderTest, CompletionsTextChunksAndTimingFromIntendedSend) {
   auto text = [](std::string_view t) {
     return absl::StrCat(R"(data: {"choices":[{"text":")", std::string(t), R"(","index":0}]})",
