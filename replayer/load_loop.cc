@@ -552,7 +552,8 @@ class LoadLoop::Impl {
         // At most one wake-up per quantum: above 1/quantum requests per second several
         // leave per wake-up (each with its own, honest skew), which is what keeps the CPU
         // cost per request near a saturating closed-loop client's.
-        wake_at = std::max(wake_at, last_wake_ + kWakeQuantumNs);
+        // Never delays a request that is already due (a loop catching up does not sleep).
+        if (wake_at > Now()) wake_at = std::max(wake_at, last_wake_ + kWakeQuantumNs);
         if (!Sleep(wake_at - Now())) {
           return absl::InternalError(absl::StrCat("epoll: ", strerror(errno)));
         }
