@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "replayer/protocol_binding.h"
 #include "replayer/step_runner.h"
@@ -157,6 +158,47 @@ TEST(LoadLoopTest, ARampStepOffersTheIntegralOfItsRateInEachWindow) {
   EXPECT_EQ(outcome.windows[0].scheduled(), 150);  // 100 t + 50 t^2 at t = 1
   EXPECT_EQ(outcome.windows[1].scheduled(), 250);
   EXPECT_EQ(outcome.result->completed(), 400);
+  // The client measured its own CPU: per window and over the step's 5 s spans.
+  EXPECT_GT(outcome.result->max_client_cpu_share(), 0);
+  EXPECT_GT(outcome.windows[0].client_cpu_cores() + outcome.windows[1].client_cpu_cores(), 0);
+}
+
+// A template source that blocks the loop once, like a garbage-collection pause in a client.
+class StallingSource : public RequestSource {
+ public:
+  absl::Status Next(OutgoingRequest* out) override {
+    if (++calls_ == 50) absl::SleepFor(absl::Milliseconds(300));
+    out->method = "POST";
+    out->path = "/v2/models/fake/infer";
+    out->body = "{}";
+    return absl::OkStatus();
+  }
+
+ private:
+  int calls_ = 0;
+};
+
+TEST(LoadLoopTest, AClientStallShowsAsNeverDispatchedAndInvalidatesTheStep) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  ProtocolBinding binding;
+  binding.sources = [](int, int) -> absl::StatusOr<std::unique_ptr<RequestSource>> {
+    return std::make_unique<StallingSource>();
+  };
+  v1::RunStepRequest request = Request(server.url(), 200, absl::Seconds(1));
+  *request.mutable_request_timeout() = Proto(absl::Milliseconds(100));
+  Outcome outcome = RunStep(request, &binding);
+  ASSERT_TRUE(outcome.result.ok()) << outcome.result.status();
+  const v1::StepResult& r = *outcome.result;
+  EXPECT_EQ(r.scheduled(), 200);  // every scheduled request is accounted for
+  // ~60 requests fell due during the 300 ms stall; those more than the 100 ms timeout late
+  // were never sent, the rest left late.
+  EXPECT_GE(r.never_dispatched(), 30);
+  EXPECT_EQ(r.completed() + r.never_dispatched() + r.timeouts() + r.errors(), 200);
+  EXPECT_GE(r.send_skew_max_us(), 50'000);
+  EXPECT_FALSE(r.client_valid());
+  EXPECT_TRUE(absl::StrContains(r.client_invalid_reason(), "never dispatched"))
+      << r.client_invalid_reason();
+  EXPECT_LT(server.requests_received(), 200);
 }
 
 // A source that replays fixed trace offsets (what replayer/trace provides for real files).
