@@ -6,7 +6,7 @@
 //   SlotScheduler scheduler(profile.batch);                          // profile.mode == kBatch
 //   double saturation = SaturationRps(profile);
 //
-// File format (all keys optional except none; unknown keys are INVALID_ARGUMENT; times in ms):
+// File format (every key optional; unknown keys are INVALID_ARGUMENT; times in ms, warmup in s):
 //   {"name": "vision", "description": "...", "mode": "batch" | "generative",
 //    "slots": 2, "base_ms": 6, "per_item_ms": 2, "max_batch": 8, "max_queue_delay_ms": 2,
 //    "max_queue": 256, "jitter_sigma": 0.1, "warmup_factor": 4, "warmup_s": 20,
