@@ -90,7 +90,7 @@ void ObserveBatch(const Profile& profile, double rate, const GroundTruthOptions&
       if (c.failed) {
         ++result.failed;
       } else {
-        latencies.push_back(absl::ToInt64Nanoseconds(c.finish - c.arrival));
+        latencies.push_back(absl::ToInt64Nanoseconds(c.finish - c.arrival + options.added_latency));
       }
     }
     done.clear();
@@ -128,8 +128,9 @@ void ObserveGenerative(const Profile& profile, double rate, const GroundTruthOpt
         ++result.failed;
         continue;
       }
-      if (e.token_index == 1) ttfts.push_back(absl::ToInt64Nanoseconds(e.time - e.arrival));
-      if (e.last) latencies.push_back(absl::ToInt64Nanoseconds(e.time - e.arrival));
+      const absl::Duration latency = e.time - e.arrival + options.added_latency;
+      if (e.token_index == 1) ttfts.push_back(absl::ToInt64Nanoseconds(latency));
+      if (e.last) latencies.push_back(absl::ToInt64Nanoseconds(latency));
     }
     events.clear();
   };
@@ -164,6 +165,9 @@ absl::StatusOr<RateEvaluation> EvaluateRate(const Profile& profile, const Slo& s
   if (!(slo.latency_percentile > 0 && slo.latency_percentile <= 100)) {
     return absl::InvalidArgumentError(
         absl::StrCat("slo.latency_percentile must be in (0, 100], got ", slo.latency_percentile));
+  }
+  if (options.added_latency < absl::ZeroDuration() || options.added_latency > absl::Hours(1)) {
+    return absl::InvalidArgumentError("added_latency must be in [0, 1h]");
   }
   if (options.replications < 1 || options.replications > 1000) {
     return absl::InvalidArgumentError(

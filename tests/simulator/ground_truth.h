@@ -44,6 +44,9 @@ struct GroundTruthOptions {
   // profile's + i), judged on their pooled requests: more replications, less seed-to-seed
   // spread of the answer, proportionally more CPU.
   int replications = 4;
+  // Fixed latency outside the model added to every request (network, HTTP, client), for
+  // comparing with what a client measures; 0 = the model's own latency.
+  absl::Duration added_latency = absl::ZeroDuration();
 };
 
 struct RateEvaluation {

@@ -124,6 +124,16 @@ TEST(GroundTruthTest, ReplicationsPoolIndependentRunsAndNarrowTheSpread) {
   EXPECT_LT(pooled, single);
 }
 
+TEST(GroundTruthTest, LatencyOutsideTheModelLowersTheAnswer) {
+  Profile profile = DeterministicProfile();
+  GroundTruthOptions options = Short();
+  auto plain = ComputeGroundTruth(profile, profile.slo, options);
+  options.added_latency = absl::Milliseconds(3);
+  auto with_network = ComputeGroundTruth(profile, profile.slo, options);
+  ASSERT_TRUE(plain.ok() && with_network.ok());
+  EXPECT_LT(with_network->max_sustainable_rps, plain->max_sustainable_rps);
+}
+
 TEST(GroundTruthTest, RejectsBadArguments) {
   Profile profile = DeterministicProfile();
   EXPECT_THAT(EvaluateRate(profile, profile.slo, 0).status().message(), HasSubstr("rate"));

@@ -100,6 +100,9 @@ ABSL_FLAG(double, ground_truth_seconds, 30, "Ground truth: judged seconds per ev
 ABSL_FLAG(double, ground_truth_settle_s, 5,
           "Ground truth: seconds of arrivals before the judged window.");
 ABSL_FLAG(int64_t, ground_truth_seed, 1, "Ground truth: seed of the arrival process.");
+ABSL_FLAG(double, ground_truth_added_latency_ms, 0,
+          "Ground truth: fixed latency outside the model (network, HTTP, client) added to "
+          "every request before judging, in ms.");
 ABSL_FLAG(int, ground_truth_replications, 4,
           "Ground truth: independent runs per evaluated rate, judged pooled (less seed-to-seed "
           "spread, proportionally more CPU).");
@@ -289,6 +292,13 @@ int RunGroundTruth(const Profile& profile) {
   options.settle = absl::Nanoseconds(settle * 1e9);
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_ground_truth_seed));
   options.replications = absl::GetFlag(FLAGS_ground_truth_replications);
+  const double added_ms = absl::GetFlag(FLAGS_ground_truth_added_latency_ms);
+  if (!InRange(added_ms, 0, 3.6e6)) {
+    std::cerr
+        << "vanguard-sim-predictor: --ground_truth_added_latency_ms must be in [0, 3600000]\n";
+    return 2;
+  }
+  options.added_latency = Ms(added_ms);
   absl::StatusOr<vanguard::sim::GroundTruth> truth =
       vanguard::sim::ComputeGroundTruth(profile, *slo, options);
   if (!truth.ok()) {
