@@ -561,6 +561,25 @@ TEST(SimBehaviourTest, GroundTruthAgreesWithARealOpenLoopRunAt90And110Percent) {
   }
   EXPECT_TRUE(meets_slo(below));
   EXPECT_FALSE(meets_slo(above));
+  // Beyond pass/fail, the simulation predicts what the real run saw: the median latency
+  // below the cliff and the shed fraction above it.
+  GroundTruthOptions options;
+  options.settle = absl::Milliseconds(500);
+  options.measure = absl::Seconds(3);
+  options.replications = 8;
+  Slo median = profile->slo;
+  median.latency_percentile = 50;
+  auto predicted_below = EvaluateRate(*profile, median, 0.9 * truth->max_sustainable_rps, options);
+  auto predicted_above = EvaluateRate(*profile, median, 1.1 * truth->max_sustainable_rps, options);
+  ASSERT_TRUE(predicted_below.ok() && predicted_above.ok());
+  const double predicted_p50_ms =
+      absl::ToDoubleMilliseconds(predicted_below->latency_at_percentile);
+  std::cout << "p50 at 90%: real " << below.LatencyPercentileMs(50) << " ms, simulated "
+            << predicted_p50_ms << " ms; shed at 110%: real " << above.ErrorRate() << ", simulated "
+            << predicted_above->error_rate << "\n";
+  EXPECT_GT(below.LatencyPercentileMs(50), 0.6 * predicted_p50_ms);
+  EXPECT_LT(below.LatencyPercentileMs(50), 1.6 * predicted_p50_ms + 2);
+  EXPECT_NEAR(above.ErrorRate(), predicted_above->error_rate, 0.04);
   // Above the cliff the excess is shed, not failed otherwise.
   EXPECT_EQ(above.other_errors, 0);
   EXPECT_GT(above.shed, 0);
