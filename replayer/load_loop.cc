@@ -437,9 +437,12 @@ class LoadLoop::Impl {
   const StepAccounting& accounting() const { return accounting_; }
 
  private:
-  // This shard's part of a step-wide cap (at least 1).
+  // This loop's part of a per-replayer cap (at least 1): caps are shared by the loops of one
+  // replayer (loop t of it is global shard shard * threads + t).
   int Share(int total) const {
-    return std::max(1, total / shards_ + (shard_ < total % shards_ ? 1 : 0));
+    const int loops = config_.threads;
+    const int local = shard_ % loops;
+    return std::max(1, total / loops + (local < total % loops ? 1 : 0));
   }
 
   absl::Status Setup() {

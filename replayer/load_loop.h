@@ -76,7 +76,9 @@ class LoadLoop {
  public:
   using WindowsCallback = std::function<void(std::vector<WindowTally>)>;
 
-  // `config` must come from ParseStepConfig; 0 <= shard < shards.
+  // `config` must come from ParseStepConfig; 0 <= shard < shards, where shard/shards index
+  // the whole step's schedule (config.shard * config.threads + loop, of
+  // config.shard_count * config.threads).
   LoadLoop(const StepConfig& config, int shard, int shards, const TargetAddress& target,
            LoopParts parts, WindowsCallback on_windows);
   ~LoadLoop();

@@ -147,6 +147,37 @@ TEST(LoadLoopTest, SeveralThreadsSplitTheScheduleAndMergeExactly) {
   EXPECT_EQ(histogram->count(), 300);
 }
 
+TEST(LoadLoopTest, TwoReplayersEachRunTheirShardAndTheirHistogramsMergeExactly) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  std::vector<Outcome> shards;
+  for (int shard = 0; shard < 2; ++shard) {
+    v1::RunStepRequest request = Request(server.url(), 300, absl::Seconds(1));
+    request.set_threads(2);  // 2 replayers x 2 loops = 4 shards of one schedule
+    request.set_shard(shard);
+    request.set_shard_count(2);
+    shards.push_back(RunStep(request));
+    ASSERT_TRUE(shards.back().result.ok()) << shards.back().result.status();
+  }
+  EXPECT_EQ(shards[0].result->scheduled(), 150);
+  EXPECT_EQ(shards[1].result->scheduled(), 150);
+  EXPECT_EQ(server.requests_received(), 300);  // together: the whole constant schedule
+  // The worker's merge: histograms, never averaged percentiles.
+  auto a = LatencyHistogram::Deserialize(shards[0].result->latency_histogram());
+  auto b = LatencyHistogram::Deserialize(shards[1].result->latency_histogram());
+  ASSERT_TRUE(a.ok() && b.ok());
+  a->Merge(*b);
+  EXPECT_EQ(a->count(), shards[0].result->completed() + shards[1].result->completed());
+  ASSERT_EQ(shards[0].windows.size(), 1u);
+  auto wa = LatencyHistogram::Deserialize(shards[0].windows[0].latency_histogram());
+  auto wb = LatencyHistogram::Deserialize(shards[1].windows[0].latency_histogram());
+  ASSERT_TRUE(wa.ok() && wb.ok());
+  wa->Merge(*wb);
+  EXPECT_TRUE(*wa == *a);  // one window = the whole measured part here
+  auto skew = LatencyHistogram::Deserialize(shards[0].result->send_skew_histogram());
+  ASSERT_TRUE(skew.ok());
+  EXPECT_EQ(skew->count(), 150);
+}
+
 TEST(LoadLoopTest, ARampStepOffersTheIntegralOfItsRateInEachWindow) {
   FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
   v1::RunStepRequest request = Request(server.url(), 100, absl::Seconds(2));

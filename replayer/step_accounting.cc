@@ -298,7 +298,11 @@ v1::WindowMetrics ToWindowMetrics(const WindowTally& window) {
   if (window.inter_chunk.count() > 0)
     *metrics.mutable_inter_chunk() = Summarize(window.inter_chunk);
   metrics.set_output_chunks(window.output_chunks);
-  if (window.send_skew.count() > 0) metrics.set_send_skew_p99_us(window.send_skew.Percentile(99.0));
+  if (window.send_skew.count() > 0) {
+    metrics.set_send_skew_p99_us(window.send_skew.Percentile(99.0));
+    metrics.set_send_skew_histogram(window.send_skew.Serialize());
+  }
+  if (window.latency.count() > 0) metrics.set_latency_histogram(window.latency.Serialize());
   double seconds = absl::ToDoubleSeconds(window.span.end - window.span.start);
   if (seconds > 0) {
     metrics.set_offered_qps(static_cast<double>(window.scheduled) / seconds);
@@ -333,8 +337,13 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
     *result.mutable_ttft() = Summarize(measured.ttft);
     result.set_ttft_histogram(measured.ttft.Serialize());
   }
-  if (measured.inter_chunk.count() > 0)
+  if (measured.inter_chunk.count() > 0) {
     *result.mutable_inter_chunk() = Summarize(measured.inter_chunk);
+    result.set_inter_chunk_histogram(measured.inter_chunk.Serialize());
+  }
+  if (measured.send_skew.count() > 0) {
+    result.set_send_skew_histogram(measured.send_skew.Serialize());
+  }
   result.set_output_chunks(measured.output_chunks);
   result.set_max_client_cpu_share(measured.max_cpu_share);
   for (const auto& [error_class, count] : measured.errors_by_class) {

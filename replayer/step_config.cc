@@ -135,6 +135,15 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
     return Invalid("threads", absl::StrCat("must be in [0, ", kMaxThreads, "]"));
   }
   config.threads = request.threads() == 0 ? 1 : request.threads();
+  if (request.shard_count() < 0 || request.shard_count() > 10'000) {
+    return Invalid("shard_count", "must be in [0, 10000]");
+  }
+  config.shard_count = request.shard_count() == 0 ? 1 : request.shard_count();
+  if (request.shard() < 0 || request.shard() >= config.shard_count) {
+    return Invalid("shard",
+                   absl::StrCat("must be in [0, shard_count) = [0, ", config.shard_count, ")"));
+  }
+  config.shard = request.shard();
 
   if (config.closed_loop()) {
     if (request.rate_qps() != 0) {

@@ -62,9 +62,12 @@ struct StepConfig {
   v1::Schedule schedule = v1::SCHEDULE_CONSTANT;
   double ramp_end_qps = 0;  // SCHEDULE_RAMP only
   uint64_t seed = 0;
-  std::string trace_path;      // empty: synthetic requests
-  int concurrency = 0;         // > 0: closed loop with this many outstanding requests
-  int threads = 1;             // event loops
+  std::string trace_path;  // empty: synthetic requests
+  int concurrency = 0;     // > 0: closed loop with this many outstanding requests
+  int threads = 1;         // event loops
+  // This replayer's part of a step split over several replayers (0 of 1: all of it).
+  int shard = 0;
+  int shard_count = 1;
   absl::Duration slo_latency;  // zero: not checked
   absl::Duration slo_ttft;     // zero: not checked
   absl::Duration warmup;

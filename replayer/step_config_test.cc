@@ -204,6 +204,21 @@ TEST(StepConfigTest, RampNeedsAnEndRateAndTraceNeedsAFile) {
   ExpectInvalid(r, "trace_path");
 }
 
+TEST(StepConfigTest, AShardMustBeOneOfTheShardCount) {
+  v1::RunStepRequest r = ValidRequest();
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->shard, 0);
+  EXPECT_EQ(config->shard_count, 1);
+  r.set_shard_count(3);
+  r.set_shard(3);
+  ExpectInvalid(r, "shard");
+  r.set_shard(2);
+  EXPECT_TRUE(ParseStepConfig(r).ok());
+  r.set_shard_count(-1);
+  ExpectInvalid(r, "shard_count");
+}
+
 TEST(StepConfigTest, ThreadsAreBoundedAndDefaultToOne) {
   v1::RunStepRequest r = ValidRequest();
   absl::StatusOr<StepConfig> config = ParseStepConfig(r);

@@ -114,20 +114,27 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
   if (!binding.sources) return absl::InvalidArgumentError("protocol: no request source");
 
   const int shards = config.threads;
+  // Loop t of this replayer is shard (config.shard * threads + t) of the whole step, so
+  // several replayers with several loops each still split one schedule (or trace) exactly.
+  const int global_shards = config.shard_count * shards;
   WindowMailbox mailbox;
   std::vector<std::unique_ptr<LoadLoop>> loops;
   for (int shard = 0; shard < shards; ++shard) {
+    const int global_shard = config.shard * shards + shard;
     LoopParts parts;
-    absl::StatusOr<std::unique_ptr<RequestSource>> source = binding.sources(shard, shards);
+    absl::StatusOr<std::unique_ptr<RequestSource>> source =
+        binding.sources(global_shard, global_shards);
     if (!source.ok()) return source.status();
     parts.source = *std::move(source);
     parts.handlers = binding.handlers;
     if (binding.transport) {
-      absl::StatusOr<std::unique_ptr<AsyncTransport>> transport = binding.transport(shard, shards);
+      absl::StatusOr<std::unique_ptr<AsyncTransport>> transport =
+          binding.transport(global_shard, global_shards);
       if (!transport.ok()) return transport.status();
       parts.transport = *std::move(transport);
     }
-    loops.push_back(std::make_unique<LoadLoop>(config, shard, shards, *target, std::move(parts),
+    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, *target,
+                                               std::move(parts),
                                                [&mailbox, shard](std::vector<WindowTally> windows) {
                                                  mailbox.Push(shard, std::move(windows));
                                                }));
