@@ -82,6 +82,9 @@ ABSL_FLAG(double, output_tokens_mean, 64, "Generative: mean output length in tok
 ABSL_FLAG(double, output_tokens_sigma, 0.5, "Generative: lognormal log-space sigma.");
 ABSL_FLAG(int, output_tokens_min, 1, "Generative: shortest output.");
 ABSL_FLAG(int, output_tokens_max, 256, "Generative: longest output.");
+ABSL_FLAG(bool, list_profiles, false,
+          "Print the named profiles (name, mode, saturation, default SLO, description), one "
+          "per line, and exit.");
 // Ground truth.
 ABSL_FLAG(bool, ground_truth, false,
           "Do not serve: print one line 'true_capacity_rps=R saturation_rps=S ...' (the highest "
@@ -265,6 +268,29 @@ absl::StatusOr<vanguard::sim::Slo> SloFromFlags(const Profile& profile) {
   return slo;
 }
 
+int ListProfiles() {
+  for (const std::string& name : vanguard::sim::NamedProfiles()) {
+    absl::StatusOr<Profile> profile = vanguard::sim::LoadProfile(name);
+    if (!profile.ok()) {
+      std::cerr << "vanguard-sim-predictor: " << profile.status() << "\n";
+      return 1;
+    }
+    const vanguard::sim::Slo& slo = profile->slo;
+    std::cout << "profile=" << name << " mode="
+              << (profile->mode == vanguard::sim::ProfileMode::kGenerative ? "generative" : "batch")
+              << " saturation_rps=" << Decimal(vanguard::sim::SaturationRps(*profile))
+              << " slo_percentile=" << Decimal(slo.latency_percentile)
+              << " slo_latency_ms=" << Decimal(absl::ToDoubleMilliseconds(slo.latency_limit))
+              << " slo_max_error_rate=" << slo.max_error_rate;
+    if (slo.ttft_limit != absl::InfiniteDuration()) {
+      std::cout << " slo_ttft_ms=" << Decimal(absl::ToDoubleMilliseconds(slo.ttft_limit));
+    }
+    std::cout << " warmup_s=" << absl::ToDoubleSeconds(profile->batch.perturbations.warmup)
+              << " description=\"" << profile->description << "\"\n";
+  }
+  return 0;
+}
+
 int RunGroundTruth(const Profile& profile) {
   absl::StatusOr<vanguard::sim::Slo> slo = SloFromFlags(profile);
   if (!slo.ok()) {
@@ -339,6 +365,7 @@ int main(int argc, char** argv) {
   RecordGivenFlags(argc, argv);
   absl::ParseCommandLine(argc, argv);
 
+  if (absl::GetFlag(FLAGS_list_profiles)) return ListProfiles();
   absl::StatusOr<Profile> profile = ProfileFromFlags();
   if (!profile.ok()) {
     std::cerr << "vanguard-sim-predictor: " << profile.status().message() << "\n";

@@ -500,6 +500,19 @@ TEST(SimBehaviourTest, AdminFaultHooks) {
   EXPECT_EQ(*code, 3);
 }
 
+TEST(SimBehaviourTest, ListProfilesPrintsEveryNamedProfileWithItsSaturation) {
+  absl::StatusOr<::vanguard::testing::RunResult> run =
+      ::vanguard::testing::RunBinary(kBinary, {"--list_profiles"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->exit_code, 0) << run->err;
+  for (const std::string& name : NamedProfiles()) {
+    EXPECT_THAT(run->out, HasSubstr(absl::StrCat("profile=", name,
+                                                 " mode=", name == "llm" ? "generative" : "batch",
+                                                 " saturation_rps=")));
+  }
+  EXPECT_THAT(run->out, HasSubstr("profile=embedding mode=batch saturation_rps=5000 "));
+}
+
 TEST(SimBehaviourTest, GroundTruthCliPrintsTheLibrarysAnswer) {
   absl::StatusOr<::vanguard::testing::RunResult> run = ::vanguard::testing::RunBinary(
       kBinary,
