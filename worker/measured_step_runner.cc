@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,26 @@ double MeasuredStepRunner::Goodput(const vanguard::v1::StepResult& r, double p99
       1.0, lo / 100 * static_cast<double>(r.completed()) / static_cast<double>(r.scheduled()));
 }
 
+WindowSignals MeasuredStepRunner::SignalsOf(const vanguard::v1::WindowMetrics& w,
+                                            const GaugeReading& gauges) const {
+  WindowSignals s;
+  s.p99_ms = w.latency().p99_ms();
+  s.error_rate = w.scheduled() > 0 ? std::clamp(static_cast<double>(w.errors() + w.timeouts()) /
+                                                    static_cast<double>(w.scheduled()),
+                                                0.0, 1.0)
+                                   : 0;
+  s.offered_qps = w.offered_qps();
+  s.achieved_qps = w.achieved_qps();
+  if (options_.closed_loop) s.offered_qps = s.achieved_qps;  // nothing is offered
+  s.gpu_utilization = gauges.gpu_utilization;
+  s.queue_depth = gauges.queue_depth;
+  if (w.has_ttft() && w.ttft().p99_ms() > 0) s.ttft_p99_ms = w.ttft().p99_ms();
+  if (w.has_inter_chunk() && w.inter_chunk().p99_ms() > 0) {
+    s.inter_token_p99_ms = w.inter_chunk().p99_ms();
+  }
+  return s;
+}
+
 vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::WindowMetrics& w,
                                                           bool settle, absl::Time start,
                                                           GaugeReading* gauges_out) {
@@ -73,21 +94,7 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
   if (gauges.gpu_utilization) out.set_gpu_utilization(*gauges.gpu_utilization);
   if (gauges.queue_depth) out.set_queue_depth(*gauges.queue_depth);
   if (!out.warmup()) {
-    WindowSignals s;
-    s.p99_ms = w.latency().p99_ms();
-    s.error_rate = w.scheduled() > 0 ? std::clamp(static_cast<double>(w.errors() + w.timeouts()) /
-                                                      static_cast<double>(w.scheduled()),
-                                                  0.0, 1.0)
-                                     : 0;
-    s.offered_qps = w.offered_qps();
-    s.achieved_qps = w.achieved_qps();
-    if (options_.closed_loop) s.offered_qps = s.achieved_qps;  // nothing is offered
-    s.gpu_utilization = gauges.gpu_utilization;
-    s.queue_depth = gauges.queue_depth;
-    if (w.has_ttft() && w.ttft().p99_ms() > 0) s.ttft_p99_ms = w.ttft().p99_ms();
-    if (w.has_inter_chunk() && w.inter_chunk().p99_ms() > 0) {
-      s.inter_token_p99_ms = w.inter_chunk().p99_ms();
-    }
+    const WindowSignals s = SignalsOf(w, gauges);
     const WindowAssessment a = assessor_->Observe(s);
     out.set_health_score(a.score);
     out.set_health_state(a.state);
@@ -131,12 +138,20 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     const absl::Duration cap =
         std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
     SteadyStateDetector detector(steady);
+    // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
+    // predictor cannot carry (rising while overloaded: settling would only hit the cap).
+    std::deque<double> recent_p50;
+    bool overloaded_and_rising = false;
+    assessor_->Reset();
     while (true) {
       absl::StatusOr<ExecutedStep> s =
           executor_->Execute(settle, cancel, [&](const vanguard::v1::WindowMetrics& w) {
             out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
             const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
             detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
+            assessor_->Observe(SignalsOf(w, gauges));
+            recent_p50.push_back(w.latency().p50_ms());
+            while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
             if (on_window) on_window();
           });
       if (!s.ok()) return s.status();
@@ -145,11 +160,18 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
         out.steady = true;
         break;
       }
+      if (assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
+          static_cast<int>(recent_p50.size()) == steady.windows &&
+          recent_p50.back() >= recent_p50.front()) {
+        overloaded_and_rising = true;
+        break;
+      }
       if (out.settle_time >= cap) break;
       *settle.mutable_duration() =
           ToProtoDuration(std::min(options_.settle_chunk, cap - out.settle_time));
       settle.set_seed(settle.seed() + 1);
     }
+    out.overloaded_while_settling = overloaded_and_rising;
     *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
   }
 

@@ -11,7 +11,10 @@
 // runs max(W, the detector's span) at the step's rate as a separate, unjudged replayer call,
 // then further chunks while the SteadyStateDetector says the windows still drift, until
 // max_settle. The test's first step, where the model's own warmup (JIT, caches) also has to
-// pass, compares two consecutive spans and may settle up to max_initial_settle.
+// pass, compares two consecutive spans and may settle up to max_initial_settle. Settling
+// stops early when the windows are OVERLOADED (hysteresis) and latency is still rising: the
+// rate cannot be carried, and waiting would only reach the cap. A backlog left by an earlier
+// overloaded step drains with falling latency, and is waited for.
 // Those windows are kept (StepWindow.warmup = true) but not judged. The measured call then
 // runs with no warmup of its own. With detection off the replayer runs the fixed warmup
 // inside the measured call; with fixed_warmup off too (the ablation) the step is measured
@@ -77,6 +80,9 @@ struct MeasuredStep {
   StepOutcome outcome;
   absl::Duration settle_time;
   bool steady = false;  // the settle phase ended because the windows were steady
+  // The settle phase ended early: the health state was OVERLOADED and latency still rising
+  // (the rate cannot be carried; waiting for steady state would only reach the cap).
+  bool overloaded_while_settling = false;
   int64_t scrape_failures = 0;
 };
 
@@ -99,6 +105,7 @@ class MeasuredStepRunner {
   static double Goodput(const vanguard::v1::StepResult& result, double p99_limit_ms);
 
  private:
+  WindowSignals SignalsOf(const vanguard::v1::WindowMetrics& w, const GaugeReading& gauges) const;
   // Scrapes the gauges (into *gauges_out) and, for a measured window, scores its health.
   vanguard::v1::StepWindow RecordWindow(const vanguard::v1::WindowMetrics& w, bool settle,
                                         absl::Time start, GaugeReading* gauges_out);

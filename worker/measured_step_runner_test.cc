@@ -157,6 +157,22 @@ TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
   EXPECT_EQ(MustRun(options, nullptr, /*first=*/true).settle_time, absl::Seconds(23));
 }
 
+TEST_F(MeasuredStepRunnerTest, OverloadWithRisingLatencyStopsSettling) {
+  settle_p50 = [](int i) { return 30.0 + 5 * i; };  // p99 = 3 x p50: above 100 ms, rising
+  MeasuredStep step = MustRun({});
+  EXPECT_TRUE(step.overloaded_while_settling);
+  EXPECT_FALSE(step.steady);
+  EXPECT_EQ(step.settle_time, absl::Seconds(3));  // the fixed warmup only, not the 30 s cap
+  // A backlog draining (overloaded but falling) is waited for.
+  requests_.clear();
+  settle_window_ = 0;
+  settle_p50 = [](int i) { return i < 8 ? 200.0 - 20 * i : 40.0; };
+  step = MustRun({});
+  EXPECT_FALSE(step.overloaded_while_settling);
+  EXPECT_TRUE(step.steady);
+  EXPECT_EQ(step.settle_time, absl::Seconds(7));  // 3 falling, 2 falling, 2 flat
+}
+
 TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
   MeasuredStepOptions options;
   options.fixed_warmup = false;

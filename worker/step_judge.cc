@@ -110,11 +110,17 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   }
 
   const double achieved = result.achieved_qps();
-  const double required = min_achieved_ratio_ * target_qps;
+  // Against what was actually offered: a Poisson schedule's arrivals in a short step differ
+  // from the target by a few percent, which is not a shortfall of the predictor.
+  const double measured_s = absl::ToDoubleSeconds(ToAbsl(result.measured()));
+  const double offered = measured_s > 0 && result.scheduled() > 0
+                             ? static_cast<double>(result.scheduled()) / measured_s
+                             : target_qps;
+  const double required = min_achieved_ratio_ * offered;
   // The health signal is the shortfall relative to the allowed shortfall, so a step that
   // achieves its full target scores 0 and one exactly at min_achieved_ratio scores 1.0.
   // (target/achieved against 1/ratio would score a perfect step 0.99, i.e. CRITICAL.)
-  const double shortfall = target_qps > 0 ? std::max(0.0, 1.0 - achieved / target_qps) : 0.0;
+  const double shortfall = offered > 0 ? std::max(0.0, 1.0 - achieved / offered) : 0.0;
   const double allowed_shortfall = 1.0 - min_achieved_ratio_;
   if (allowed_shortfall > 0) {
     signals.push_back({"achieved", shortfall, allowed_shortfall});
@@ -123,10 +129,10 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   }
   if (achieved < required) {
     breaches.push_back(absl::StrFormat("achieved %.1f < %g%% of %g", achieved,
-                                       min_achieved_ratio_ * 100, target_qps));
+                                       min_achieved_ratio_ * 100, offered));
   } else {
     held.push_back(absl::StrFormat("achieved %.1f >= %g%% of %g", achieved,
-                                   min_achieved_ratio_ * 100, target_qps));
+                                   min_achieved_ratio_ * 100, offered));
   }
 
   j.health = scorer_->Score(signals);

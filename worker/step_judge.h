@@ -4,7 +4,9 @@
 //   p99 latency (from intended send time) <= slo.p99_latency,
 //   p50 latency <= slo.p50_latency                 (when set),
 //   (errors + timeouts) / scheduled <= slo.max_error_rate  (when set),
-//   achieved_qps >= min_achieved_ratio * target     (ratio 0 means 0.99).
+//   achieved_qps >= min_achieved_ratio * offered    (ratio 0 means 0.99; offered is
+//                                                   scheduled / measured when the result
+//                                                   says, else the target).
 // The verdict is one line naming every breached limit with its numbers, e.g.
 //   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
 // and the health score comes from a HealthScorer over the same metrics.

@@ -241,3 +241,24 @@ TEST(MaxRatioHealthScorerTest, WorstSignalDecides) {
 
 }  // namespace
 }  // namespace vanguard::worker
+
+namespace vanguard::worker {
+namespace {
+
+TEST(StepJudgeTest, AchievedIsComparedWithWhatWasActuallyOffered) {
+  auto judge = StepJudge::Create(Slo());
+  ASSERT_TRUE(judge.ok());
+  // A Poisson schedule at 650 qps drew 2540 arrivals in 4 s (635/s); all were served.
+  vanguard::v1::StepResult r = Good();
+  r.set_scheduled(2540);
+  r.set_sent(2540);
+  r.set_completed(2540);
+  r.set_achieved_qps(635);
+  r.mutable_measured()->set_seconds(4);
+  EXPECT_TRUE(judge->Judge(r, 650).passed) << judge->Judge(r, 650).verdict;
+  r.set_achieved_qps(600);  // 94% of what arrived: a real shortfall
+  EXPECT_THAT(judge->Judge(r, 650).verdict, HasSubstr("achieved 600.0 < 99% of 635"));
+}
+
+}  // namespace
+}  // namespace vanguard::worker

@@ -110,9 +110,13 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step) {
   absl::string_view health = vanguard::v1::HealthState_Name(step.health_state());
   absl::ConsumePrefix(&health, "HEALTH_STATE_");
-  return absl::StrFormat("test %d step %d: target %g qps, achieved %.1f qps, p99 %.1f ms, %s: %s",
+  const absl::Duration warmup = FromProtoDuration(step.warmup());
+  return absl::StrFormat("test %d step %d: target %g qps, achieved %.1f qps, p99 %.1f ms, %s: %s%s",
                          test_id, step.index(), step.target_qps(), step.achieved_qps(),
-                         step.latency().p99_ms(), health, step.verdict());
+                         step.latency().p99_ms(), health, step.verdict(),
+                         warmup > absl::ZeroDuration()
+                             ? absl::StrCat(" (after ", absl::FormatDuration(warmup), " warmup)")
+                             : std::string());
 }
 
 TestRunner::TestRunner(OrchestratorClient* orchestrator, StepExecutor* executor, Clock* clock,
