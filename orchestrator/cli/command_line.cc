@@ -552,10 +552,24 @@ absl::StatusOr<SubmitOptions> ParseSubmit(const FlagSet& flags) {
     ASSIGN_OR_RETURN(v1::Schedule parsed, ParseSchedule(*schedule));
     spec.set_schedule(parsed);
   }
-  ASSIGN_OR_RETURN(std::optional<int64_t> priority,
-                   flags.Integer("priority", std::numeric_limits<int32_t>::min(),
-                                 std::numeric_limits<int32_t>::max()));
-  if (priority.has_value()) spec.set_priority(static_cast<int32_t>(*priority));
+  // Named classes for the usual sources of tests; any integer works too.
+  static const auto* const kPriorityClasses = new std::map<std::string, int32_t>{
+      {"oncall", 200}, {"adhoc", 200}, {"ci", 100}, {"scheduled", 0}};
+  std::optional<std::string> priority_text = flags.Text("priority");
+  auto named = priority_text.has_value() ? kPriorityClasses->find(absl::AsciiStrToLower(
+                                               absl::StripAsciiWhitespace(*priority_text)))
+                                         : kPriorityClasses->end();
+  if (named != kPriorityClasses->end()) {
+    spec.set_priority(named->second);
+  } else {
+    absl::StatusOr<std::optional<int64_t>> priority = flags.Integer(
+        "priority", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+    if (!priority.ok()) {
+      return BadValue("priority", *priority_text,
+                      "is not an integer or a class (oncall/adhoc 200, ci 100, scheduled 0)");
+    }
+    if (priority->has_value()) spec.set_priority(static_cast<int32_t>(**priority));
+  }
   ASSIGN_OR_RETURN(std::optional<int64_t> max_attempts, flags.Integer("max_attempts", 1, 100));
   if (max_attempts.has_value()) spec.set_max_attempts(static_cast<int32_t>(*max_attempts));
 
@@ -767,7 +781,7 @@ Commands:
       List registered model versions.
   submit --model=N [--version=V] (--rates=R1,R2,... | --min_qps=A --max_qps=B --steps=K)
          [--stop_after_failures=1] [--step_duration=10s] [--step_warmup=2s]
-         [--request_timeout=10s] [--schedule=constant|poisson] [--priority=0]
+         [--request_timeout=10s] [--schedule=constant|poisson] [--priority=0|oncall|ci|scheduled]
          [--max_attempts=3] [--request_id=KEY] [--spec_file=test.json] [--wait | --watch]
       Queue a multi-rate sweep. --wait polls until the test ends (progress on stderr, the
       final test on stdout); --watch streams every update to stdout instead.

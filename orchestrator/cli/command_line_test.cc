@@ -436,6 +436,17 @@ TEST(RegisterModelTest, StreamingAndGaugeLimitsBecomeSloFields) {
   ExpectUsageError({"models", "register"}, With(base, {{"ttft_p99_ms", "0"}}), "--ttft_p99_ms");
 }
 
+TEST(SubmitSpecTest, PriorityTakesIntegersOrNamedClasses) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, int32_t>>{
+           {"oncall", 200}, {"CI", 100}, {"scheduled", 0}, {"-5", -5}, {"7", 7}}) {
+    absl::StatusOr<ParsedCommand> parsed =
+        Parse({"submit"}, With(kSubmitBase, {{"priority", text}}));
+    ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.status();
+    EXPECT_EQ(parsed->submit.spec.priority(), want) << text;
+  }
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"priority", "urgent"}}), "--priority");
+}
+
 TEST(TokensTest, CreateNeedsANameAndAKnownRole) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"tokens", "create"}, {{"name", "ci"}, {"role", "Submitter"}});

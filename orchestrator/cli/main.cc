@@ -88,7 +88,9 @@ ABSL_FLAG(std::string, step_warmup, "",
 ABSL_FLAG(std::string, request_timeout, "",
           "submit: a request still open after this counts as failed (default 10s).");
 ABSL_FLAG(std::string, schedule, "", "submit: constant (default) or poisson arrivals.");
-ABSL_FLAG(std::string, priority, "", "submit: higher runs first (default 0).");
+ABSL_FLAG(std::string, priority, "",
+          "submit: higher runs first (default 0); an integer or a class: oncall or adhoc "
+          "(200), ci (100), scheduled (0).");
 ABSL_FLAG(std::string, max_attempts, "",
           "submit: attempts before the test fails when workers are lost (default 3).");
 ABSL_FLAG(std::string, request_id, "",
