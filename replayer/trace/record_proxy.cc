@@ -204,6 +204,7 @@ class RecordProxy::Impl {
     request.set(http::field::host, upstream_.host + ":" + upstream_.port);
     request.erase(http::field::connection);
     request.erase(http::field::proxy_connection);
+    request.version(11);  // we speak HTTP/1.1 upstream whatever the client spoke
     request.keep_alive(true);
     request.prepare_payload();
     std::optional<http::response_parser<http::buffer_body>> parser_storage;
@@ -244,7 +245,11 @@ class RecordProxy::Impl {
     http::response_parser<http::buffer_body>& parser = *parser_storage;
     auto& response = parser.get();
     bool upstream_keep_alive = response.keep_alive();
-    if (!parser.is_done() && !parser.chunked() && !parser.content_length().has_value()) {
+    if (client_version < 11) {
+      // HTTP/1.0 knows no chunked coding: send the body raw; closing the connection ends it
+      // (Serve never keeps 1.0 clients alive).
+      if (response.chunked()) response.chunked(false);
+    } else if (!parser.is_done() && !parser.chunked() && !parser.content_length().has_value()) {
       // Body delimited by the upstream closing: re-frame it as chunked for the client.
       response.chunked(true);
     }
@@ -310,7 +315,7 @@ class RecordProxy::Impl {
         break;
       }
       http::request<http::string_body> request = parser.release();
-      bool keep_alive = request.keep_alive();
+      bool keep_alive = request.keep_alive() && request.version() >= 11;
       unsigned version = request.version();
       if (options_.max_requests > 0 && recorded_.load() >= options_.max_requests) {
         http::response<http::string_body> done{http::status::service_unavailable, version};

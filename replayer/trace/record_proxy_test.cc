@@ -234,6 +234,34 @@ TEST(RecordProxyTest, RelaysAStreamedResponseLiveNotWhenItEnds) {
   EXPECT_NE(raw.find("Content-Type: text/event-stream"), std::string::npos);
 }
 
+TEST(RecordProxyTest, Http10ClientsGetAnUnchunkedBodyEndedByClose) {
+  EchoUpstream upstream;
+  std::string trace = absl::StrCat(::testing::TempDir(), "/http10.", getpid(), ".vtr");
+  auto proxy = RecordProxy::Create({.upstream = absl::StrCat("http://127.0.0.1:", upstream.port()),
+                                    .output = trace,
+                                    .max_requests = 1});
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  absl::Status run_status;
+  std::thread runner([&] { run_status = (*proxy)->Run(); });
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), (*proxy)->port()));
+  asio::write(socket, asio::buffer(std::string_view(
+                          "POST /v2/models/m/infer HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}")));
+  std::string raw;
+  beast::error_code ec;
+  while (!ec) {
+    char buf[256];
+    size_t n = socket.read_some(asio::buffer(buf), ec);
+    raw.append(buf, n);
+  }
+  runner.join();
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  EXPECT_EQ(raw.substr(0, 12), "HTTP/1.0 200");
+  EXPECT_EQ(raw.find("chunked"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("\r\n\r\necho:POST /v2/models/m/infer {}"), std::string::npos) << raw;
+}
+
 TEST(RecordProxyTest, UnreachableUpstreamGivesTheClient502AndStillRecords) {
   // A port nobody listens on: bind, note it, close.
   uint16_t dead_port;
