@@ -29,7 +29,8 @@ constexpr int kMaxListLimit = 1000;
 
 // Flags every command accepts.
 const std::set<std::string>& GlobalFlagNames() {
-  static const auto* names = new std::set<std::string>{"orchestrator", "timeout", "output"};
+  static const auto* names =
+      new std::set<std::string>{"orchestrator", "timeout", "output", "tls_ca"};
   return *names;
 }
 
@@ -296,6 +297,14 @@ absl::StatusOr<GlobalOptions> ParseGlobalOptions(const FlagSet& flags, const Env
     global.orchestrator = *env.orchestrator;
   }
   if (env.token.has_value()) global.bearer_token = *env.token;
+  ASSIGN_OR_RETURN(std::optional<std::string> tls_ca, flags.NonEmptyText("tls_ca"));
+  if (tls_ca.has_value()) {
+    std::ifstream in(*tls_ca, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in || pem.str().empty()) return BadValue("tls_ca", *tls_ca, "cannot be read");
+    global.tls_root_certs = pem.str();
+  }
 
   ASSIGN_OR_RETURN(std::optional<absl::Duration> timeout, flags.Duration("timeout"));
   if (timeout.has_value()) {
@@ -809,6 +818,7 @@ Global flags:
   --orchestrator=HOST:PORT  default $VANGUARD_ORCHESTRATOR, else 127.0.0.1:50051
   --timeout=10s             deadline of each RPC (watch streams have none)
   --output=table|json       json: protobuf's JSON mapping with the .proto's field names
+  --tls_ca=PEM              talk TLS, trusting these CA certificates (orchestrator --tls_cert)
   $VANGUARD_TOKEN, when set, is sent as "authorization: Bearer <token>".
 
 Exit codes: 0 ok; 1 RPC error; 2 usage error; 3 the followed test ended FAILED or CANCELLED.

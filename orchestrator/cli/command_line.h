@@ -57,7 +57,8 @@ enum class OutputFormat { kTable, kJson };
 // Options every command shares.
 struct GlobalOptions {
   std::string orchestrator = kDefaultOrchestrator;
-  std::string bearer_token;  // empty: no authorization metadata is sent
+  std::string bearer_token;    // empty: no authorization metadata is sent
+  std::string tls_root_certs;  // PEM from --tls_ca; empty: plaintext
   absl::Duration rpc_timeout = absl::Seconds(10);
   OutputFormat output = OutputFormat::kTable;
 };

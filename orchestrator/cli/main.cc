@@ -26,6 +26,9 @@
 ABSL_FLAG(std::string, orchestrator, "",
           "Orchestrator address HOST:PORT (default: $VANGUARD_ORCHESTRATOR, else "
           "127.0.0.1:50051).");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of CA certificates: connect over TLS and trust these (for an orchestrator "
+          "run with --tls_cert); default plaintext.");
 ABSL_FLAG(std::string, timeout, "", "Deadline of each RPC, e.g. 10s (default 10s).");
 ABSL_FLAG(std::string, output, "",
           "Output format: table (default) or json (protobuf JSON mapping, .proto field names).");
@@ -184,8 +187,11 @@ int main(int argc, char** argv) {
 
   auto make_stub = [](const vanguard::cli::GlobalOptions& global) {
     return std::unique_ptr<vanguard::v1::Orchestrator::StubInterface>(
-        vanguard::v1::Orchestrator::NewStub(
-            grpc::CreateChannel(global.orchestrator, grpc::InsecureChannelCredentials())));
+        vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(
+            global.orchestrator,
+            global.tls_root_certs.empty()
+                ? grpc::InsecureChannelCredentials()
+                : grpc::SslCredentials({.pem_root_certs = global.tls_root_certs}))));
   };
   return vanguard::cli::RunCli(std::vector<std::string>(positional.begin() + 1, positional.end()),
                                given, env, make_stub, FlagsHelp(), std::cout, std::cerr,

@@ -226,6 +226,12 @@ TEST(OrchestratorBinaryTest, ServesOverTlsWithCertAndKeyFlags) {
   grpc::Status status = tls->ListModels(&tls_ctx, v1::ListModelsRequest(), &listed);
   EXPECT_TRUE(status.ok()) << status.error_message();
 
+  // The CLI, given the CA.
+  absl::StatusOr<testing::RunResult> cli = RunBinary(
+      "vanguard", {"models", "list", "--orchestrator=" + (*server)->address(), "--tls_ca=" + cert});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 0) << cli->err;
+
   // A plaintext client cannot talk to it.
   auto plain = v1::Orchestrator::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
