@@ -111,6 +111,8 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
   const double p99_limit_ms = LimitMs(slo_.p99_latency());
   if (options_.closed_loop) {
     request.set_concurrency(std::max(1, static_cast<int>(std::ceil(rate * p99_limit_ms / 1000.0))));
+    request.set_rate_qps(0);  // a closed loop has no rate
+    request.set_schedule(vanguard::v1::SCHEDULE_UNSPECIFIED);
   }
   const absl::Duration warmup = FromProtoDuration(request.warmup());
   if (options_.window > absl::ZeroDuration()) {
@@ -184,6 +186,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       });
   if (!executed.ok()) return executed.status();
   out.executed = std::move(*executed);
+  // Closed loop: the step is reported at the rate the strategy asked for (the knob the
+  // concurrency was derived from); the request keeps the concurrency it ran with.
+  out.executed.request.set_rate_qps(rate);
   // What the caller sees as the step's request: the measured part, plus the warmup it had.
   if (settled) *out.executed.request.mutable_warmup() = ToProtoDuration(out.settle_time);
   const vanguard::v1::StepResult& result = out.executed.result;

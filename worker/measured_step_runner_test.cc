@@ -231,6 +231,7 @@ TEST_F(MeasuredStepRunnerTest, ClosedLoopRunsAFixedConcurrency) {
   MustRun(options);
   ASSERT_EQ(requests_.size(), 1u);
   EXPECT_EQ(requests_[0].concurrency(), 10);  // 100 qps * 100 ms
+  EXPECT_EQ(requests_[0].rate_qps(), 0);
 }
 
 TEST(MeasuredStepGoodputTest, FromReplayerOrFromTheHistogram) {
