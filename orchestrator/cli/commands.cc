@@ -92,6 +92,17 @@ int CommandRunner::Run(const ParsedCommand& command) {
   return kExitUsage;
 }
 
+namespace {
+
+// ROLE_SUBMITTER -> "submitter", as `tokens create --role` spells it.
+std::string RoleName(v1::Role role) {
+  absl::string_view name = v1::Role_Name(role);
+  absl::ConsumePrefix(&name, "ROLE_");
+  return absl::AsciiStrToLower(name);
+}
+
+}  // namespace
+
 int CommandRunner::DeprecateModel(const v1::DeprecateModelRequest& request) {
   v1::DeprecateModelResponse response;
   grpc::Status status = stub_.DeprecateModel(NewContext(true).get(), request, &response);
@@ -112,7 +123,7 @@ int CommandRunner::CreateToken(const v1::CreateTokenRequest& request) {
     out_ << RenderJson(response);
   } else {
     err_ << "created token " << response.token().name() << " (role "
-         << v1::Role_Name(response.token().role()) << ", id " << response.token().id()
+         << RoleName(response.token().role()) << ", id " << response.token().id()
          << "); its secret is printed only now\n";
     out_ << response.secret() << "\n";
   }
@@ -142,11 +153,8 @@ int CommandRunner::ListTokens(const v1::ListTokensRequest& request) {
   }
   out_ << absl::StrFormat("%-6s %-24s %-10s %s\n", "ID", "NAME", "ROLE", "STATE");
   for (const v1::Token& token : response.tokens()) {
-    absl::string_view role = v1::Role_Name(token.role());
-    absl::ConsumePrefix(&role, "ROLE_");
     out_ << absl::StrFormat("%-6d %-24s %-10s %s\n", token.id(), token.name(),
-                            absl::AsciiStrToLower(role),
-                            token.has_revoke_time() ? "revoked" : "valid");
+                            RoleName(token.role()), token.has_revoke_time() ? "revoked" : "valid");
   }
   return kExitOk;
 }

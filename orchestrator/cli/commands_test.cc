@@ -121,6 +121,45 @@ TEST_F(CommandRunnerTest, GetPrintsTableWithStepRows) {
   EXPECT_THAT(table, HasSubstr("Result: max sustainable 200.0 qps"));
 }
 
+TEST_F(CommandRunnerTest, TokensCreatePrintsOnlyTheSecretOnStdout) {
+  v1::CreateTokenResponse response;
+  response.mutable_token()->set_id(3);
+  response.mutable_token()->set_name("ci");
+  response.mutable_token()->set_role(v1::ROLE_SUBMITTER);
+  response.set_secret("vgt_secret");
+  v1::CreateTokenRequest sent;
+  EXPECT_CALL(stub_, CreateToken(_, _, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent), SetArgPointee<2>(response),
+                      Return(grpc::Status::OK)));
+  v1::CreateTokenRequest request;
+  request.set_name("ci");
+  request.set_role(v1::ROLE_SUBMITTER);
+  EXPECT_EQ(Runner().CreateToken(request), kExitOk);
+  EXPECT_EQ(sent.name(), "ci");
+  EXPECT_EQ(out_.str(), "vgt_secret\n");  // scripts capture it with $(...)
+  EXPECT_THAT(err_.str(), HasSubstr("created token ci (role submitter, id 3)"));
+}
+
+TEST_F(CommandRunnerTest, TokensListShowsRolesAndRevocationButNoSecrets) {
+  v1::ListTokensResponse response;
+  v1::Token* valid = response.add_tokens();
+  valid->set_id(1);
+  valid->set_name("bootstrap-admin");
+  valid->set_role(v1::ROLE_ADMIN);
+  v1::Token* revoked = response.add_tokens();
+  revoked->set_id(2);
+  revoked->set_name("old-ci");
+  revoked->set_role(v1::ROLE_SUBMITTER);
+  revoked->mutable_revoke_time()->set_seconds(1);
+  EXPECT_CALL(stub_, ListTokens(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(response), Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner().ListTokens(v1::ListTokensRequest()), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("bootstrap-admin"));
+  EXPECT_THAT(out_.str(), HasSubstr("admin"));
+  EXPECT_THAT(out_.str(), HasSubstr("revoked"));
+  EXPECT_THAT(out_.str(), HasSubstr("valid"));
+}
+
 TEST_F(CommandRunnerTest, RpcErrorPrintsCodeAndMessageAndExitsOne) {
   EXPECT_CALL(stub_, GetTest(_, _, _))
       .WillOnce(Return(grpc::Status(grpc::StatusCode::NOT_FOUND, "test 9 does not exist")));
