@@ -66,6 +66,7 @@ const std::set<std::string>& CommandFlagNames(CommandKind kind) {
                                                         "max_qps",
                                                         "steps",
                                                         "stop_after_failures",
+                                                        "strategy",
                                                         "step_duration",
                                                         "step_warmup",
                                                         "request_timeout",
@@ -460,7 +461,52 @@ absl::StatusOr<v1::Model> ParseModel(const FlagSet& flags) {
   return model;
 }
 
+// --strategy=binary|adaptive search between --min_qps and --max_qps; ladder climbs from
+// --min_qps (default 2) with --max_qps as the ceiling of its coarse ramp.
+absl::Status ParseSearch(const FlagSet& flags, const std::string& strategy, v1::TestSpec* spec) {
+  for (const char* sweep_only : {"rates", "steps", "stop_after_failures"}) {
+    if (flags.Has(sweep_only)) {
+      return FlagError(sweep_only, absl::StrCat("belongs to --strategy=sweep, not ", strategy));
+    }
+  }
+  const bool ladder = strategy == "ladder";
+  if (!ladder) {
+    for (const char* name : {"min_qps", "max_qps"}) {
+      if (!flags.Has(name)) {
+        return FlagError(name, absl::StrCat("is required with --strategy=", strategy));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<double> min_qps, flags.Number("min_qps"));
+  ASSIGN_OR_RETURN(std::optional<double> max_qps, flags.Number("max_qps"));
+  if (min_qps.has_value() && *min_qps <= 0) {
+    return BadValue("min_qps", *flags.Text("min_qps"), "must be positive");
+  }
+  if (max_qps.has_value() && *max_qps <= min_qps.value_or(0)) {
+    return BadValue("max_qps", *flags.Text("max_qps"), "must be above --min_qps");
+  }
+  if (strategy == "binary") {
+    spec->mutable_binary_search()->set_min_qps(*min_qps);
+    spec->mutable_binary_search()->set_max_qps(*max_qps);
+  } else if (strategy == "adaptive") {
+    spec->mutable_adaptive()->set_min_qps(*min_qps);
+    spec->mutable_adaptive()->set_max_qps(*max_qps);
+  } else {
+    v1::LadderStrategy* l = spec->mutable_ladder();
+    if (min_qps.has_value()) l->set_start_qps(*min_qps);
+    if (max_qps.has_value()) l->set_max_qps(*max_qps);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
+  if (std::optional<std::string> strategy = flags.Text("strategy");
+      strategy.has_value() && *strategy != "sweep") {
+    if (*strategy != "binary" && *strategy != "adaptive" && *strategy != "ladder") {
+      return BadValue("strategy", *strategy, "must be sweep, binary, adaptive or ladder");
+    }
+    return ParseSearch(flags, *strategy, spec);
+  }
   const bool has_rates = flags.Has("rates");
   const bool has_range = flags.Has("min_qps") || flags.Has("max_qps") || flags.Has("steps");
   if (has_rates && has_range) {
@@ -517,7 +563,7 @@ absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
         "submit needs a sweep: --rates=R1,R2,... or --min_qps, --max_qps and --steps");
   }
   const v1::SweepStrategy& sweep = spec->sweep();
-  if (sweep.rates_qps().empty() && sweep.steps() == 0) {
+  if (spec->has_sweep() && sweep.rates_qps().empty() && sweep.steps() == 0) {
     return absl::InvalidArgumentError(
         "submit needs the sweep's rates: --rates=R1,R2,... or --min_qps, --max_qps and --steps");
   }
@@ -788,7 +834,8 @@ Commands:
       Show a model version (default: the most recently registered one).
   models list [--name=N] [--limit=N]
       List registered model versions.
-  submit --model=N [--version=V] (--rates=R1,R2,... | --min_qps=A --max_qps=B --steps=K)
+  submit --model=N [--version=V] (--rates=R1,R2,... | --min_qps=A --max_qps=B --steps=K |
+         --strategy=binary|adaptive --min_qps=A --max_qps=B | --strategy=ladder [--max_qps=B])
          [--stop_after_failures=1] [--step_duration=10s] [--step_warmup=2s]
          [--request_timeout=10s] [--schedule=constant|poisson] [--priority=0|oncall|ci|scheduled]
          [--max_attempts=3] [--request_id=KEY] [--spec_file=test.json] [--wait | --watch]

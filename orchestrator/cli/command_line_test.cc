@@ -110,6 +110,31 @@ TEST(SubmitSpecTest, MinMaxStepsBecomeAnEvenSweep) {
   EXPECT_EQ(sweep.steps(), 5);
 }
 
+TEST(SubmitSpecTest, StrategyFlagSelectsTheSearch) {
+  absl::StatusOr<ParsedCommand> adaptive = Parse(
+      {"submit"}, {{"model", "m"}, {"strategy", "adaptive"}, {"min_qps", "10"}, {"max_qps", "90"}});
+  ASSERT_TRUE(adaptive.ok()) << adaptive.status();
+  EXPECT_EQ(adaptive->submit.spec.adaptive().min_qps(), 10);
+  EXPECT_EQ(adaptive->submit.spec.adaptive().max_qps(), 90);
+  EXPECT_FALSE(adaptive->submit.spec.has_sweep());
+
+  absl::StatusOr<ParsedCommand> binary = Parse(
+      {"submit"}, {{"model", "m"}, {"strategy", "binary"}, {"min_qps", "1"}, {"max_qps", "2"}});
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  EXPECT_EQ(binary->submit.spec.binary_search().max_qps(), 2);
+
+  absl::StatusOr<ParsedCommand> ladder =
+      Parse({"submit"}, {{"model", "m"}, {"strategy", "ladder"}});
+  ASSERT_TRUE(ladder.ok()) << ladder.status();
+  EXPECT_TRUE(ladder->submit.spec.has_ladder());
+
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"strategy", "adaptive"}, {"min_qps", "10"}},
+                   "--max_qps");
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"strategy", "guess"}}, "--strategy");
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"strategy", "binary"}, {"rates", "1,2"}},
+                   "--rates");
+}
+
 TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"submit"}, With(kSubmitBase, {{"model_version", "v3"},

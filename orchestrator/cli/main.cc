@@ -82,6 +82,8 @@ ABSL_FLAG(std::string, rates, "", "submit: offered rates in requests/s, e.g. 100
 ABSL_FLAG(std::string, min_qps, "", "submit: lowest rate of an evenly spaced sweep.");
 ABSL_FLAG(std::string, max_qps, "", "submit: highest rate of an evenly spaced sweep.");
 ABSL_FLAG(std::string, steps, "", "submit: number of rates from --min_qps to --max_qps.");
+ABSL_FLAG(std::string, strategy, "",
+          "submit: sweep (default), binary, adaptive (Algorithm 1) or ladder (seed 003).");
 ABSL_FLAG(std::string, stop_after_failures, "",
           "submit: stop after this many consecutive failed steps (default 1).");
 ABSL_FLAG(std::string, step_duration, "",
