@@ -98,6 +98,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
   double next;
+  if (!last->passed) healthy_run_ = 0;
   if (last->passed) {
     if (!best_ || q_ > *best_) {
       best_ = q_;
@@ -113,6 +114,15 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       step_ *= alpha_;
     }
     highest_level_ = std::max(highest_level_, level);
+    // Health that holds for kRecoverAfter passing steps in a row, below any failure, undoes
+    // one dampening: a noisy early step (a stall at low load) must not leave the search
+    // crawling for the rest of the test. Mirrors the assessor's recover-after-3.
+    healthy_run_ = level <= vanguard::v1::HEALTH_STATE_HEALTHY ? healthy_run_ + 1 : 0;
+    if (healthy_run_ >= kRecoverAfter && !lowest_failure_ && step_ < initial_step_) {
+      step_ = std::min(step_ / alpha_, initial_step_);
+      highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
+      healthy_run_ = 0;
+    }
     next = q_ + step_;
   } else if (last->spikes > 0 && last->spikes <= tau_ && !sustained_breach) {
     // The breach came from isolated windows only: noise. Move on, more carefully.

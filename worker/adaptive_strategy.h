@@ -9,7 +9,9 @@
 //  - passed and WARN or worse: best = max(best, q); step *= alpha per health level above the
 //    highest level seen so far; q += step  (dampening). The paper dampens on every WARN step,
 //    which bounds the rest of the climb by one step; dampening per newly reached level keeps
-//    the nearer-the-limit-the-smaller-the-move behaviour without that cap;
+//    the nearer-the-limit-the-smaller-the-move behaviour without that cap. Three HEALTHY
+//    passes in a row before any failure undo one dampening (a noisy early step must not
+//    leave the search crawling);
 //  - failed, but only through at most tau isolated spike windows (the per-window hysteresis
 //    state never reached UNHEALTHY): noise, q += step * alpha, best unchanged  (spike
 //    tolerance);
@@ -48,6 +50,8 @@ class AdaptiveStrategy : public Strategy {
   static constexpr int kDefaultSpikeTolerance = 2;
   static constexpr double kDefaultConvergenceCv = 0.02;
   static constexpr int kDefaultMaxSteps = 20;
+  // Passing HEALTHY steps in a row (before any failure) that undo one dampening.
+  static constexpr int kRecoverAfter = 3;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
@@ -66,7 +70,8 @@ class AdaptiveStrategy : public Strategy {
         epsilon_(epsilon),
         max_steps_(max_steps),
         q_(min_qps),
-        step_((max_qps - min_qps) / 4) {}
+        step_((max_qps - min_qps) / 4),
+        initial_step_(step_) {}
 
   // The next rate after moving to `target`: clamped to the range and kept below failures.
   double Place(double target) const;
@@ -79,6 +84,7 @@ class AdaptiveStrategy : public Strategy {
 
   double q_;
   double step_;
+  double initial_step_;
   std::optional<double> best_;
   std::optional<double> lowest_failure_;
   std::vector<double> best_history_;
@@ -86,6 +92,7 @@ class AdaptiveStrategy : public Strategy {
   int noise_steps_ = 0;
   int invalid_steps_ = 0;
   int highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
+  int healthy_run_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
   std::optional<Done> done_;

@@ -225,6 +225,18 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     gauge_breaches.push_back(
         absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()));
   }
+  // Streams: time to first token and inter-token latency over the whole measured part.
+  const double ttft_limit_ms = LimitMs(slo_.ttft_p99());
+  if (ttft_limit_ms > 0 && result.has_ttft() && result.ttft().p99_ms() > ttft_limit_ms) {
+    gauge_breaches.push_back(
+        absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms));
+  }
+  const double inter_limit_ms = LimitMs(slo_.inter_token_p99());
+  if (inter_limit_ms > 0 && result.has_inter_chunk() &&
+      result.inter_chunk().p99_ms() > inter_limit_ms) {
+    gauge_breaches.push_back(absl::StrFormat("inter-token p99 %.1f ms > %g ms",
+                                             result.inter_chunk().p99_ms(), inter_limit_ms));
+  }
   if (!gauge_breaches.empty() && out.judgement.client_valid) {
     out.judgement.verdict =
         out.judgement.passed

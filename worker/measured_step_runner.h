@@ -21,7 +21,8 @@
 // from its first request.
 //
 // Judging. The StepJudge verdict over the measured part, plus the scraped gauges against the
-// SLO's max_queue_depth / max_gpu_utilization (means over the measured windows). The
+// SLO's max_queue_depth / max_gpu_utilization (means over the measured windows) and, for
+// streams, the step's TTFT and inter-token p99 against ttft_p99 / inter_token_p99. The
 // outcome's health_state is the judge's step-level state, window_state the worst state the
 // per-window hysteresis reached, spikes the isolated breaching windows.
 //

@@ -224,6 +224,26 @@ TEST_F(MeasuredStepRunnerTest, GaugesFeedTheOutcomeAndTheVerdict) {
   EXPECT_THAT(failed->judgement.verdict, HasSubstr("queue mean 2.00 > 1"));
 }
 
+TEST_F(MeasuredStepRunnerTest, StreamsAreJudgedOnTimeToFirstToken) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        auto script = std::make_shared<StreamScript>();
+        vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40);
+        result.mutable_ttft()->set_p99_ms(450);
+        script->events.push_back(ResultEvent(result));
+        return NewScriptedReader(script);
+      });
+  vanguard::v1::Slo slo = Slo();
+  slo.mutable_ttft_p99()->set_nanos(300'000'000);
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, slo, options);
+  auto step = runner.Run(Request(), false, nullptr, nullptr);
+  ASSERT_TRUE(step.ok());
+  EXPECT_FALSE(step->outcome.passed);
+  EXPECT_THAT(step->judgement.verdict, HasSubstr("TTFT p99 450.0 ms > 300 ms"));
+}
+
 TEST_F(MeasuredStepRunnerTest, ClosedLoopRunsAFixedConcurrency) {
   MeasuredStepOptions options;
   options.steady_state_detection = false;

@@ -198,6 +198,33 @@ TEST(AdaptiveStrategyTest, FirstStepsFollowAlgorithmOne) {
   EXPECT_DOUBLE_EQ(next, 225);  // 275 - 50 = 225 (> best 200), step now 25
 }
 
+TEST(AdaptiveStrategyTest, SustainedHealthUndoesAnEarlyDampening) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(8100);  // step 2000
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  Strategy& a = **s;
+  auto passed = [](double rate, HealthState h) {
+    StepOutcome o;
+    o.rate_qps = rate;
+    o.passed = true;
+    o.health_state = h;
+    return o;
+  };
+  a.Next(std::nullopt);
+  // A noisy first step scores CRITICAL: alpha^3 = 1/8 of the step.
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(passed(100, vanguard::v1::HEALTH_STATE_CRITICAL))).rate_qps, 350);
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(passed(350, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 600);
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(passed(600, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 850);
+  // The third healthy pass in a row doubles the step back: 850 + 500.
+  EXPECT_DOUBLE_EQ(
+      std::get<RunStep>(a.Next(passed(850, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 1350);
+}
+
 TEST(AdaptiveStrategyTest, TooManySpikesAreAFailure) {
   vanguard::v1::AdaptiveStrategy c;
   c.set_min_qps(100);

@@ -17,7 +17,8 @@
 # search: no_warmup (no fixed warmup, no steady-state detection), closed_loop (fixed
 # concurrency instead of open-loop arrivals), p99_only (single-metric health check).
 # ACCURACY_EXTRA="ladder sweep" adds those strategies; ACCURACY_PROFILES restricts profiles;
-# ACCURACY_STEP_S (3) and ACCURACY_WARMUP_S (2) set the step and warmup lengths.
+# ACCURACY_STEP_S (3) and ACCURACY_WARMUP_S (2) set the step and warmup lengths;
+# ACCURACY_RUNS="variant:strategy ..." replaces the list of runs.
 #
 # Ends with: adaptive_mae_pct=… adaptive_max_err_pct=… binary_mae_pct=… adaptive_time_vs_binary=…
 #            no_warmup_mae_pct=… closed_loop_mae_pct=… (and more)
@@ -33,6 +34,7 @@ warmup_s=${ACCURACY_WARMUP_S:-2}
 runs="full:binary_search full:adaptive"
 for s in ${ACCURACY_EXTRA:-}; do runs="$runs full:$s"; done
 runs="$runs no_warmup:adaptive closed_loop:adaptive p99_only:adaptive"
+runs=${ACCURACY_RUNS:-$runs}  # e.g. "full:adaptive full:binary_search"
 
 log "building into $build"
 vanguard_build "$build" Release vanguard-sim-predictor vanguard-replayer accuracy_bench >/dev/null
