@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/port_file.h"
 #include "common/postgres.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/authorizer.h"
@@ -120,16 +121,6 @@ bool WaitForStopSignal(const sigset_t& signals, absl::Duration timeout) {
   }
   timespec ts = absl::ToTimespec(std::max(timeout, absl::ZeroDuration()));
   return sigtimedwait(&signals, nullptr, &ts) > 0;
-}
-
-bool WritePortFile(const std::string& path, int port) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
-    if (!out.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 int Run(const Config& config) {

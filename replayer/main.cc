@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/port_file.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/security/server_credentials.h"
@@ -119,18 +120,6 @@ int UsageError(std::string_view message) {
   std::cerr << "vanguard-replayer: " << message << "\n"
             << "Try 'vanguard-replayer --help'.\n";
   return kExitUsage;
-}
-
-// Writes `<port>\n` to path via a temporary file and rename, so readers never see half.
-bool WritePortFile(const std::string& path, int port) {
-  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return false;
-    out << port << "\n";
-    if (!out.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 int Serve() {

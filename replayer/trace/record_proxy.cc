@@ -25,6 +25,7 @@
 #include "boost/asio/use_awaitable.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "common/port_file.h"
 #include "common/status_macros.h"
 #include "replayer/trace/http_request_kind.h"
 
@@ -58,17 +59,6 @@ absl::StatusOr<HostPort> ParseHostPort(std::string_view text, std::string_view f
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   return HostPort{host, std::string(text.substr(colon + 1))};
-}
-
-bool WritePortFile(const std::string& path, int port) {
-  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return false;
-    out << port << "\n";
-    if (!out.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 }  // namespace
