@@ -54,6 +54,19 @@ double AdaptiveStrategy::Place(double target) const {
   return q;
 }
 
+std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const {
+  if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return std::nullopt;
+  if (!(best_ratio_ > 0 && best_ratio_ < 1) || !(failure_ratio_ > 1)) return std::nullopt;
+  const double low = *best_, high = *lowest_failure_, gap = high - low;
+  const double fraction =
+      -std::log(best_ratio_) / (std::log(failure_ratio_) - std::log(best_ratio_));
+  const double predicted = low + fraction * gap;
+  const double margin = 0.4 * epsilon_ * low;
+  const double aim = after_pass ? predicted + margin : predicted - margin;
+  const double inside = std::min(0.1 * gap, margin);
+  return std::clamp(aim, low + inside, high - inside);
+}
+
 Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.max_sustainable_qps = best_.value_or(0);
@@ -97,11 +110,15 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
 
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
+  // A failure through at most tau isolated spike windows only (spike tolerance).
+  const bool noise =
+      !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
   double next;
   if (!last->passed) healthy_run_ = 0;
   if (last->passed) {
     if (!best_ || q_ > *best_) {
       best_ = q_;
+      best_ratio_ = last->limit_ratio;
       best_history_.push_back(q_);
     }
     // Dampen once per level above the highest seen so far: entering WARN by alpha, going
@@ -124,15 +141,21 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       healthy_run_ = 0;
     }
     next = q_ + step_;
-  } else if (last->spikes > 0 && last->spikes <= tau_ && !sustained_breach) {
+  } else if (noise) {
     // The breach came from isolated windows only: noise. Move on, more carefully.
     ++noise_steps_;
     next = q_ + step_ * alpha_;
   } else {
-    if (!lowest_failure_ || q_ < *lowest_failure_) lowest_failure_ = q_;
+    if (!lowest_failure_ || q_ < *lowest_failure_) {
+      lowest_failure_ = q_;
+      failure_ratio_ = last->limit_ratio;
+    }
     next = q_ - step_;
     step_ *= alpha_;
     if (best_ && next <= *best_) next = *best_ + step_;
+  }
+  if (!noise) {
+    if (std::optional<double> placed = FeedbackPlacement(last->passed)) next = *placed;
   }
   if (best_history_.size() >= 3 && lowest_failure_) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());

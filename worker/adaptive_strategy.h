@@ -22,6 +22,17 @@
 // been seen (convergence detection); when the gap between the best and the lowest failure is
 // within epsilon of the best; or after max_steps steps.
 //
+// Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
+// every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).
+// Near a capacity cliff latency climbs roughly exponentially with the rate, so log(ratio)
+// is close to linear in it: interpolating log(ratio) between the best pass and the lowest
+// failure predicts the rate where the ratio reaches 1. After a pass the next step aims
+// margin = 0.4 * epsilon * best above that prediction, after a failure the same margin
+// below it, so that a good prediction closes the bracket to within epsilon in two steps;
+// the aim is kept min(10% of the bracket, margin) inside both ends, so a poor prediction
+// (noise) still shrinks the bracket by at least that much per step. Without usable ratios (no pass below 1, failure not above 1)
+// the paper's moves apply unchanged.
+//
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
 // search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
@@ -75,6 +86,8 @@ class AdaptiveStrategy : public Strategy {
 
   // The next rate after moving to `target`: clamped to the range and kept below failures.
   double Place(double target) const;
+  // The feedback placement above, or nullopt when the ratios cannot predict the limit.
+  std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
 
   const double min_qps_, max_qps_, alpha_;
@@ -87,6 +100,8 @@ class AdaptiveStrategy : public Strategy {
   double initial_step_;
   std::optional<double> best_;
   std::optional<double> lowest_failure_;
+  double best_ratio_ = 0;     // limit_ratio of the step at best_
+  double failure_ratio_ = 0;  // limit_ratio of the step at lowest_failure_
   std::vector<double> best_history_;
   int steps_ = 0;
   int noise_steps_ = 0;

@@ -33,7 +33,7 @@ absl::StatusOr<std::unique_ptr<BinarySearchStrategy>> BinarySearchStrategy::Crea
     const double tol = config.tolerance_qps() > 0 ? config.tolerance_qps()
                                                   : kDefaultRelativeTolerance * config.min_qps();
     max_steps = std::clamp(
-        static_cast<int>(std::ceil(std::log2((config.max_qps() - config.min_qps()) / tol))) + 1, 1,
+        static_cast<int>(std::ceil(std::log2((config.max_qps() - config.min_qps()) / tol))) + 2, 1,
         kMaxSteps);
   }
   return std::unique_ptr<BinarySearchStrategy>(new BinarySearchStrategy(config, max_steps));
@@ -81,6 +81,10 @@ Decision BinarySearchStrategy::Next(const std::optional<StepOutcome>& last) {
                                                           : "no rate passed down to min_qps"));
     }
     if (steps_ >= max_steps_) return Finish(false, "step limit reached");
+  }
+  if (!current_) {
+    current_ = low_;  // the lower end first (see the header)
+    return RunStep{*current_};
   }
   current_ = (low_ + high_) / 2;
   // The first bracket end is assumed, not measured: test it when the bracket nears it.

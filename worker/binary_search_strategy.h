@@ -5,10 +5,15 @@
 //   ASSIGN_OR_RETURN(auto search, BinarySearchStrategy::Create(config));
 //
 // Semantics:
+//  - the first step runs at min_qps: it checks the bracket's lower end, which the search
+//    otherwise assumes, and it is where a cold model warms up (the test's first step settles
+//    the model's own warmup; at a midpoint rate a model still warming up fails, and the
+//    whole search lands low); if it fails the search stops ("no rate passed");
 //  - the bracket starts as [min_qps, max_qps]; each step runs at its midpoint, a pass raises
 //    the lower end, a failure lowers the upper end;
 //  - stops when upper - lower <= tolerance (tolerance_qps, or 2% of the upper end when 0),
-//    or after max_steps (0: enough for the tolerance, at most 30): O(log2(range/eps)) steps;
+//    or after max_steps (0: enough for the tolerance plus the first step, at most 30):
+//    O(log2(range/eps)) steps;
 //  - estimate: the highest passing rate (0 when none passed), CI [highest pass, lowest
 //    failure]; converged when both ends were observed and the bracket is within tolerance;
 //  - a step whose client was not valid is rerun once; invalid again, it counts as a failure

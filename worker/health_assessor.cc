@@ -49,6 +49,7 @@ HealthScore WeightedHealthScorer::Score(const std::vector<HealthSignal>& signals
     }
   }
   result.score = total_weight > 0 ? weighted / total_weight : 0;
+  result.worst_ratio = std::max(worst, 0.0);
   result.state = HealthStateForScore(std::max(result.score, worst));
   return result;
 }

@@ -23,6 +23,7 @@ HealthScore MaxRatioHealthScorer::Score(const std::vector<HealthSignal>& signals
       first = false;
     }
   }
+  result.worst_ratio = result.score;
   result.state = HealthStateForScore(result.score);
   return result;
 }

@@ -31,6 +31,9 @@ struct HealthSignal {
 struct HealthScore {
   double score = 0;  // H
   std::string worst_metric;
+  // The largest measured / limit over the signals: 1.0 exactly at the binding SLO limit,
+  // whatever the weights (the adaptive search interpolates on it).
+  double worst_ratio = 0;
   vanguard::v1::HealthState state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
 };
 

@@ -115,9 +115,13 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     request.set_schedule(vanguard::v1::SCHEDULE_UNSPECIFIED);
   }
   const absl::Duration warmup = FromProtoDuration(request.warmup());
-  if (options_.window > absl::ZeroDuration()) {
-    *request.mutable_window() = ToProtoDuration(options_.window);
+  absl::Duration window = options_.window;
+  if (window > absl::ZeroDuration() && request_lifetime_ > window) {
+    // Whole 100 ms, at most max_window.
+    window = std::min(absl::Milliseconds(100) * std::ceil(request_lifetime_ / absl::Milliseconds(100)),
+                      std::max(options_.max_window, options_.window));
   }
+  if (window > absl::ZeroDuration()) *request.mutable_window() = ToProtoDuration(window);
   const int64_t failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
   std::vector<GaugeReading> measured_gauges;
   GaugeReading gauges;
@@ -132,7 +136,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       steady.compare_blocks = true;
       steady.windows = std::max(steady.windows, options_.first_step_windows);
     }
-    const absl::Duration span = options_.window * steady.windows;
+    const absl::Duration span = window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;
     *settle.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
     *settle.mutable_duration() = ToProtoDuration(std::max(warmup, span));
@@ -160,6 +164,11 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       out.settle_time += FromProtoDuration(settle.duration());
       if (detector.steady()) {
         out.steady = true;
+        double p50_sum = 0;
+        for (double p50 : recent_p50) p50_sum += p50;
+        if (!recent_p50.empty()) {
+          request_lifetime_ = absl::Microseconds(1000 * p50_sum / recent_p50.size());
+        }
         break;
       }
       if (assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
@@ -175,6 +184,14 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     }
     out.overloaded_while_settling = overloaded_and_rising;
     *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  }
+  // At least measured_lifetimes request lifetimes measured (see the header).
+  const absl::Duration requested = FromProtoDuration(request.duration());
+  const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
+  if (lifetimes > requested && window > absl::ZeroDuration()) {
+    const absl::Duration stretched =
+        std::min(window * std::ceil(lifetimes / window), std::max(options_.max_measured, requested));
+    *request.mutable_duration() = ToProtoDuration(stretched);
   }
 
   assessor_->Reset();
@@ -195,6 +212,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
 
   const double judged_rate = options_.closed_loop ? result.achieved_qps() : rate;
   out.judgement = judge_->Judge(result, judged_rate);
+  if (out.judgement.passed && result.latency().p50_ms() > 0) {
+    request_lifetime_ = absl::Microseconds(1000 * result.latency().p50_ms());
+  }
 
   // Gauges over the measured windows (one scrape each; a failed scrape is a missing sample).
   const int measured = static_cast<int>(measured_gauges.size());
@@ -232,6 +252,19 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
         absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms));
   }
   const double inter_limit_ms = LimitMs(slo_.inter_token_p99());
+  double limit_ratio = out.judgement.health.worst_ratio;
+  if (slo_.max_queue_depth() > 0 && queue_samples > 0) {
+    limit_ratio = std::max(limit_ratio, queue_mean / slo_.max_queue_depth());
+  }
+  if (slo_.max_gpu_utilization() > 0 && gpu_samples > 0) {
+    limit_ratio = std::max(limit_ratio, gpu_mean / slo_.max_gpu_utilization());
+  }
+  if (ttft_limit_ms > 0 && result.has_ttft()) {
+    limit_ratio = std::max(limit_ratio, result.ttft().p99_ms() / ttft_limit_ms);
+  }
+  if (inter_limit_ms > 0 && result.has_inter_chunk()) {
+    limit_ratio = std::max(limit_ratio, result.inter_chunk().p99_ms() / inter_limit_ms);
+  }
   if (inter_limit_ms > 0 && result.has_inter_chunk() &&
       result.inter_chunk().p99_ms() > inter_limit_ms) {
     gauge_breaches.push_back(absl::StrFormat("inter-token p99 %.1f ms > %g ms",
@@ -254,6 +287,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
   o.p99_ms = result.latency().p99_ms();
   o.error_rate = out.judgement.error_rate;
   o.health_score = out.judgement.health.score;
+  o.limit_ratio = limit_ratio;
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {
     o.window_state = assessor_->worst_state();

@@ -15,7 +15,14 @@
 // stops early when the windows are OVERLOADED (hysteresis) and latency is still rising: the
 // rate cannot be carried, and waiting would only reach the cap. A backlog left by an earlier
 // overloaded step drains with falling latency, and is waited for.
-// Those windows are kept (StepWindow.warmup = true) but not judged. The measured call then
+// Those windows are kept (StepWindow.warmup = true) but not judged.
+//
+// Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
+// builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
+// capacity. The runner keeps the typical lifetime (p50 latency of the last steady settle or
+// passing step) and stretches, up to caps, every window to at least one lifetime (so the
+// drift test spans several) and the measured part to at least measured_lifetimes of them.
+// For models whose requests take milliseconds nothing changes. The measured call then
 // runs with no warmup of its own. With detection off the replayer runs the fixed warmup
 // inside the measured call; with fixed_warmup off too (the ablation) the step is measured
 // from its first request.
@@ -69,6 +76,10 @@ struct MeasuredStepOptions {
   absl::Duration settle_chunk = absl::Seconds(2);
   absl::Duration max_settle = absl::Seconds(30);
   absl::Duration max_initial_settle = absl::Seconds(90);
+  // Minimum measured part in request lifetimes (see above), and the caps of the stretching.
+  double measured_lifetimes = 10;
+  absl::Duration max_window = absl::Seconds(5);
+  absl::Duration max_measured = absl::Seconds(60);
   // Ablation: closed-loop load (fixed concurrency) instead of open loop.
   bool closed_loop = false;
 };
@@ -117,6 +128,8 @@ class MeasuredStepRunner {
   MetricsCollector* const collector_;
   const vanguard::v1::Slo slo_;
   const MeasuredStepOptions options_;
+  // Typical request lifetime (p50) at the last steady settle or passing step; 0: unknown.
+  absl::Duration request_lifetime_ = absl::ZeroDuration();
 };
 
 }  // namespace vanguard::worker

@@ -271,5 +271,46 @@ TEST(MeasuredStepGoodputTest, FromReplayerOrFromTheHistogram) {
   EXPECT_NEAR(MeasuredStepRunner::Goodput(old, 100), 0.9, 0.01);
 }
 
+
+TEST_F(MeasuredStepRunnerTest, SlowRequestsStretchWindowsAndTheMeasuredPart) {
+  // A generative model: every request takes 1.5 s, steadily.
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        requests_.push_back(r);
+        auto script = std::make_shared<StreamScript>();
+        const int n = static_cast<int>(FromProtoDuration(r.duration()) / Window(r));
+        for (int i = 0; i < n; ++i) script->events.push_back(Window(1500, 2000));
+        script->events.push_back(
+            ResultEvent(MakeStepResult(r.rate_qps(), r.rate_qps(), 1500, 2000)));
+        return NewScriptedReader(script);
+      });
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr).ok());
+  ASSERT_EQ(requests_.size(), 2u);  // one settle span (steady at once), then the measured part
+  EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(500));  // lifetime not known yet
+  // 10 lifetimes of 1.5 s instead of the requested 10 s.
+  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(15));
+
+  requests_.clear();
+  ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr).ok());
+  ASSERT_EQ(requests_.size(), 2u);
+  // Now every window holds a lifetime, so the drift test's four windows span four of them.
+  EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(1500));
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(6));
+  EXPECT_EQ(Window(requests_[1]), absl::Milliseconds(1500));
+  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(15));
+}
+
+TEST_F(MeasuredStepRunnerTest, FastRequestsKeepTheRequestedDuration) {
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  for (int run = 0; run < 2; ++run) {
+    requests_.clear();
+    ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr).ok());
+    ASSERT_FALSE(requests_.empty());
+    EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(10));
+    EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(500));
+  }
+}
+
 }  // namespace
 }  // namespace vanguard::worker

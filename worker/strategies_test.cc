@@ -29,6 +29,7 @@ StepOutcome ModelPredictor(double rate, double capacity) {
   o.achieved_qps = std::min(rate, capacity);
   o.p99_ms = 10 * load;
   o.health_score = load;
+  o.limit_ratio = load;
   o.health_state = load < 0.6    ? vanguard::v1::HEALTH_STATE_HEALTHY
                    : load < 0.8  ? vanguard::v1::HEALTH_STATE_WARN
                    : load < 0.95 ? vanguard::v1::HEALTH_STATE_UNHEALTHY
@@ -80,9 +81,10 @@ TEST(BinarySearchStrategyTest, BracketsCapacityWithinToleranceInLogSteps) {
   EXPECT_LE(run.done.confidence_low_qps, 437);
   EXPECT_GT(run.done.confidence_high_qps, 437);
   EXPECT_LE(run.done.confidence_high_qps - run.done.confidence_low_qps, 5);
-  // ceil(log2(1000 / 5)) = 8 halvings.
-  EXPECT_LE(run.rates.size(), 8u);
-  EXPECT_DOUBLE_EQ(run.rates[0], 510);
+  // The lower end, then ceil(log2(1000 / 5)) = 8 halvings.
+  EXPECT_LE(run.rates.size(), 9u);
+  EXPECT_DOUBLE_EQ(run.rates[0], 10);
+  EXPECT_DOUBLE_EQ(run.rates[1], 510);
 }
 
 TEST(BinarySearchStrategyTest, EverythingFailingEstimatesZeroUnconverged) {
@@ -94,7 +96,10 @@ TEST(BinarySearchStrategyTest, EverythingFailingEstimatesZeroUnconverged) {
   StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 1); });
   EXPECT_FALSE(run.done.converged);
   EXPECT_EQ(run.done.max_sustainable_qps, 0);
-  EXPECT_DOUBLE_EQ(run.rates.back(), 10);  // min_qps itself was measured
+  // min_qps is measured first; when it fails there is nothing to search.
+  ASSERT_EQ(run.rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(run.rates[0], 10);
+  EXPECT_NE(run.done.summary.find("no rate passed"), std::string::npos) << run.done.summary;
 }
 
 TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenCountsAsFailure) {
@@ -103,16 +108,18 @@ TEST(BinarySearchStrategyTest, InvalidClientIsRerunThenCountsAsFailure) {
   c.set_max_qps(100);
   auto s = BinarySearchStrategy::Create(c);
   ASSERT_TRUE(s.ok());
+  // The client cannot hold any schedule above 30 req/s.
   StrategyRun run = Drive(**s, [](double r) {
-    StepOutcome o = ModelPredictor(r, 50);
-    o.client_valid = false;
+    StepOutcome o = ModelPredictor(r, 80);
+    o.client_valid = r <= 30;
     return o;
   });
-  ASSERT_GE(run.rates.size(), 3u);
-  EXPECT_EQ(run.rates[0], run.rates[1]);
-  EXPECT_LT(run.rates[2], run.rates[0]);  // the invalid rate was treated as a failure
-  EXPECT_EQ(run.done.max_sustainable_qps, 0);
-  EXPECT_FALSE(run.done.converged);
+  ASSERT_GE(run.rates.size(), 4u);
+  EXPECT_DOUBLE_EQ(run.rates[0], 10);
+  EXPECT_DOUBLE_EQ(run.rates[1], 55);
+  EXPECT_DOUBLE_EQ(run.rates[2], 55);     // rerun once
+  EXPECT_LT(run.rates[3], run.rates[1]);  // invalid twice: treated as a failure
+  EXPECT_LE(run.done.max_sustainable_qps, 30);
 }
 
 TEST(AdaptiveStrategyTest, InvalidClientTwiceIsAFailureNotTheEnd) {
@@ -156,6 +163,42 @@ TEST(AdaptiveStrategyTest, ConvergesConservativelyNearCapacity) {
     EXPECT_LE(run.done.max_sustainable_qps, capacity) << capacity;
     EXPECT_GE(run.done.max_sustainable_qps, 0.95 * capacity) << capacity << run.done.summary;
     EXPECT_LE(run.rates.size(), 20u);
+  }
+}
+
+// A cliff: the binding metric over its limit grows exponentially with the rate.
+StepOutcome CliffPredictor(double rate, double capacity) {
+  StepOutcome o = ModelPredictor(rate, capacity);
+  o.limit_ratio = std::exp(4 * (rate / capacity - 1));
+  o.passed = o.limit_ratio <= 1;
+  return o;
+}
+
+TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
+  for (double capacity : {437.0, 911.0, 1633.0}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(50);
+    c.set_max_qps(2000);
+    auto with = AdaptiveStrategy::Create(c);
+    auto without = AdaptiveStrategy::Create(c);
+    ASSERT_TRUE(with.ok() && without.ok());
+    StrategyRun fed = Drive(**with, [&](double r) { return CliffPredictor(r, capacity); });
+    StrategyRun blind = Drive(**without, [&](double r) {
+      StepOutcome o = CliffPredictor(r, capacity);
+      o.limit_ratio = 0;  // no feedback: the paper's fixed moves
+      return o;
+    });
+    EXPECT_TRUE(fed.done.converged) << capacity << ": " << fed.done.summary;
+    EXPECT_LE(fed.done.max_sustainable_qps, capacity) << capacity;
+    EXPECT_GE(fed.done.max_sustainable_qps, 0.98 * capacity) << capacity;
+    // After the first failure, the prediction (exact for this model) closes the bracket in
+    // at most two more steps.
+    size_t first_failure = 0;
+    while (fed.rates[first_failure] <= capacity) ++first_failure;
+    EXPECT_LE(fed.rates.size() - first_failure - 1, 2u)
+        << capacity << ": " << ::testing::PrintToString(fed.rates);
+    EXPECT_LT(fed.rates.size(), blind.rates.size()) << capacity;
+    EXPECT_GE(blind.done.max_sustainable_qps, 0.95 * capacity) << capacity;
   }
 }
 

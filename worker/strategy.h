@@ -38,6 +38,10 @@ struct StepOutcome {
   double p99_ms = 0;
   double error_rate = 0;
   double health_score = 0;  // H; > 1.0 means overloaded
+  // The largest measured / limit over every SLO limit the step was judged on (latency,
+  // errors, throughput shortfall, gauges, TTFT, inter-token): > 1 breached, 1 at the limit;
+  // 0 when not known.
+  double limit_ratio = 0;
   vanguard::v1::HealthState health_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
   // Windows of the judged part that breached (H >= 0.8) while both neighbours did not:
   // isolated spikes, which the adaptive search may treat as noise.

@@ -64,7 +64,7 @@ for profile in $profiles; do
   hi=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s*1.5}')
   proto_args=()
   if [ "$profile" = llm ]; then
-    proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","max_tokens":64,"stream":true}')
+    proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
   fi
   log "profile $profile: truth $truth rps (saturation $sat), SLO p99 ${slo_ms} ms${ttft_ms:+, TTFT p99 ${ttft_ms} ms}, range [$lo, $hi]"
   for run in $runs; do
