@@ -8,7 +8,8 @@
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest;
 // submitter: reader's + SubmitTest, CancelTest, RegisterModel, DeprecateModel; worker:
-// LeaseTest, Heartbeat, ReportStep, CompleteTest, GetModel, GetTest; admin: every method,
+// LeaseTest, Heartbeat, ReportStep, CompleteTest, ReleaseTest, GetModel, GetTest; admin:
+// every method,
 // including CreateToken, RevokeToken, ListTokens.
 //
 // Lookups are cached by secret hash for cache_ttl (positive and negative answers), so the

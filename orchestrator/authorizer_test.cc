@@ -13,7 +13,7 @@ TEST(RoleAllowsTest, ReaderOnlyReads) {
   }
   for (const char* m :
        {"SubmitTest", "CancelTest", "RegisterModel", "DeprecateModel", "LeaseTest", "Heartbeat",
-        "ReportStep", "CompleteTest", "CreateToken", "RevokeToken", "ListTokens"}) {
+        "ReportStep", "CompleteTest", "ReleaseTest", "CreateToken", "RevokeToken", "ListTokens"}) {
     EXPECT_FALSE(RoleAllows(v1::ROLE_READER, m)) << m;
   }
 }
@@ -23,14 +23,15 @@ TEST(RoleAllowsTest, SubmitterSubmitsButDoesNotWorkOrAdminister) {
        {"SubmitTest", "CancelTest", "RegisterModel", "DeprecateModel", "GetTest", "WatchTest"}) {
     EXPECT_TRUE(RoleAllows(v1::ROLE_SUBMITTER, m)) << m;
   }
-  for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "CreateToken"}) {
+  for (const char* m :
+       {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "ReleaseTest", "CreateToken"}) {
     EXPECT_FALSE(RoleAllows(v1::ROLE_SUBMITTER, m)) << m;
   }
 }
 
 TEST(RoleAllowsTest, WorkerRunsTestsAndReadsWhatItNeeds) {
-  for (const char* m :
-       {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "GetModel", "GetTest"}) {
+  for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "ReleaseTest",
+                        "GetModel", "GetTest"}) {
     EXPECT_TRUE(RoleAllows(v1::ROLE_WORKER, m)) << m;
   }
   for (const char* m : {"SubmitTest", "CancelTest", "ListTests", "RegisterModel", "ListTokens"}) {

@@ -190,6 +190,17 @@ grpc::Status OrchestratorGrpcService::CompleteTest(grpc::ServerContext* context,
   return Call(context, "CompleteTest", &OrchestratorService::CompleteTest, request, response);
 }
 
+grpc::Status OrchestratorGrpcService::ReleaseTest(grpc::ServerContext* context,
+                                                  const v1::ReleaseTestRequest* request,
+                                                  v1::ReleaseTestResponse* response) {
+  grpc::Status status =
+      Call(context, "ReleaseTest", &OrchestratorService::ReleaseTest, request, response);
+  if (status.ok() && options_.metrics != nullptr) {
+    options_.metrics->RecordReleased(response->test().state() == v1::TEST_STATE_CANCELLED);
+  }
+  return status;
+}
+
 grpc::Status OrchestratorGrpcService::RevokeToken(grpc::ServerContext* context,
                                                   const v1::RevokeTokenRequest* request,
                                                   v1::RevokeTokenResponse* response) {

@@ -73,6 +73,8 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                           v1::ReportStepResponse* response) override;
   grpc::Status CompleteTest(grpc::ServerContext* context, const v1::CompleteTestRequest* request,
                             v1::CompleteTestResponse* response) override;
+  grpc::Status ReleaseTest(grpc::ServerContext* context, const v1::ReleaseTestRequest* request,
+                           v1::ReleaseTestResponse* response) override;
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override;
   grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,

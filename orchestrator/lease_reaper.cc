@@ -29,6 +29,10 @@ absl::StatusOr<LeaseReaper::Pass> LeaseReaper::RunOnce() {
         "                     ELSE now() + make_interval(secs => $1::float8 * attempt) END,"
         "   lease_owner = CASE WHEN cancel_requested OR attempt >= max_attempts"
         "                      THEN lease_owner ELSE NULL END,"
+        "   requeue_reason = CASE WHEN cancel_requested OR attempt >= max_attempts"
+        "                         THEN requeue_reason"
+        "                         ELSE 'lease of ' || coalesce(lease_owner, 'its worker')"
+        "                              || ' expired at attempt ' || attempt END,"
         "   lease_expires_at = NULL"
         " WHERE state = 'running' AND lease_expires_at < now()"
         " RETURNING state",

@@ -1,5 +1,6 @@
 // Returns tests whose worker stopped heartbeating to the queue: a running test whose lease
-// expired is queued again (after a short backoff, attempt bumped by its next lease), or
+// expired is queued again (after a short backoff, attempt bumped by its next lease, with
+// requeue_reason "lease of <worker> expired at attempt N"), or
 // failed with "lease expired after N attempts" once it used max_attempts, or cancelled if
 // cancellation had been requested.
 //

@@ -61,7 +61,12 @@ OrchestratorMetrics::OrchestratorMetrics()
       reaped_(prometheus::BuildCounter()
                   .Name("vanguard_orchestrator_reaped_leases_total")
                   .Help("Expired leases taken back by this replica's reaper, by outcome")
-                  .Register(*registry_)) {}
+                  .Register(*registry_)),
+      released_(prometheus::BuildCounter()
+                    .Name("vanguard_orchestrator_released_leases_total")
+                    .Help("Leases workers gave back (ReleaseTest) through this replica, by "
+                          "outcome: requeued, cancelled")
+                    .Register(*registry_)) {}
 
 void OrchestratorMetrics::RecordRpc(const std::string& method, grpc::StatusCode code,
                                     absl::Duration latency) {
@@ -88,6 +93,10 @@ void OrchestratorMetrics::RecordReaped(int requeued, int failed, int cancelled) 
   reaped_.Add({{"outcome", "requeued"}}).Increment(requeued);
   reaped_.Add({{"outcome", "failed"}}).Increment(failed);
   reaped_.Add({{"outcome", "cancelled"}}).Increment(cancelled);
+}
+
+void OrchestratorMetrics::RecordReleased(bool cancelled) {
+  released_.Add({{"outcome", cancelled ? "cancelled" : "requeued"}}).Increment();
 }
 
 void OrchestratorMetrics::SetQueueDepth(

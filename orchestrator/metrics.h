@@ -6,6 +6,9 @@
 //   vanguard_orchestrator_queue_tests{state,priority}        queued/running tests (sampled)
 //   vanguard_orchestrator_reaped_leases_total{outcome}       expired leases: requeued,
 //                                                            failed, cancelled
+//   vanguard_orchestrator_released_leases_total{outcome}     leases workers gave back
+//                                                            (ReleaseTest): requeued,
+//                                                            cancelled
 //
 //   OrchestratorMetrics metrics;
 //   metrics.RecordRpc("LeaseTest", grpc::StatusCode::OK, absl::Milliseconds(3));
@@ -46,6 +49,8 @@ class OrchestratorMetrics {
   void RecordRpc(const std::string& method, grpc::StatusCode code, absl::Duration latency);
   void RecordLeaseWait(absl::Duration waited);
   void RecordReaped(int requeued, int failed, int cancelled);
+  // A ReleaseTest that succeeded: the test was requeued, or ended cancelled.
+  void RecordReleased(bool cancelled);
   // Replaces the queue depth gauges with these (state, priority, count) rows; states or
   // priorities that are gone read 0.
   void SetQueueDepth(const std::vector<std::tuple<std::string, int, int64_t>>& rows);
@@ -59,6 +64,7 @@ class OrchestratorMetrics {
   prometheus::Histogram& lease_wait_;
   prometheus::Family<prometheus::Gauge>& queue_tests_;
   prometheus::Family<prometheus::Counter>& reaped_;
+  prometheus::Family<prometheus::Counter>& released_;
 
   absl::Mutex mu_;  // guards the label lookups below (Family::Add is thread-safe, but
                     // caching the pointers saves its map lookup on the hot path)

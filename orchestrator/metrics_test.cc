@@ -48,6 +48,20 @@ TEST(OrchestratorMetricsTest, QueueDepthGaugesDropToZeroWhenARowDisappears) {
       << text;
 }
 
+TEST(OrchestratorMetricsTest, ReleasedLeasesByOutcome) {
+  OrchestratorMetrics metrics;
+  metrics.RecordReleased(/*cancelled=*/false);
+  metrics.RecordReleased(/*cancelled=*/false);
+  metrics.RecordReleased(/*cancelled=*/true);
+  const std::string text = Scrape(metrics);
+  EXPECT_NE(text.find("vanguard_orchestrator_released_leases_total{outcome=\"requeued\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vanguard_orchestrator_released_leases_total{outcome=\"cancelled\"} 1"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OrchestratorMetricsTest, ReapedLeasesAndLeaseWait) {
   OrchestratorMetrics metrics;
   metrics.RecordReaped(2, 1, 0);

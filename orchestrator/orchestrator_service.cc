@@ -261,6 +261,22 @@ absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
   return response;
 }
 
+absl::StatusOr<v1::ReleaseTestResponse> OrchestratorService::ReleaseTest(
+    const v1::ReleaseTestRequest& request) {
+  RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
+  RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
+  if (request.reason().size() > 1000) return Invalid("reason", "must be at most 1000 characters");
+  std::string reason = absl::StrCat("lease released by worker ", request.worker_id());
+  if (!request.reason().empty()) absl::StrAppend(&reason, ": ", request.reason());
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Release(request.test_id(), request.attempt(),
+                                                  request.worker_id(), reason));
+  // The queue trigger notifies every replica; local long polls need not wait for it.
+  if (queue_ != nullptr && test.state() == v1::TEST_STATE_QUEUED) queue_->Poke();
+  v1::ReleaseTestResponse response;
+  *response.mutable_test() = std::move(test);
+  return response;
+}
+
 absl::StatusOr<v1::CreateTokenResponse> OrchestratorService::CreateToken(
     const v1::CreateTokenRequest& request) {
   if (tokens_ == nullptr) return absl::UnimplementedError("tokens are not configured");

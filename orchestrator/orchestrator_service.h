@@ -76,6 +76,9 @@ class OrchestratorService {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request);
   absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request);
+  // Gives the lease back (worker shutdown); see TestRepository::Release. The stored reason
+  // is "lease released by worker <id>" plus ": <request.reason>" when given.
+  absl::StatusOr<v1::ReleaseTestResponse> ReleaseTest(const v1::ReleaseTestRequest& request);
 
   // Tokens (the caller's role is checked by the gRPC adapter: admin only).
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);

@@ -13,7 +13,7 @@ namespace {
 // Columns every read of a test selects, from `tests t JOIN models m`.
 constexpr char kTestColumns[] =
     " t.id, t.request_id, t.spec::text AS spec, t.state, t.attempt, t.error, t.lease_owner,"
-    " t.cancel_requested,"
+    " t.cancel_requested, t.requeue_reason,"
     " (extract(epoch FROM t.created_at) * 1000000)::bigint AS created_us,"
     " (extract(epoch FROM t.started_at) * 1000000)::bigint AS started_us,"
     " (extract(epoch FROM t.finished_at) * 1000000)::bigint AS finished_us,"
@@ -50,6 +50,7 @@ absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row, ModelCache* models = 
   if (!row["error"].is_null()) test.set_error(row["error"].c_str());
   if (!row["lease_owner"].is_null()) test.set_lease_owner(row["lease_owner"].c_str());
   test.set_cancel_requested(row["cancel_requested"].as<bool>());
+  if (!row["requeue_reason"].is_null()) test.set_requeue_reason(row["requeue_reason"].c_str());
   *test.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
   if (!row["started_us"].is_null()) {
     *test.mutable_start_time() = TimestampFromMicros(row["started_us"].as<int64_t>());
@@ -96,7 +97,7 @@ absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id) {
   return test;
 }
 
-// Why a fenced write (heartbeat, step, complete) by `attempt` on test `id` was refused.
+// Why a fenced write (heartbeat, step, complete, release) by `attempt` on test `id` was refused.
 absl::Status LeaseNotHeld(pqxx::transaction_base& txn, int64_t id, int32_t attempt,
                           const std::string* worker_id) {
   pqxx::result rows =
@@ -422,6 +423,34 @@ absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attem
         "   lease_expires_at = NULL"
         " WHERE id = $1",
         test_id, state, error);
+    return LoadTest(txn, test_id);
+  });
+}
+
+absl::StatusOr<v1::Test> TestRepository::Release(int64_t test_id, int32_t attempt,
+                                                 const std::string& worker_id,
+                                                 const std::string& reason) {
+  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
+    // Mirrors the reaper's requeue (lease_reaper.cc), minus its backoff: the worker left in
+    // good order, so the test may run again at once. max_attempts grows by one so that the
+    // release does not use up an attempt (attempt stays the fencing token and only grows).
+    // The SET expressions all see the row as it was before the update.
+    pqxx::result rows = txn.exec_params(
+        "UPDATE tests SET"
+        "   state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
+        "   error = CASE WHEN cancel_requested"
+        "                THEN 'cancelled; its worker released the lease' ELSE error END,"
+        "   finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,"
+        "   not_before = CASE WHEN cancel_requested THEN not_before ELSE now() END,"
+        "   max_attempts = CASE WHEN cancel_requested THEN max_attempts"
+        "                       ELSE max_attempts + 1 END,"
+        "   lease_owner = CASE WHEN cancel_requested THEN lease_owner ELSE NULL END,"
+        "   requeue_reason = CASE WHEN cancel_requested THEN requeue_reason ELSE $4 END,"
+        "   lease_expires_at = NULL"
+        " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
+        " RETURNING id",
+        test_id, attempt, worker_id, reason);
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id);
     return LoadTest(txn, test_id);
   });
 }

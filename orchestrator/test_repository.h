@@ -8,6 +8,8 @@
 //   ASSIGN_OR_RETURN(bool cancel, tests.Heartbeat(id, attempt, "worker-1", absl::Seconds(30)));
 //   RETURN_IF_ERROR(tests.ReportStep(id, attempt, step));
 //   ASSIGN_OR_RETURN(v1::Test done, tests.Complete(id, attempt, result, ""));
+//   // or, when the worker shuts down mid-test, give the lease back:
+//   ASSIGN_OR_RETURN(v1::Test queued, tests.Release(id, attempt, "worker-1", "shutting down"));
 //
 // Leasing is one atomic statement (FOR UPDATE SKIP LOCKED: highest priority first, then
 // oldest), so any number of orchestrators can serve any number of workers. A lease has an
@@ -107,6 +109,16 @@ class TestRepository {
   absl::StatusOr<v1::Test> Complete(int64_t test_id, int32_t attempt,
                                     const std::optional<v1::TestResult>& result,
                                     const std::string& error);
+
+  // Gives back the lease of a running test held by worker_id at this attempt: the test is
+  // queued again at once (no owner, leasable now; the queue trigger wakes long polls),
+  // its steps of this attempt stay stored, requeue_reason becomes `reason`, and
+  // max_attempts grows by one (a release is not a failed attempt). A test whose
+  // cancellation was requested ends cancelled instead. FAILED_PRECONDITION when the lease
+  // is not held (stale attempt, other owner, test no longer running: nothing changes);
+  // NOT_FOUND for an unknown test.
+  absl::StatusOr<v1::Test> Release(int64_t test_id, int32_t attempt, const std::string& worker_id,
+                                   const std::string& reason);
 
  private:
   PostgresPool* pool_;

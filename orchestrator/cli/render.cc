@@ -174,6 +174,12 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// "pass", "FAIL", or "interrupted" for a step its worker stopped (never judged).
+std::string StepResultWord(const v1::Step& step) {
+  if (step.interrupted()) return "interrupted";
+  return step.passed() ? "pass" : "FAIL";
+}
+
 std::string RenderSteps(const v1::Test& test) {
   if (test.steps().empty()) return "(no steps yet)\n";
   bool several_attempts = false;
@@ -188,12 +194,16 @@ std::string RenderSteps(const v1::Test& test) {
   if (several_attempts) columns.insert(columns.begin(), {"ATTEMPT", Align::kRight});
   TextTable table(std::move(columns));
   for (const v1::Step& step : test.steps()) {
-    std::vector<std::string> row = {
-        absl::StrCat(step.index()),        FormatQps(step.target_qps()),
-        FormatQps(step.achieved_qps()),    FormatMs(step.latency().p50_ms()),
-        FormatMs(step.latency().p99_ms()), FormatMs(step.latency().max_ms()),
-        FormatPercent(step.error_rate()),  HealthName(step.health_state()),
-        step.passed() ? "pass" : "FAIL",   step.verdict()};
+    std::vector<std::string> row = {absl::StrCat(step.index()),
+                                    FormatQps(step.target_qps()),
+                                    FormatQps(step.achieved_qps()),
+                                    FormatMs(step.latency().p50_ms()),
+                                    FormatMs(step.latency().p99_ms()),
+                                    FormatMs(step.latency().max_ms()),
+                                    FormatPercent(step.error_rate()),
+                                    HealthName(step.health_state()),
+                                    StepResultWord(step),
+                                    step.verdict()};
     if (several_attempts) row.insert(row.begin(), absl::StrCat(step.attempt()));
     table.AddRow(std::move(row));
   }
@@ -269,6 +279,9 @@ std::string RenderTestTable(const v1::Test& test) {
   if (test.cancel_requested() && !IsTerminal(test.state())) {
     absl::StrAppend(&out, "  cancel     requested; the worker stops at its next heartbeat\n");
   }
+  if (!test.requeue_reason().empty()) {
+    absl::StrAppend(&out, "  requeued   ", test.requeue_reason(), "\n");
+  }
   if (!test.request_id().empty()) absl::StrAppend(&out, "  request id ", test.request_id(), "\n");
   if (!test.error().empty()) absl::StrAppend(&out, "  error      ", test.error(), "\n");
   absl::StrAppend(&out, "\n", RenderSteps(test), "\n", RenderResult(test));
@@ -329,11 +342,11 @@ std::string RenderModelListTable(const v1::ListModelsResponse& list) {
 }
 
 std::string RenderStepProgress(const v1::Step& step) {
-  std::string line = absl::StrCat(
-      "step ", step.index(), ": target ", FormatQps(step.target_qps()), " qps, achieved ",
-      FormatQps(step.achieved_qps()), " qps, p99 ", FormatMs(step.latency().p99_ms()),
-      " ms, errors ", FormatPercent(step.error_rate()), "%, ", HealthName(step.health_state()),
-      ", ", step.passed() ? "pass" : "FAIL");
+  std::string line = absl::StrCat("step ", step.index(), ": target ", FormatQps(step.target_qps()),
+                                  " qps, achieved ", FormatQps(step.achieved_qps()), " qps, p99 ",
+                                  FormatMs(step.latency().p99_ms()), " ms, errors ",
+                                  FormatPercent(step.error_rate()), "%, ",
+                                  HealthName(step.health_state()), ", ", StepResultWord(step));
   if (!step.verdict().empty()) absl::StrAppend(&line, " (", step.verdict(), ")");
   return line;
 }
@@ -347,6 +360,9 @@ std::string RenderStateLine(const v1::Test& test) {
   }
   if (test.cancel_requested() && !IsTerminal(test.state())) {
     details.push_back("cancel requested");
+  }
+  if (test.state() == v1::TEST_STATE_QUEUED && !test.requeue_reason().empty()) {
+    details.push_back(absl::StrCat("requeued: ", test.requeue_reason()));
   }
   if (!test.error().empty()) details.push_back(test.error());
   if (!details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(details, ", "), ")");

@@ -233,5 +233,32 @@ TEST(RenderStateLineTest, StateAttemptAndWorker) {
   EXPECT_THAT(RenderTestTable(test), HasSubstr("cancel     requested"));
 }
 
+TEST(RenderStepsTest, AnInterruptedStepIsShownAsInterruptedNotAsAFailure) {
+  v1::Test test = FinishedTest();
+  v1::Step* step = test.mutable_steps(2);
+  step->set_interrupted(true);
+  step->set_passed(false);
+  step->set_verdict("interrupted after 3.0s: worker shutting down");
+  EXPECT_EQ(RenderStepProgress(*step),
+            "step 2: target 300.0 qps, achieved 241.7 qps, p99 950.5 ms, errors 5.25%, "
+            "OVERLOADED, interrupted (interrupted after 3.0s: worker shutting down)");
+  const std::string table = RenderTestTable(test);
+  EXPECT_THAT(table, HasSubstr("interrupted"));
+  EXPECT_THAT(table, Not(HasSubstr("FAIL")));
+}
+
+TEST(RenderStateLineTest, AQueuedTestSaysWhyItWentBackToTheQueue) {
+  v1::Test test;
+  test.set_id(9);
+  test.set_state(v1::TEST_STATE_QUEUED);
+  test.set_attempt(1);
+  EXPECT_EQ(RenderStateLine(test), "test 9: QUEUED (attempt 1)");
+  test.set_requeue_reason("lease released by worker w1: shutting down");
+  EXPECT_EQ(RenderStateLine(test),
+            "test 9: QUEUED (attempt 1, requeued: lease released by worker w1: shutting down)");
+  EXPECT_THAT(RenderTestTable(test),
+              HasSubstr("requeued   lease released by worker w1: shutting down"));
+}
+
 }  // namespace
 }  // namespace vanguard::cli

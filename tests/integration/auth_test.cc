@@ -56,6 +56,7 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"Heartbeat", Unary(&Stub::Heartbeat)},
       {"ReportStep", Unary(&Stub::ReportStep)},
       {"CompleteTest", Unary(&Stub::CompleteTest)},
+      {"ReleaseTest", Unary(&Stub::ReleaseTest)},
       {"CreateToken", Unary(&Stub::CreateToken)},
       {"RevokeToken", Unary(&Stub::RevokeToken)},
       {"ListTokens", Unary(&Stub::ListTokens)},

@@ -222,6 +222,16 @@ TEST_F(OrchestratorServiceTest, LookupAndWorkerRequestRulesNameTheField) {
     ExpectInvalid(service_->ReportStep(report).status(), rule.expected);
   }
 
+  v1::ReleaseTestRequest release;
+  ExpectInvalid(service_->ReleaseTest(release).status(), "test_id: must be > 0");
+  release.set_test_id(1);
+  ExpectInvalid(service_->ReleaseTest(release).status(), "attempt: must be > 0");
+  release.set_attempt(1);
+  ExpectInvalid(service_->ReleaseTest(release).status(), "worker_id: must not be empty");
+  release.set_worker_id("w");
+  release.set_reason(std::string(1001, 'x'));
+  ExpectInvalid(service_->ReleaseTest(release).status(), "reason: must be at most 1000");
+
   v1::CompleteTestRequest complete;
   complete.set_test_id(1);
   complete.set_attempt(1);
@@ -360,6 +370,38 @@ TEST_F(OrchestratorServiceTest, WorkerProtocolRunsATestToItsResult) {
   // Stale fencing token through the service: FAILED_PRECONDITION.
   heartbeat.set_attempt(leased->attempt() + 5);
   EXPECT_EQ(service_->Heartbeat(heartbeat).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(OrchestratorServiceTest, ReleasedTestIsLeasedByAnotherWorkerAtOnce) {
+  auto [id, attempt] = SubmitAndLease("worker-1");
+  v1::ReleaseTestRequest release;
+  release.set_test_id(id);
+  release.set_attempt(attempt);
+  release.set_worker_id("worker-1");
+  release.set_reason("shutting down (signal 15)");
+  absl::StatusOr<v1::ReleaseTestResponse> released = service_->ReleaseTest(release);
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->test().state(), v1::TEST_STATE_QUEUED);
+  EXPECT_EQ(released->test().requeue_reason(),
+            "lease released by worker worker-1: shutting down (signal 15)");
+
+  v1::LeaseTestRequest lease;
+  lease.set_worker_id("worker-2");
+  absl::StatusOr<v1::LeaseTestResponse> leased = service_->LeaseTest(lease);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_TRUE(leased->has_test()) << "a released test must be leasable at once";
+  EXPECT_EQ(leased->test().id(), id);
+  EXPECT_EQ(leased->attempt(), attempt + 1);
+
+  // A second release of the same (now stale) lease: FAILED_PRECONDITION, the new lease stays.
+  absl::StatusOr<v1::ReleaseTestResponse> again = service_->ReleaseTest(release);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
+  v1::GetTestRequest get;
+  get.set_id(id);
+  absl::StatusOr<v1::GetTestResponse> got = service_->GetTest(get);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->test().state(), v1::TEST_STATE_RUNNING);
+  EXPECT_EQ(got->test().lease_owner(), "worker-2");
 }
 
 TEST_F(OrchestratorServiceTest, CancelThroughTheServiceReachesTheHeartbeat) {

@@ -71,6 +71,42 @@ TEST_F(QueueTest, LongPollingLeaseWakesWhenAnotherReplicaQueuesATest) {
   EXPECT_EQ(leased->test().id(), submitted->test().id());
 }
 
+TEST_F(QueueTest, LongPollingLeaseWakesWhenAnotherReplicaTakesAReleasedLease) {
+  ASSERT_GT(RegisterModelId(ValidModel()), 0);
+  OrchestratorService::Options no_polling;
+  no_polling.lease_poll_interval = absl::Hours(1);  // only a notification can wake it
+  Replica waiting(db_->conninfo(), no_polling);
+  Replica releasing(db_->conninfo(), OrchestratorService::Options());
+  WaitUntilListening(waiting);
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  ASSERT_TRUE(releasing.service->SubmitTest(submit).ok());
+  v1::LeaseTestRequest first;
+  first.set_worker_id("stopping-worker");
+  absl::StatusOr<v1::LeaseTestResponse> held = releasing.service->LeaseTest(first);
+  ASSERT_TRUE(held.ok() && held->has_test()) << held.status();
+
+  absl::StatusOr<v1::LeaseTestResponse> leased;
+  std::thread worker([&] {
+    v1::LeaseTestRequest request;
+    request.set_worker_id("long-poller");
+    request.mutable_wait()->set_seconds(25);
+    leased = waiting.service->LeaseTest(request);
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  v1::ReleaseTestRequest release;
+  release.set_test_id(held->test().id());
+  release.set_attempt(held->attempt());
+  release.set_worker_id("stopping-worker");
+  absl::StatusOr<v1::ReleaseTestResponse> released = releasing.service->ReleaseTest(release);
+  ASSERT_TRUE(released.ok()) << released.status();
+  worker.join();
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_TRUE(leased->has_test()) << "the long poll was not woken by the release";
+  EXPECT_EQ(leased->test().id(), held->test().id());
+  EXPECT_EQ(leased->attempt(), held->attempt() + 1);
+}
+
 TEST_F(QueueTest, StoppingTheNotifierEndsWaitingLeasesEmpty) {
   Replica replica(db_->conninfo(), OrchestratorService::Options());
   WaitUntilListening(replica);

@@ -3,6 +3,7 @@
 #include "orchestrator/test_repository.h"
 
 #include <string>
+#include <tuple>
 
 #include "database_test_base.h"
 #include "gmock/gmock.h"
@@ -381,6 +382,7 @@ TEST_F(TestRepositoryTest, ReaperRequeuesExpiredLeasesAndLeavesLiveOnesAlone) {
   v1::Test e = Get(expired);
   EXPECT_EQ(e.state(), v1::TEST_STATE_QUEUED);
   EXPECT_TRUE(e.lease_owner().empty());
+  EXPECT_EQ(e.requeue_reason(), "lease of worker-1 expired at attempt 1");
   EXPECT_EQ(Get(live).state(), v1::TEST_STATE_RUNNING);
   // Backoff: not leasable until not_before.
   EXPECT_TRUE(QueueIsEmpty());
@@ -426,6 +428,107 @@ TEST_F(TestRepositoryTest, ReaperCancelsAnExpiredTestWhoseCancellationWasRequest
   ASSERT_TRUE(pass.ok()) << pass.status();
   EXPECT_EQ(pass->cancelled, 1);
   EXPECT_EQ(Get(id).state(), v1::TEST_STATE_CANCELLED);
+  EXPECT_TRUE(QueueIsEmpty());
+}
+
+TEST_F(TestRepositoryTest, ReleaseByTheHolderQueuesTheTestForAnyWorkerAtOnce) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease("worker-1");
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), ValidStep(0, 10)).ok());
+  v1::Step interrupted = ValidStep(1, 20);
+  interrupted.set_passed(false);
+  interrupted.set_interrupted(true);
+  interrupted.set_verdict("interrupted: worker shutting down");
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), interrupted).ok());
+
+  absl::StatusOr<v1::Test> released =
+      tests_->Release(id, t.attempt(), "worker-1", "worker-1 shutting down");
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->state(), v1::TEST_STATE_QUEUED);
+  EXPECT_TRUE(released->lease_owner().empty());
+  EXPECT_EQ(released->requeue_reason(), "worker-1 shutting down");
+  EXPECT_TRUE(released->error().empty());
+  // The steps of the released attempt stay stored, the interrupted one flagged.
+  ASSERT_EQ(released->steps_size(), 2);
+  EXPECT_FALSE(released->steps(0).interrupted());
+  EXPECT_TRUE(released->steps(1).interrupted());
+  EXPECT_EQ(Get(id).requeue_reason(), "worker-1 shutting down");
+
+  // No backoff (unlike an expired lease): another worker leases it right away.
+  v1::Test again = Lease("worker-2");
+  EXPECT_EQ(again.id(), id);
+  EXPECT_EQ(again.attempt(), t.attempt() + 1);
+  EXPECT_EQ(again.lease_owner(), "worker-2");
+  EXPECT_EQ(SqlParams("SELECT count(*) FROM steps WHERE test_id = $1 AND attempt = $2", id,
+                      t.attempt())[0][0]
+                .as<int>(),
+            2);
+  // The released attempt is fenced off like any stale one.
+  EXPECT_EQ(tests_->ReportStep(id, t.attempt(), ValidStep(2, 30)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(TestRepositoryTest, ReleaseByAStaleHolderIsRefusedAndChangesNothing) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease("worker-1");
+  const auto snapshot = [&] {
+    pqxx::row r = SqlParams(
+        "SELECT state, attempt, lease_owner, max_attempts, lease_expires_at IS NOT NULL,"
+        "   coalesce(requeue_reason, '') FROM tests WHERE id = $1",
+        id)[0];
+    return std::make_tuple(std::string(r[0].c_str()), r[1].as<int>(), std::string(r[2].c_str()),
+                           r[3].as<int>(), r[4].as<bool>(), std::string(r[5].c_str()));
+  };
+  const auto before = snapshot();
+
+  absl::StatusOr<v1::Test> stale = tests_->Release(id, t.attempt() + 1, "worker-1", "");
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition) << stale.status();
+  absl::StatusOr<v1::Test> other = tests_->Release(id, t.attempt(), "worker-2", "");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition) << other.status();
+  EXPECT_THAT(other.status().message(), HasSubstr("worker-1"));
+  EXPECT_EQ(tests_->Release(999999, 1, "worker-1", "").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_TRUE(QueueIsEmpty());
+
+  // After the reaper took the test back and another worker leased it, the old holder's
+  // release bounces off too, and the new holder keeps its lease.
+  ExpireLease(id);
+  LeaseReaper reaper(pool_.get(), {.backoff = absl::ZeroDuration()});
+  ASSERT_TRUE(reaper.RunOnce().ok());
+  v1::Test second = Lease("worker-new");
+  ASSERT_EQ(second.id(), id);
+  EXPECT_EQ(tests_->Release(id, t.attempt(), "worker-1", "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  v1::Test now = Get(id);
+  EXPECT_EQ(now.state(), v1::TEST_STATE_RUNNING);
+  EXPECT_EQ(now.lease_owner(), "worker-new");
+}
+
+TEST_F(TestRepositoryTest, ReleaseDoesNotUseUpAnAttempt) {
+  int64_t id = Submit(0, "", /*max_attempts=*/1).id();
+  v1::Test first = Lease();
+  ASSERT_TRUE(tests_->Release(id, first.attempt(), "worker-1", "shutting down").ok());
+  v1::Test second = Lease();
+  ASSERT_EQ(second.attempt(), 2);
+  // The one attempt the test has is the second lease: its expiry fails the test (without
+  // the release it would be the first).
+  ExpireLease(id);
+  LeaseReaper reaper(pool_.get(), {.backoff = absl::ZeroDuration()});
+  absl::StatusOr<LeaseReaper::Pass> pass = reaper.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->failed, 1);
+  EXPECT_EQ(Get(id).state(), v1::TEST_STATE_FAILED);
+}
+
+TEST_F(TestRepositoryTest, ReleaseOfATestWhoseCancellationWasRequestedCancelsIt) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease();
+  ASSERT_TRUE(tests_->Cancel(id).ok());
+  absl::StatusOr<v1::Test> released = tests_->Release(id, t.attempt(), "worker-1", "bye");
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->state(), v1::TEST_STATE_CANCELLED);
+  EXPECT_TRUE(released->has_end_time());
   EXPECT_TRUE(QueueIsEmpty());
 }
 
