@@ -53,7 +53,17 @@ void LeaseLoop::Run() {
   while (!stopped()) {
     absl::StatusOr<vanguard::v1::LeaseTestResponse> lease =
         orchestrator_->LeaseTest(request, &lease_cancel_);
-    if (stopped()) return;
+    if (stopped()) {
+      // A test leased just as Stop() came: the stopped runner gives it straight back.
+      if (lease.ok() && lease->has_test()) {
+        const TestRunOutcome outcome = runner_->Run(*lease);
+        if (options_.log) {
+          options_.log(
+              absl::StrCat("test ", lease->test().id(), ": ", TestRunOutcomeName(outcome)));
+        }
+      }
+      return;
+    }
     if (!lease.ok()) {
       // Log the first failure and then only when the backoff grows, not every retry.
       if (!reported_unreachable || backoff < options_.max_backoff) {

@@ -8,8 +8,9 @@
 // - orchestrator unreachable (or any LeaseTest error): backs off exponentially up to
 //   max_backoff and asks again; it never gives up;
 // - tests run one at a time;
-// - Stop(): stops the step in flight without completing the test (its lease expires and
-//   the test is retried) and makes Run() return.
+// - Stop(): the runner stops the step in flight, reports it as interrupted and gives the
+//   lease back (the test is queued again at once), bounded by the runner's
+//   shutdown_timeout; then Run() returns. A test leased as Stop() came is given back too.
 //
 // Run() on one thread; Stop() from any thread.
 #ifndef VANGUARD_WORKER_LEASE_LOOP_H_

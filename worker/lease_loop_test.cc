@@ -102,6 +102,26 @@ TEST_F(LeaseLoopTest, StopEndsTheLoopWhileWaiting) {
   EXPECT_EQ(loop.tests_run(), 0);
 }
 
+TEST_F(LeaseLoopTest, ATestLeasedAsStopCameIsGivenBackAtOnce) {
+  LeaseLoop loop(&client_, &runner_, &clock_, options_);
+  EXPECT_CALL(orchestrator_, LeaseTest(_, _, _))
+      .WillOnce([&](grpc::ClientContext* ctx, const vanguard::v1::LeaseTestRequest& r,
+                    vanguard::v1::LeaseTestResponse* response) {
+        loop.Stop();  // SIGTERM while the lease call was on its way back
+        return LeaseOneTest(ctx, r, response);
+      });
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _))
+      .WillOnce([](grpc::ClientContext*, const vanguard::v1::ReleaseTestRequest& r,
+                   vanguard::v1::ReleaseTestResponse*) {
+        EXPECT_EQ(r.test_id(), 11);
+        EXPECT_EQ(r.attempt(), 1);
+        EXPECT_EQ(r.worker_id(), "w");
+        return grpc::Status::OK;
+      });
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+  loop.Run();
+}
+
 TEST_F(LeaseLoopTest, AsksForTheConfiguredLease) {
   options_.max_tests = 1;
   options_.lease_duration = absl::Seconds(45);

@@ -1,6 +1,9 @@
 // vanguard-worker: leases capacity tests from the orchestrator and runs them through the
 // replayer. Parses flags, wires the library objects, and turns SIGTERM/SIGINT into a
-// prompt stop (the test in flight is not completed, so its lease expires and it is retried).
+// prompt, bounded stop: the step in flight is stopped and reported as interrupted, the
+// lease is given back (ReleaseTest) so another worker retries the test at once, and the
+// process exits 0. If the orchestrator cannot be reached within --shutdown_timeout the
+// worker exits anyway (the lease then expires as before); a second signal exits at once.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -51,10 +55,16 @@ ABSL_FLAG(bool, steady_state_detection, true,
           "drifting (capped) before measuring");
 ABSL_FLAG(absl::Duration, max_settle, absl::Seconds(30),
           "Cap on the settle time of a step after a rate change (fixed warmup included)");
+ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
+          "On SIGTERM/SIGINT: the most time reporting the interrupted step and giving the "
+          "lease back may take; past it the worker exits and the lease expires instead");
 ABSL_FLAG(absl::Duration, max_initial_settle, absl::Seconds(90),
           "Cap on the settle time of a test's first step (the model's own warmup)");
 
 namespace {
+
+// What the stop may take beyond --shutdown_timeout before the process exits regardless.
+constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
 
 std::mutex log_mu;
 
@@ -76,7 +86,9 @@ int main(int argc, char** argv) {
       "Leases capacity tests from the Vanguard orchestrator and runs them step by step "
       "through a replayer.\nThe bearer token for the orchestrator is read from "
       "VANGUARD_TOKEN when set.\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
-      "--replayer=127.0.0.1:50052");
+      "--replayer=127.0.0.1:50052\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
+      "reported as interrupted, the lease is given back (the test is queued again at once "
+      "for another worker), and the worker exits 0, all within --shutdown_timeout.");
   // --help lists the flags of this file (Abseil's default looks for <program>.cc).
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view file) {
@@ -99,6 +111,11 @@ int main(int argc, char** argv) {
   }
   if (max_tests < 0) {
     LogLine("--max_tests must be >= 0");
+    return 2;
+  }
+  const absl::Duration shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
+  if (shutdown_timeout <= absl::ZeroDuration()) {
+    LogLine("--shutdown_timeout must be > 0");
     return 2;
   }
   std::string worker_id = absl::GetFlag(FLAGS_worker_id);
@@ -128,6 +145,7 @@ int main(int argc, char** argv) {
   runner_options.worker_id = worker_id;
   runner_options.lease_duration = lease_duration;
   runner_options.log = LogLine;
+  runner_options.shutdown_timeout = shutdown_timeout;
   runner_options.measured.steady_state_detection = absl::GetFlag(FLAGS_steady_state_detection);
   runner_options.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
   runner_options.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
@@ -150,12 +168,25 @@ int main(int argc, char** argv) {
   std::atomic<bool> done{false};
   std::thread signal_watcher([&] {
     const timespec tick = {0, 200'000'000};
+    // Monotonic time of the first signal; the stop must end within the shutdown budget
+    // plus a grace (the step's cancellation, the last log lines) or the process exits.
+    std::optional<absl::Duration> stopping_since;
     while (!done.load()) {
       const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if ((sig == SIGTERM || sig == SIGINT) && stopping_since.has_value()) {
+        LogLine(absl::StrCat("signal ", sig, " again: exiting now"));
+        std::_Exit(1);
+      }
       if (sig == SIGTERM || sig == SIGINT) {
-        LogLine(absl::StrCat("signal ", sig, ": stopping"));
+        LogLine(absl::StrCat(
+            "signal ", sig, ": stopping (interrupting the step in flight, giving the lease back)"));
+        stopping_since = clock->Monotonic();
         loop.Stop();
-        return;
+      }
+      if (stopping_since.has_value() &&
+          clock->Monotonic() - *stopping_since > shutdown_timeout + kShutdownGrace) {
+        LogLine("did not stop within --shutdown_timeout: exiting now");
+        std::_Exit(1);
       }
     }
   });

@@ -1,6 +1,8 @@
 // Orchestrator worker-protocol calls. See orchestrator_client.h.
 #include "worker/orchestrator_client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/client_context.h"
@@ -20,9 +22,9 @@ OrchestratorClient::OrchestratorClient(vanguard::v1::Orchestrator::StubInterface
                                        OrchestratorClientOptions options)
     : stub_(stub), options_(std::move(options)) {}
 
-void OrchestratorClient::Prepare(grpc::ClientContext* ctx) const {
+void OrchestratorClient::Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const {
   // Real time: gRPC deadlines are absolute wall-clock times in the transport.
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + std::min(options_.rpc_timeout, timeout)));
   if (!options_.bearer_token.empty()) {
     ctx->AddMetadata("authorization", absl::StrCat("Bearer ", options_.bearer_token));
   }
@@ -49,9 +51,10 @@ absl::StatusOr<vanguard::v1::HeartbeatResponse> OrchestratorClient::Heartbeat(
   return response;
 }
 
-absl::Status OrchestratorClient::ReportStep(const vanguard::v1::ReportStepRequest& request) {
+absl::Status OrchestratorClient::ReportStep(const vanguard::v1::ReportStepRequest& request,
+                                            absl::Duration timeout) {
   grpc::ClientContext ctx;
-  Prepare(&ctx);
+  Prepare(&ctx, timeout);
   vanguard::v1::ReportStepResponse response;
   return Annotate(stub_->ReportStep(&ctx, request, &response), "ReportStep");
 }
@@ -62,6 +65,16 @@ absl::StatusOr<vanguard::v1::CompleteTestResponse> OrchestratorClient::CompleteT
   Prepare(&ctx);
   vanguard::v1::CompleteTestResponse response;
   absl::Status s = Annotate(stub_->CompleteTest(&ctx, request, &response), "CompleteTest");
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<vanguard::v1::ReleaseTestResponse> OrchestratorClient::ReleaseTest(
+    const vanguard::v1::ReleaseTestRequest& request, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, timeout);
+  vanguard::v1::ReleaseTestResponse response;
+  absl::Status s = Annotate(stub_->ReleaseTest(&ctx, request, &response), "ReleaseTest");
   if (!s.ok()) return s;
   return response;
 }

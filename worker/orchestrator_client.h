@@ -1,6 +1,6 @@
-// The worker side of vanguard.v1.Orchestrator: LeaseTest, Heartbeat, ReportStep and
-// CompleteTest as absl::Status calls, each with a deadline and, when configured, the
-// bearer token (`authorization: Bearer <token>`).
+// The worker side of vanguard.v1.Orchestrator: LeaseTest, Heartbeat, ReportStep,
+// CompleteTest and ReleaseTest as absl::Status calls, each with a deadline and, when
+// configured, the bearer token (`authorization: Bearer <token>`).
 //
 //   OrchestratorClient client(stub.get(), {.bearer_token = token});
 //   absl::StatusOr<LeaseTestResponse> lease = client.LeaseTest(request, &cancel);
@@ -38,12 +38,17 @@ class OrchestratorClient {
       const vanguard::v1::LeaseTestRequest& request, CancellationToken* cancel = nullptr);
   absl::StatusOr<vanguard::v1::HeartbeatResponse> Heartbeat(
       const vanguard::v1::HeartbeatRequest& request);
-  absl::Status ReportStep(const vanguard::v1::ReportStepRequest& request);
+  // `timeout` shortens the call's deadline below rpc_timeout (shutdown has a budget).
+  absl::Status ReportStep(const vanguard::v1::ReportStepRequest& request,
+                          absl::Duration timeout = absl::InfiniteDuration());
   absl::StatusOr<vanguard::v1::CompleteTestResponse> CompleteTest(
       const vanguard::v1::CompleteTestRequest& request);
+  absl::StatusOr<vanguard::v1::ReleaseTestResponse> ReleaseTest(
+      const vanguard::v1::ReleaseTestRequest& request,
+      absl::Duration timeout = absl::InfiniteDuration());
 
  private:
-  void Prepare(grpc::ClientContext* ctx) const;
+  void Prepare(grpc::ClientContext* ctx, absl::Duration timeout = absl::InfiniteDuration()) const;
 
   vanguard::v1::Orchestrator::StubInterface* const stub_;
   const OrchestratorClientOptions options_;

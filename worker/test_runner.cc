@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -42,6 +43,8 @@ const char* TestRunOutcomeName(TestRunOutcome outcome) {
       return "cancelled";
     case TestRunOutcome::kAbandoned:
       return "abandoned";
+    case TestRunOutcome::kReleased:
+      return "released";
     case TestRunOutcome::kStopped:
       return "stopped";
   }
@@ -90,6 +93,25 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& m
   return step;
 }
 
+vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double target_qps,
+                                              absl::Time start_time, absl::Time end_time,
+                                              int windows_seen, const std::string& why) {
+  vanguard::v1::Step step;
+  step.set_index(index);
+  step.set_attempt(attempt);
+  step.set_target_qps(target_qps);
+  step.set_interrupted(true);
+  step.set_passed(false);
+  *step.mutable_start_time() = ToProtoTimestamp(start_time);
+  *step.mutable_end_time() = ToProtoTimestamp(end_time);
+  const absl::Duration ran = std::max(end_time - start_time, absl::ZeroDuration());
+  *step.mutable_duration() = ToProtoDuration(ran);
+  step.set_verdict(absl::StrFormat("interrupted after %s (%d window%s received): %s; not judged",
+                                   absl::FormatDuration(absl::Trunc(ran, absl::Milliseconds(100))),
+                                   windows_seen, windows_seen == 1 ? "" : "s", why));
+  return step;
+}
+
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
                                          absl::Duration test_duration) {
   vanguard::v1::TestResult result;
@@ -108,6 +130,10 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
 }
 
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step) {
+  if (step.interrupted()) {
+    return absl::StrFormat("test %d step %d: target %g qps: %s", test_id, step.index(),
+                           step.target_qps(), step.verdict());
+  }
   absl::string_view health = vanguard::v1::HealthState_Name(step.health_state());
   absl::ConsumePrefix(&health, "HEALTH_STATE_");
   const absl::Duration warmup = FromProtoDuration(step.warmup());
@@ -170,9 +196,82 @@ TestRunOutcome TestRunner::Complete(const vanguard::v1::CompleteTestRequest& req
                      ")"));
     return on_success;
   }
-  if (stopped()) return TestRunOutcome::kStopped;
+  if (stopped() && !IsLeaseLost(s)) {
+    return ShutDown(request.test_id(), request.attempt(), nullptr, nullptr);
+  }
   Log(absl::StrCat("test ", request.test_id(), ": could not complete, abandoning: ", s.ToString()));
   return TestRunOutcome::kAbandoned;
+}
+
+TestRunOutcome TestRunner::ShutDown(int64_t test_id, int32_t attempt,
+                                    const vanguard::v1::ReportStepRequest* pending,
+                                    LeaseKeeper* keeper) {
+  const absl::Duration deadline = clock_->Monotonic() + options_.shutdown_timeout;
+  // Runs `call` with what is left of the budget as its timeout, again while the
+  // orchestrator is unreachable and time remains.
+  auto within_budget = [&](const std::function<absl::Status(absl::Duration)>& call) {
+    absl::Status s = absl::DeadlineExceededError("shutdown timeout spent");
+    while (true) {
+      const absl::Duration left = deadline - clock_->Monotonic();
+      if (left <= absl::ZeroDuration()) return s;
+      s = call(left);
+      if (s.ok() || !IsTransient(s)) return s;
+      const absl::Duration pause =
+          std::min(options_.shutdown_retry, deadline - clock_->Monotonic());
+      if (pause <= absl::ZeroDuration()) return s;
+      clock_->SleepFor(pause);
+    }
+  };
+
+  if (pending != nullptr) {
+    absl::Status reported = within_budget(
+        [&](absl::Duration left) { return orchestrator_->ReportStep(*pending, left); });
+    if (IsLeaseLost(reported)) {
+      Log(absl::StrCat("test ", test_id, ": lease lost (", reported.ToString(),
+                       "); nothing to give back"));
+      return TestRunOutcome::kAbandoned;
+    }
+    if (IsTransient(reported)) {
+      Log(absl::StrCat("test ", test_id, ": cannot report step ", pending->step().index(),
+                       " while shutting down (", reported.ToString(), "); its lease will expire"));
+      return TestRunOutcome::kStopped;
+    }
+    if (!reported.ok()) {
+      // Refused (INVALID_ARGUMENT...): the lease is still worth giving back.
+      Log(absl::StrCat("test ", test_id, ": step ", pending->step().index(),
+                       " report rejected: ", reported.ToString()));
+    }
+  }
+
+  // A heartbeat after the release would only be refused.
+  if (keeper != nullptr) keeper->StopBackgroundBeats();
+  vanguard::v1::ReleaseTestRequest release;
+  release.set_test_id(test_id);
+  release.set_attempt(attempt);
+  release.set_worker_id(options_.worker_id);
+  release.set_reason(
+      pending != nullptr && pending->step().interrupted()
+          ? absl::StrCat("shutting down (step ", pending->step().index(), " interrupted)")
+          : "shutting down");
+  absl::StatusOr<vanguard::v1::ReleaseTestResponse> released;
+  absl::Status s = within_budget([&](absl::Duration left) {
+    released = orchestrator_->ReleaseTest(release, left);
+    return released.status();
+  });
+  if (s.ok()) {
+    absl::string_view state = vanguard::v1::TestState_Name(released->test().state());
+    absl::ConsumePrefix(&state, "TEST_STATE_");
+    Log(absl::StrCat("test ", test_id, ": lease given back (test ", absl::AsciiStrToLower(state),
+                     ")"));
+    return TestRunOutcome::kReleased;
+  }
+  if (IsLeaseLost(s)) {
+    Log(absl::StrCat("test ", test_id, ": lease lost (", s.ToString(), "); nothing to give back"));
+    return TestRunOutcome::kAbandoned;
+  }
+  Log(absl::StrCat("test ", test_id, ": cannot give the lease back (", s.ToString(),
+                   "); it will expire"));
+  return TestRunOutcome::kStopped;
 }
 
 TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
@@ -182,11 +281,14 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
   const absl::Duration started = clock_->Monotonic();
 
   CancellationToken step_cancel;
+  bool stopped_already;
   {
     absl::MutexLock lock(&mu_);
-    if (stop_requested_) return TestRunOutcome::kStopped;
-    current_step_cancel_ = &step_cancel;
+    stopped_already = stop_requested_;
+    if (!stopped_already) current_step_cancel_ = &step_cancel;
   }
+  // Leased just as the worker was told to stop: give it straight back.
+  if (stopped_already) return ShutDown(test_id, attempt, nullptr, nullptr);
   absl::Cleanup detach_cancel = [this] {
     absl::MutexLock lock(&mu_);
     current_step_cancel_ = nullptr;
@@ -258,7 +360,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
 
   // Why the test must stop now, if it must.
   auto interruption = [&]() -> std::optional<TestRunOutcome> {
-    if (stopped()) return TestRunOutcome::kStopped;
+    if (stopped()) return ShutDown(test_id, attempt, nullptr, &keeper);
     if (keeper.lease_lost()) return TestRunOutcome::kAbandoned;
     if (keeper.cancel_requested()) {
       return complete_with_error("cancelled by user", TestRunOutcome::kCancelled);
@@ -290,6 +392,8 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
 
     absl::StatusOr<MeasuredStep> executed;
     absl::Duration backoff = options_.retry_backoff;
+    absl::Time step_start;
+    int windows_seen = 0;
     for (int retry = 0;; ++retry) {
       absl::StatusOr<vanguard::v1::RunStepRequest> request =
           StepExecutor::BuildRequest(test, rate, index);
@@ -297,8 +401,12 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
         return complete_with_error(absl::StrCat("step ", index, ": ", request.status().message()),
                                    TestRunOutcome::kFailed);
       }
-      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel,
-                                 [&] { keeper.MaybeBeat(); });
+      step_start = clock_->Now();
+      windows_seen = 0;
+      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel, [&] {
+        ++windows_seen;
+        keeper.MaybeBeat();
+      });
       if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
           retry >= options_.max_step_retries) {
         break;
@@ -311,6 +419,16 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       keeper.MaybeBeat();
     }
     if (!executed.ok()) {
+      if (stopped()) {
+        vanguard::v1::ReportStepRequest report;
+        report.set_test_id(test_id);
+        report.set_attempt(attempt);
+        *report.mutable_step() = BuildInterruptedStepReport(
+            index, attempt, rate, step_start, clock_->Now(), windows_seen,
+            absl::StrCat("worker ", options_.worker_id, " shutting down"));
+        Log(FormatStepLine(test_id, report.step()));
+        return ShutDown(test_id, attempt, &report, &keeper);
+      }
       if (std::optional<TestRunOutcome> o = interruption()) return *o;
       return complete_with_error(
           absl::StrFormat("step %d at %g qps: %s", index, rate, executed.status().message()),
@@ -330,7 +448,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
 
     absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
     if (!reported.ok()) {
-      if (stopped()) return TestRunOutcome::kStopped;
+      if (stopped() && !IsLeaseLost(reported)) return ShutDown(test_id, attempt, &report, &keeper);
       if (!IsLeaseLost(reported) && !IsTransient(reported)) {
         // The orchestrator refuses this step (e.g. INVALID_ARGUMENT): retrying the test
         // elsewhere would only repeat it, so fail it with the reason.

@@ -14,8 +14,12 @@
 //    test at once, without completing it (the new lease holder owns it);
 //  - a replayer that is UNAVAILABLE is retried twice with backoff, then the test is
 //    completed with the error;
-//  - Stop() (shutdown) stops the step in flight and returns without completing, so the
-//    lease expires and the test is retried elsewhere.
+//  - Stop() (SIGTERM) stops the step in flight, reports it with Step.interrupted (what was
+//    measured until then, never judged), gives the lease back (ReleaseTest) so another
+//    worker can retry the test at once, and returns kReleased; all within
+//    shutdown_timeout. When the orchestrator cannot be reached in that time the runner
+//    returns kStopped and the lease expires as before. A lease handed to a stopped runner
+//    is given back at once.
 //
 // Run() is called from one thread (the lease loop's); Stop() from any thread.
 #ifndef VANGUARD_WORKER_TEST_RUNNER_H_
@@ -44,6 +48,8 @@
 
 namespace vanguard::worker {
 
+class LeaseKeeper;
+
 struct TestRunnerOptions {
   std::string worker_id;
   absl::Duration lease_duration = absl::Seconds(30);
@@ -54,6 +60,11 @@ struct TestRunnerOptions {
   // Orchestrator UNAVAILABLE on ReportStep/CompleteTest: attempts before giving up (the
   // lease then expires and the test is retried).
   int max_report_attempts = 5;
+  // After Stop(): how long reporting the interrupted step and releasing the lease may take
+  // together (each call's deadline is what is left of it).
+  absl::Duration shutdown_timeout = absl::Seconds(10);
+  // Pause between attempts of those calls while the orchestrator is UNAVAILABLE.
+  absl::Duration shutdown_retry = absl::Milliseconds(500);
   // Heartbeat from a background thread too, not only between steps and per window.
   bool heartbeat_thread = true;
   // One line per step and per test event; nullable.
@@ -79,7 +90,8 @@ enum class TestRunOutcome {
   kFailed,     // completed with an error
   kCancelled,  // completed with "cancelled by user"
   kAbandoned,  // lease lost or orchestrator unreachable: not completed
-  kStopped,    // Stop() called: not completed
+  kReleased,   // Stop() called: step in flight reported as interrupted, lease given back
+  kStopped,    // Stop() called, but the lease could not be given back: it expires
 };
 
 const char* TestRunOutcomeName(TestRunOutcome outcome);
@@ -89,6 +101,12 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
                                    const StepJudgement& judgement);
 // The same, with the step's windows (settle windows flagged warmup).
 vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured);
+
+// The Step reported for step `index` when Stop() cut it short: the rate, when it ran, for
+// how long and how many windows had arrived; interrupted, not passed, never judged.
+vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double target_qps,
+                                              absl::Time start_time, absl::Time end_time,
+                                              int windows_seen, const std::string& why);
 
 // The TestResult for a strategy's Done.
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
@@ -106,7 +124,9 @@ class TestRunner {
   // Runs the leased test (lease.test must be set) to one of the outcomes above.
   TestRunOutcome Run(const vanguard::v1::LeaseTestResponse& lease);
 
-  // Sticky: the current Run (if any) returns kStopped promptly, later Runs at once.
+  // Sticky: the current Run (if any) stops its step, reports it, releases the lease and
+  // returns promptly (kReleased, or kStopped if the orchestrator cannot be reached); later
+  // Runs release their lease at once.
   void Stop();
 
   // Every step the last Run took, as reported and as the strategy saw it (benchmarks).
@@ -125,6 +145,12 @@ class TestRunner {
   // CompleteTest with an error or a result; kAbandoned when it cannot be delivered.
   TestRunOutcome Complete(const vanguard::v1::CompleteTestRequest& request,
                           TestRunOutcome on_success);
+  // After Stop(): reports `pending` (nullable: no step to report) and releases the lease
+  // of test_id at attempt, within options_.shutdown_timeout. kReleased, kAbandoned when
+  // the lease turns out to be lost, kStopped when the orchestrator cannot be reached.
+  // `keeper` (nullable) stops heartbeating before the lease is given back.
+  TestRunOutcome ShutDown(int64_t test_id, int32_t attempt,
+                          const vanguard::v1::ReportStepRequest* pending, LeaseKeeper* keeper);
 
   OrchestratorClient* const orchestrator_;
   StepExecutor* const executor_;

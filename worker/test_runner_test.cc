@@ -312,22 +312,155 @@ TEST_F(TestRunnerTest, ModelWithoutP99SloFailsWithoutRunningSteps) {
   EXPECT_THAT(completions_[0].error(), HasSubstr("slo.p99_latency"));
 }
 
-TEST_F(TestRunnerTest, StopDuringAStepReturnsWithoutReportingOrCompleting) {
+// SIGTERM during the third window of the first step (reads 0 and 1 returned windows).
+void StopOnThirdRead(StreamScript* script, TestRunner* runner, FakeClock* clock,
+                     absl::Duration* stopped_at) {
+  script->before_read = [=] {
+    clock->Advance(absl::Seconds(1));
+    if (script->reads == 2) {
+      *stopped_at = clock->Monotonic();
+      runner->Stop();
+    }
+  };
+}
+
+TEST_F(TestRunnerTest, StopDuringAStepReportsItInterruptedThenGivesTheLeaseBack) {
+  absl::Duration stopped_at;
   EXPECT_CALL(replayer_, RunStepRaw(_, _))
-      .WillOnce([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+      .WillOnce([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
         auto script = PredictorStep(r.rate_qps());
-        script->before_read = [this, s = script.get()] {
-          if (s->reads == 2) runner().Stop();  // SIGTERM during the third window
-        };
+        StopOnThirdRead(script.get(), &runner(), &clock_, &stopped_at);
         return NewScriptedReader(script);
       });
+  std::vector<vanguard::v1::ReleaseTestRequest> releases;
+  {
+    ::testing::InSequence in_order;
+    EXPECT_CALL(orchestrator_, ReportStep(_, _, _));  // recorded into reports_ (ON_CALL)
+    EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _))
+        .WillOnce([&](grpc::ClientContext*, const vanguard::v1::ReleaseTestRequest& r,
+                      vanguard::v1::ReleaseTestResponse* response) {
+          releases.push_back(r);
+          response->mutable_test()->set_state(vanguard::v1::TEST_STATE_QUEUED);
+          return grpc::Status::OK;
+        });
+  }
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kReleased);
+
+  // The step stopped at once: nothing was read after the stop.
+  EXPECT_EQ(last_script_->reads, 3);
+  ASSERT_EQ(reports_.size(), 1u);
+  const vanguard::v1::ReportStepRequest& report = reports_[0];
+  EXPECT_EQ(report.test_id(), kTestId);
+  EXPECT_EQ(report.attempt(), kAttempt);
+  const vanguard::v1::Step& step = report.step();
+  EXPECT_TRUE(step.interrupted());
+  EXPECT_FALSE(step.passed());
+  EXPECT_EQ(step.index(), 1);
+  EXPECT_EQ(step.attempt(), kAttempt);
+  EXPECT_EQ(step.target_qps(), 100);
+  EXPECT_EQ(step.health_state(), vanguard::v1::HEALTH_STATE_UNSPECIFIED);
+  EXPECT_THAT(step.verdict(), HasSubstr("interrupted after 3s (3 windows received)"));
+  EXPECT_THAT(step.verdict(), HasSubstr("worker worker-a shutting down"));
+  EXPECT_EQ(FromProtoDuration(step.duration()), absl::Seconds(3));
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].test_id(), kTestId);
+  EXPECT_EQ(releases[0].attempt(), kAttempt);
+  EXPECT_EQ(releases[0].worker_id(), "worker-a");
+  EXPECT_EQ(releases[0].reason(), "shutting down (step 1 interrupted)");
+  // No time was spent waiting once the orchestrator answered.
+  EXPECT_EQ(clock_.Monotonic(), stopped_at);
+}
+
+TEST_F(TestRunnerTest, AStoppedRunnerGivesANewLeaseBackWithoutRunningIt) {
+  runner().Stop();
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
   EXPECT_CALL(orchestrator_, ReportStep(_, _, _)).Times(0);
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _)).WillOnce(Return(grpc::Status::OK));
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kReleased);
+}
+
+TEST_F(TestRunnerTest, StopBetweenStepsGivesTheLeaseBackWithoutAnInterruptedStep) {
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillOnce([this](grpc::ClientContext*, const vanguard::v1::ReportStepRequest& r,
+                       vanguard::v1::ReportStepResponse*) {
+        reports_.push_back(r);
+        runner().Stop();  // SIGTERM while the finished step 1 was being reported
+        return grpc::Status::OK;
+      });
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _))
+      .WillOnce([](grpc::ClientContext*, const vanguard::v1::ReleaseTestRequest& r,
+                   vanguard::v1::ReleaseTestResponse*) {
+        EXPECT_EQ(r.reason(), "shutting down");
+        return grpc::Status::OK;
+      });
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(1);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kReleased);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_FALSE(reports_[0].step().interrupted());
+  EXPECT_TRUE(reports_[0].step().passed());
+}
+
+TEST_F(TestRunnerTest, UnreachableOrchestratorEndsTheStopWithinTheShutdownTimeout) {
+  options_.shutdown_timeout = absl::Seconds(4);
+  options_.shutdown_retry = absl::Seconds(1);
+  absl::Duration stopped_at;
+  EXPECT_CALL(replayer_, RunStepRaw(_, _))
+      .WillOnce([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        auto script = PredictorStep(r.rate_qps());
+        StopOnThirdRead(script.get(), &runner(), &clock_, &stopped_at);
+        return NewScriptedReader(script);
+      });
+  int report_calls = 0;
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillRepeatedly([&](grpc::ClientContext* ctx, const vanguard::v1::ReportStepRequest&,
+                          vanguard::v1::ReportStepResponse*) {
+        ++report_calls;
+        // A hung orchestrator cannot hold the call longer than what is left of the budget.
+        EXPECT_LE(ctx->deadline(), std::chrono::system_clock::now() + std::chrono::seconds(4));
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused");
+      });
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _)).Times(0);
   EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
 
   EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kStopped);
-  EXPECT_EQ(last_script_->reads, 3);
-  // A stopped runner takes no further test.
-  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kStopped);
+  EXPECT_GE(report_calls, 2);  // retried while the budget lasted
+  EXPECT_LE(clock_.Monotonic() - stopped_at, options_.shutdown_timeout);
+}
+
+TEST_F(TestRunnerTest, LeaseLostWhileStoppingGivesNothingBack) {
+  EXPECT_CALL(replayer_, RunStepRaw(_, _))
+      .WillOnce([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        auto script = PredictorStep(r.rate_qps());
+        script->before_read = [this, s = script.get()] {
+          if (s->reads == 1) runner().Stop();
+        };
+        return NewScriptedReader(script);
+      });
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "lease lost")));
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kAbandoned);
+}
+
+TEST(BuildInterruptedStepReportTest, CarriesRateTimesAndWhyButNoVerdictOfPassing) {
+  const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
+  const vanguard::v1::Step step = BuildInterruptedStepReport(
+      4, 2, 350, start, start + absl::Milliseconds(7250), 1, "w1 shutting down");
+  EXPECT_TRUE(step.interrupted());
+  EXPECT_FALSE(step.passed());
+  EXPECT_EQ(step.index(), 4);
+  EXPECT_EQ(step.attempt(), 2);
+  EXPECT_EQ(step.target_qps(), 350);
+  EXPECT_EQ(FromProtoDuration(step.duration()), absl::Milliseconds(7250));
+  EXPECT_EQ(step.verdict(),
+            "interrupted after 7.2s (1 window received): w1 shutting down; not judged");
+  EXPECT_EQ(FormatStepLine(9, step),
+            "test 9 step 4: target 350 qps: interrupted after 7.2s (1 window received): w1 "
+            "shutting down; not judged");
 }
 
 TEST(FormatStepLineTest, NamesTestStepRatesLatencyAndVerdict) {
