@@ -105,7 +105,7 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
 
 absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepRequest request,
                                                      bool first_step, CancellationToken* cancel,
-                                                     const std::function<void()>& on_window) {
+                                                     const std::function<void(const vanguard::v1::StepWindow&)>& on_window) {
   MeasuredStep out;
   const double rate = request.rate_qps();
   const double p99_limit_ms = LimitMs(slo_.p99_latency());
@@ -139,7 +139,13 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     const absl::Duration span = window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;
     *settle.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
-    *settle.mutable_duration() = ToProtoDuration(std::max(warmup, span));
+    // A queue near capacity takes many request lifetimes to build up to its steady level, and
+    // a median latency that does not drift says nothing about the tail building: the first
+    // settle span lasts settle_lifetimes of them too (see the header).
+    const absl::Duration lifetimes = request_lifetime_ * options_.settle_lifetimes;
+    *settle.mutable_duration() = ToProtoDuration(std::max(
+        {warmup, span,
+         std::min(window * std::ceil(lifetimes / window), std::max(options_.max_settle, warmup))}));
     settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
     const absl::Duration cap =
         std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
@@ -158,7 +164,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
             assessor_->Observe(SignalsOf(w, gauges));
             recent_p50.push_back(w.latency().p50_ms());
             while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
-            if (on_window) on_window();
+            if (on_window) on_window(out.windows.back());
           });
       if (!s.ok()) return s.status();
       out.settle_time += FromProtoDuration(settle.duration());
@@ -199,7 +205,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       executor_->Execute(request, cancel, [&](const vanguard::v1::WindowMetrics& w) {
         out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &gauges));
         if (!w.warmup()) measured_gauges.push_back(gauges);
-        if (on_window) on_window();
+        if (on_window) on_window(out.windows.back());
       });
   if (!executed.ok()) return executed.status();
   out.executed = std::move(*executed);

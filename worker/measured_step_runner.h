@@ -21,7 +21,9 @@
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
 // capacity. The runner keeps the typical lifetime (p50 latency of the last steady settle or
 // passing step) and stretches, up to caps, every window to at least one lifetime (so the
-// drift test spans several) and the measured part to at least measured_lifetimes of them.
+// drift test spans several), the first settle span to settle_lifetimes of them (a queue near
+// capacity builds over many lifetimes while the median does not move) and the measured
+// part to at least measured_lifetimes of them.
 // For models whose requests take milliseconds nothing changes. The measured call then
 // runs with no warmup of its own. With detection off the replayer runs the fixed warmup
 // inside the measured call; with fixed_warmup off too (the ablation) the step is measured
@@ -78,6 +80,7 @@ struct MeasuredStepOptions {
   absl::Duration max_initial_settle = absl::Seconds(90);
   // Minimum measured part in request lifetimes (see above), and the caps of the stretching.
   double measured_lifetimes = 10;
+  double settle_lifetimes = 10;
   absl::Duration max_window = absl::Seconds(5);
   absl::Duration max_measured = absl::Seconds(60);
   // Ablation: closed-loop load (fixed concurrency) instead of open loop.
@@ -106,10 +109,12 @@ class MeasuredStepRunner {
                      MeasuredStepOptions options);
 
   // Runs the step `request` describes. `on_window` (nullable) is called after every window
+  // with that window as recorded (settle windows marked warmup), e.g. to heartbeat and to
+  // keep what was measured if the step is interrupted
   // (heartbeats). Errors: those of StepExecutor::Execute.
   absl::StatusOr<MeasuredStep> Run(vanguard::v1::RunStepRequest request, bool first_step,
                                    CancellationToken* cancel,
-                                   const std::function<void()>& on_window);
+                                   const std::function<void(const vanguard::v1::StepWindow&)>& on_window);
 
   // The fraction of a step's requests that met the SLO latency: the replayer's goodput when
   // it reports one, else estimated from the latency histogram (completed within the p99

@@ -95,7 +95,9 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& m
 
 vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double target_qps,
                                               absl::Time start_time, absl::Time end_time,
-                                              int windows_seen, const std::string& why) {
+                                              const std::vector<vanguard::v1::StepWindow>& windows,
+                                              const std::string& why) {
+  const int windows_seen = static_cast<int>(windows.size());
   vanguard::v1::Step step;
   step.set_index(index);
   step.set_attempt(attempt);
@@ -109,6 +111,12 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
   step.set_verdict(absl::StrFormat("interrupted after %s (%d window%s received): %s; not judged",
                                    absl::FormatDuration(absl::Trunc(ran, absl::Milliseconds(100))),
                                    windows_seen, windows_seen == 1 ? "" : "s", why));
+  // What was measured before the stop, kept for the record (never judged).
+  for (int i = 0; i < windows_seen; ++i) {
+    vanguard::v1::StepWindow* w = step.add_windows();
+    *w = windows[i];
+    w->set_index(i);
+  }
   return step;
 }
 
@@ -393,7 +401,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
     absl::StatusOr<MeasuredStep> executed;
     absl::Duration backoff = options_.retry_backoff;
     absl::Time step_start;
-    int windows_seen = 0;
+    std::vector<vanguard::v1::StepWindow> windows_so_far;
     for (int retry = 0;; ++retry) {
       absl::StatusOr<vanguard::v1::RunStepRequest> request =
           StepExecutor::BuildRequest(test, rate, index);
@@ -402,11 +410,12 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
                                    TestRunOutcome::kFailed);
       }
       step_start = clock_->Now();
-      windows_seen = 0;
-      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel, [&] {
-        ++windows_seen;
-        keeper.MaybeBeat();
-      });
+      windows_so_far.clear();
+      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel,
+                                 [&](const vanguard::v1::StepWindow& w) {
+                                   windows_so_far.push_back(w);
+                                   keeper.MaybeBeat();
+                                 });
       if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
           retry >= options_.max_step_retries) {
         break;
@@ -424,7 +433,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
         report.set_test_id(test_id);
         report.set_attempt(attempt);
         *report.mutable_step() = BuildInterruptedStepReport(
-            index, attempt, rate, step_start, clock_->Now(), windows_seen,
+            index, attempt, rate, step_start, clock_->Now(), windows_so_far,
             absl::StrCat("worker ", options_.worker_id, " shutting down"));
         Log(FormatStepLine(test_id, report.step()));
         return ShutDown(test_id, attempt, &report, &keeper);

@@ -103,10 +103,12 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
 vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured);
 
 // The Step reported for step `index` when Stop() cut it short: the rate, when it ran, for
-// how long and how many windows had arrived; interrupted, not passed, never judged.
+// how long, and the windows that had arrived (settle ones flagged warmup); interrupted, not
+// passed, never judged.
 vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double target_qps,
                                               absl::Time start_time, absl::Time end_time,
-                                              int windows_seen, const std::string& why);
+                                              const std::vector<vanguard::v1::StepWindow>& windows,
+                                              const std::string& why);
 
 // The TestResult for a strategy's Done.
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,

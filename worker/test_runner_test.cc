@@ -448,8 +448,17 @@ TEST_F(TestRunnerTest, LeaseLostWhileStoppingGivesNothingBack) {
 
 TEST(BuildInterruptedStepReportTest, CarriesRateTimesAndWhyButNoVerdictOfPassing) {
   const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
+  vanguard::v1::StepWindow window;
+  window.set_index(17);
+  window.set_warmup(true);
+  window.set_scheduled(350);
   const vanguard::v1::Step step = BuildInterruptedStepReport(
-      4, 2, 350, start, start + absl::Milliseconds(7250), 1, "w1 shutting down");
+      4, 2, 350, start, start + absl::Milliseconds(7250), {window}, "w1 shutting down");
+  // The window measured before the stop is kept, renumbered within the step.
+  ASSERT_EQ(step.windows_size(), 1);
+  EXPECT_EQ(step.windows(0).index(), 0);
+  EXPECT_TRUE(step.windows(0).warmup());
+  EXPECT_EQ(step.windows(0).scheduled(), 350);
   EXPECT_TRUE(step.interrupted());
   EXPECT_FALSE(step.passed());
   EXPECT_EQ(step.index(), 4);
