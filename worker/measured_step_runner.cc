@@ -115,11 +115,18 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     request.set_schedule(vanguard::v1::SCHEDULE_UNSPECIFIED);
   }
   const absl::Duration warmup = FromProtoDuration(request.warmup());
+  // Every window holds a request lifetime and, at low rates, min_requests_per_window
+  // arrivals: whole 100 ms, at most max_window.
   absl::Duration window = options_.window;
-  if (window > absl::ZeroDuration() && request_lifetime_ > window) {
-    // Whole 100 ms, at most max_window.
-    window = std::min(absl::Milliseconds(100) * std::ceil(request_lifetime_ / absl::Milliseconds(100)),
-                      std::max(options_.max_window, options_.window));
+  if (window > absl::ZeroDuration()) {
+    absl::Duration wanted = request_lifetime_;
+    if (rate > 0) {
+      wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / rate));
+    }
+    if (wanted > window) {
+      window = std::min(absl::Milliseconds(100) * std::ceil(wanted / absl::Milliseconds(100)),
+                        std::max(options_.max_window, options_.window));
+    }
   }
   if (window > absl::ZeroDuration()) *request.mutable_window() = ToProtoDuration(window);
   const int64_t failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
@@ -134,7 +141,10 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     SteadyStateOptions steady = options_.steady;
     if (first_step) {
       steady.compare_blocks = true;
-      steady.windows = std::max(steady.windows, options_.first_step_windows);
+      // The same span in time however long the windows are.
+      steady.windows = std::max(
+          steady.windows,
+          static_cast<int>(std::ceil(options_.window * options_.first_step_windows / window)));
     }
     const absl::Duration span = window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;

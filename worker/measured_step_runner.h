@@ -69,8 +69,9 @@ struct MeasuredStepOptions {
   bool steady_state_detection = true;
   // Drift test after a rate change; the test's first step also compares two spans.
   SteadyStateOptions steady = {.windows = 4};
-  // The first step's span (two of them are compared): long enough that a model warming up
-  // over tens of seconds visibly differs between them.
+  // The first step's span (two of them are compared), in windows of `window`: long enough
+  // that a model warming up over tens of seconds visibly differs between them. Longer
+  // windows (see below) keep the span in time, with at least steady.windows of them.
   int first_step_windows = 10;
   // Window length of every replayer call (settle and measured): short windows let the
   // drift test and the hysteresis see enough windows in a short step.
@@ -81,6 +82,9 @@ struct MeasuredStepOptions {
   // Minimum measured part in request lifetimes (see above), and the caps of the stretching.
   double measured_lifetimes = 10;
   double settle_lifetimes = 10;
+  // At low rates windows are lengthened to hold this many arrivals (a median of one or two
+  // requests cannot tell drift from noise).
+  double min_requests_per_window = 10;
   absl::Duration max_window = absl::Seconds(5);
   absl::Duration max_measured = absl::Seconds(60);
   // Ablation: closed-loop load (fixed concurrency) instead of open loop.

@@ -294,9 +294,10 @@ TEST_F(MeasuredStepRunnerTest, SlowRequestsStretchWindowsAndTheMeasuredPart) {
   requests_.clear();
   ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr).ok());
   ASSERT_EQ(requests_.size(), 2u);
-  // Now every window holds a lifetime, so the drift test's four windows span four of them.
+  // Now every window holds a lifetime, so the drift test's four windows span four of them,
+  // and the settle span lasts 10 lifetimes.
   EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(1500));
-  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(6));
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(15));
   EXPECT_EQ(Window(requests_[1]), absl::Milliseconds(1500));
   EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(15));
 }
@@ -310,6 +311,18 @@ TEST_F(MeasuredStepRunnerTest, FastRequestsKeepTheRequestedDuration) {
     EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(10));
     EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(500));
   }
+}
+
+TEST_F(MeasuredStepRunnerTest, LowRatesLengthenWindowsToHoldArrivals) {
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  vanguard::v1::RunStepRequest request = Request();
+  request.set_rate_qps(4);  // 10 arrivals take 2.5 s
+  ASSERT_TRUE(runner.Run(request, /*first_step=*/true, nullptr, nullptr).ok());
+  ASSERT_FALSE(requests_.empty());
+  EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(2500));
+  // The first step's span keeps its length in time (10 x 0.5 s): 4 windows of 2.5 s.
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(10));
+  EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(2500));
 }
 
 }  // namespace
