@@ -13,12 +13,16 @@
 # the same rule for every profile: [saturation/20, 1.5 x saturation], where saturation is the
 # profile's nominal flat-out throughput (not the capacity under SLO). No per-profile tuning.
 #
-# Runs: binary_search, adaptive (the main comparison), then the ablation of the adaptive
-# search: no_warmup (no fixed warmup, no steady-state detection), closed_loop (fixed
-# concurrency instead of open-loop arrivals), p99_only (single-metric health check).
-# ACCURACY_EXTRA="ladder sweep" adds those strategies; ACCURACY_PROFILES restricts profiles;
-# ACCURACY_STEP_S (3) and ACCURACY_WARMUP_S (2) set the step and warmup lengths;
-# ACCURACY_RUNS="variant:strategy ..." replaces the list of runs.
+# Runs, per profile: the four searches (binary_search, adaptive, sweep of 10 rates, ladder),
+# then direct_controller (verifies the rate an autoscaler targets, fetched as JSON over HTTP
+# from a file server: 80% of the profile's saturation, what a utilisation-target autoscaler
+# would claim; it is not an estimate of capacity, so it is reported as verified or not) and
+# stability (6 segments at 90% of the true capacity: drift flags expected 0), then the
+# ablation of the adaptive search: no_warmup (no fixed warmup, no steady-state detection),
+# closed_loop (fixed concurrency instead of open-loop arrivals), p99_only (single-metric
+# health check). ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
+# ACCURACY_WARMUP_S (2) set the step and warmup lengths; ACCURACY_RUNS="variant:strategy ..."
+# replaces the list of runs.
 #
 # Ends with: adaptive_mae_pct=… adaptive_max_err_pct=… binary_mae_pct=… adaptive_time_vs_binary=…
 #            no_warmup_mae_pct=… closed_loop_mae_pct=… (and more)
@@ -31,9 +35,8 @@ build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
 profiles=${ACCURACY_PROFILES:-"embedding nlp_encoder ranking vision llm"}
 step_s=${ACCURACY_STEP_S:-3}
 warmup_s=${ACCURACY_WARMUP_S:-2}
-runs="full:binary_search full:adaptive"
-for s in ${ACCURACY_EXTRA:-}; do runs="$runs full:$s"; done
-runs="$runs no_warmup:adaptive closed_loop:adaptive p99_only:adaptive"
+runs="full:binary_search full:adaptive full:sweep full:ladder full:direct_controller"
+runs="$runs full:stability no_warmup:adaptive closed_loop:adaptive p99_only:adaptive"
 runs=${ACCURACY_RUNS:-$runs}  # e.g. "full:adaptive full:binary_search"
 
 log "building into $build"
@@ -49,6 +52,12 @@ prio=(nice -n -5)
 start_server replayer "$work/replayer.log" "${prio[@]}" "$bin/vanguard-replayer" serve \
   --listen=127.0.0.1:0
 replayer_port=$REPLY
+# The "autoscaler" the direct controller asks: a static JSON file per profile.
+mkdir -p "$work/controller"
+controller_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -m http.server "$controller_port" --bind 127.0.0.1 --directory "$work/controller" \
+  >"$work/controller.log" 2>&1 &
+VANGUARD_PIDS+=($!)
 
 results=$work/results.txt
 : >"$results"
@@ -66,6 +75,7 @@ for profile in $profiles; do
   if [ "$profile" = llm ]; then
     proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
   fi
+  awk -v s="$sat" 'BEGIN{printf "{\"target_qps\": %.3f}\n", 0.8 * s}' >"$work/controller/$profile.json"
   log "profile $profile: truth $truth rps (saturation $sat), SLO p99 ${slo_ms} ms${ttft_ms:+, TTFT p99 ${ttft_ms} ms}, range [$lo, $hi]"
   for run in $runs; do
     variant=${run%%:*}
@@ -79,6 +89,8 @@ for profile in $profiles; do
       --slo_p99_ms="$slo_ms" --slo_ttft_ms="${ttft_ms:-0}" --max_error_rate="$err_max" \
       --min_qps="$lo" --max_qps="$hi" --strategy="$strategy" --variant="$variant" \
       --step_seconds="$step_s" --warmup_seconds="$warmup_s" \
+      --direct_json_url="http://127.0.0.1:$controller_port/$profile.json" \
+      --stability_qps="$(awk -v t="$truth" 'BEGIN{printf "%.3f", 0.9 * t}')" \
       2>"$work/bench-$profile-$variant-$strategy.log" || true)
     kill "$sim_pid" 2>/dev/null || true
     wait "$sim_pid" 2>/dev/null || true
@@ -86,9 +98,10 @@ for profile in $profiles; do
     secs=$(sed -n 's/.*test_s=\([0-9.]*\).*/\1/p' <<<"$line")
     conv=$(sed -n 's/.*converged=\([01]\).*/\1/p' <<<"$line")
     steps=$(sed -n 's/.*steps=\([0-9]*\).*/\1/p' <<<"$line")
+    drift=$(sed -n 's/.*drift_flags=\([0-9]*\).*/\1/p' <<<"$line")
     err=$(awk -v e="${est:-nan}" -v t="$truth" 'BEGIN{ if (e == "nan" || e == "") print "nan"; else printf "%.2f", (e - t) / t * 100 }')
-    printf '%-12s %-10s %-14s truth=%.2f estimate=%s err_pct=%s converged=%s steps=%s test_s=%s\n' \
-      "$profile" "$variant" "$strategy" "$truth" "${est:-nan}" "$err" "${conv:-0}" "${steps:-0}" "${secs:-0}" \
+    printf '%-12s %-10s %-17s truth=%.2f estimate=%s err_pct=%s converged=%s steps=%s test_s=%s drift_flags=%s\n' \
+      "$profile" "$variant" "$strategy" "$truth" "${est:-nan}" "$err" "${conv:-0}" "${steps:-0}" "${secs:-0}" "${drift:-0}" \
       | tee -a "$results"
   done
 done
@@ -108,6 +121,7 @@ agg() {  # agg VARIANT STRATEGY FIELD(mae|max|bias|time)
 }
 echo "per-strategy summary (MAE %, max |err| %, bias %, total test time s):"
 for run in $runs; do
+  case $run in full:direct_controller|full:stability) continue ;; esac
   printf '  %-10s %-14s mae=%s max=%s bias=%s time_s=%s\n' "${run%%:*}" "${run#*:}" \
     "$(agg "${run%%:*}" "${run#*:}" mae)" "$(agg "${run%%:*}" "${run#*:}" max)" \
     "$(agg "${run%%:*}" "${run#*:}" bias)" "$(agg "${run%%:*}" "${run#*:}" time)"
@@ -115,5 +129,14 @@ done
 a_time=$(agg full adaptive time)
 b_time=$(agg full binary_search time)
 ratio=$(awk -v a="$a_time" -v b="$b_time" 'BEGIN{ if (b + 0 > 0) printf "%.2f", a / b; else print "nan" }')
+# direct_controller: the autoscaler's target verified (estimate > 0) on how many profiles;
+# stability: drift flags raised at 90% of the true capacity (expected none).
+direct_ok=$(awk '$3 == "direct_controller" {n++; split($5, a, "="); if (a[2] != "nan" && a[2] + 0 > 0) ok++}
+  END {printf "%d/%d", ok, n}' "$results")
+drift_total=$(awk '$3 == "stability" {split($10, a, "="); d += a[2]} END {print d + 0}' "$results")
+stability_ok=$(awk '$3 == "stability" {n++; split($5, a, "="); if (a[2] != "nan" && a[2] + 0 > 0) ok++}
+  END {printf "%d/%d", ok, n}' "$results")
+echo "  direct_controller: autoscaler target (80% of saturation) verified on $direct_ok profiles"
+echo "  stability at 90% of the true capacity: held on $stability_ok profiles, $drift_total drift flag(s)"
 echo "wall time ${bench_s} s"
-echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) wall_s=$bench_s"
+echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) sweep_mae_pct=$(agg full sweep mae) ladder_mae_pct=$(agg full ladder mae) direct_verified=$direct_ok stability_held=$stability_ok stability_drift_flags=$drift_total wall_s=$bench_s"
