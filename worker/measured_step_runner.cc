@@ -187,7 +187,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
         }
         break;
       }
-      if (assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
+      // Not on the test's first step: a model still warming up (JIT, autotuning) is
+      // overloaded at a rate it carries once warm, and waiting (up to the cap) is the point.
+      if (!first_step && assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
           static_cast<int>(recent_p50.size()) == steady.windows &&
           recent_p50.back() >= recent_p50.front()) {
         overloaded_and_rising = true;

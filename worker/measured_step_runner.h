@@ -13,8 +13,10 @@
 // max_settle. The test's first step, where the model's own warmup (JIT, caches) also has to
 // pass, compares two consecutive spans and may settle up to max_initial_settle. Settling
 // stops early when the windows are OVERLOADED (hysteresis) and latency is still rising: the
-// rate cannot be carried, and waiting would only reach the cap. A backlog left by an earlier
-// overloaded step drains with falling latency, and is waited for.
+// rate cannot be carried, and waiting would only reach the cap (not on the test's first step:
+// a cold model is overloaded at rates it carries once warm, and a direct-controller or
+// stability test starts at its target rate). A backlog left by an earlier overloaded step
+// drains with falling latency, and is waited for.
 // Those windows are kept (StepWindow.warmup = true) but not judged.
 //
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue

@@ -173,6 +173,16 @@ TEST_F(MeasuredStepRunnerTest, OverloadWithRisingLatencyStopsSettling) {
   EXPECT_EQ(step.settle_time, absl::Seconds(7));  // 3 falling, 2 falling, 2 flat
 }
 
+TEST_F(MeasuredStepRunnerTest, FirstStepWaitsOutOverloadOfAColdModel) {
+  // The test's first step at a rate the model carries once warm: overloaded, latency rising
+  // while it warms (12 windows), then falling and flat. The first step does not give up.
+  settle_p50 = [](int i) { return i < 12 ? 40.0 + 5 * i : (i < 20 ? 100.0 - 7 * (i - 12) : 40.0); };
+  MeasuredStep step = MustRun({}, nullptr, /*first=*/true);
+  EXPECT_FALSE(step.overloaded_while_settling);
+  EXPECT_TRUE(step.steady);
+  EXPECT_GT(step.settle_time, absl::Seconds(10));
+}
+
 TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
   MeasuredStepOptions options;
   options.fixed_warmup = false;

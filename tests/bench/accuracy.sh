@@ -62,31 +62,41 @@ VANGUARD_PIDS+=($!)
 results=$work/results.txt
 : >"$results"
 bench_start=$(date +%s)
+# Ground truth and range per profile first; then run-major (every profile's binary search,
+# then every profile's adaptive search, ...), so the headline comparison comes in first.
+declare -A TRUTH SAT SLO_MS TTFT_MS ERR_MAX
 for profile in $profiles; do
   gt=$("$bin/vanguard-sim-predictor" --profile="$profile" --ground_truth)
-  truth=$(sed -n 's/.*true_capacity_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
-  sat=$(sed -n 's/.*saturation_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
-  slo_ms=$(sed -n 's/.*slo_latency_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
-  ttft_ms=$(sed -n 's/.*slo_ttft_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
-  err_max=$(sed -n 's/.*slo_max_error_rate=\([0-9.]*\).*/\1/p' <<<"$gt")
-  lo=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s/20}')
-  hi=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s*1.5}')
-  proto_args=()
-  if [ "$profile" = llm ]; then
-    proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
-  fi
-  awk -v s="$sat" 'BEGIN{printf "{\"target_qps\": %.3f}\n", 0.8 * s}' >"$work/controller/$profile.json"
-  log "profile $profile: truth $truth rps (saturation $sat), SLO p99 ${slo_ms} ms${ttft_ms:+, TTFT p99 ${ttft_ms} ms}, range [$lo, $hi]"
-  for run in $runs; do
-    variant=${run%%:*}
-    strategy=${run#*:}
+  TRUTH[$profile]=$(sed -n 's/.*true_capacity_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
+  SAT[$profile]=$(sed -n 's/.*saturation_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
+  SLO_MS[$profile]=$(sed -n 's/.*slo_latency_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
+  TTFT_MS[$profile]=$(sed -n 's/.*slo_ttft_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
+  ERR_MAX[$profile]=$(sed -n 's/.*slo_max_error_rate=\([0-9.]*\).*/\1/p' <<<"$gt")
+  awk -v s="${SAT[$profile]}" 'BEGIN{printf "{\"target_qps\": %.3f}\n", 0.8 * s}' \
+    >"$work/controller/$profile.json"
+  log "profile $profile: truth ${TRUTH[$profile]} rps (saturation ${SAT[$profile]}), SLO p99 ${SLO_MS[$profile]} ms${TTFT_MS[$profile]:+, TTFT p99 ${TTFT_MS[$profile]} ms}, range [$(awk -v s="${SAT[$profile]}" 'BEGIN{printf "%.3f, %.3f", s/20, s*1.5}')]"
+done
+for run in $runs; do
+  variant=${run%%:*}
+  strategy=${run#*:}
+  for profile in $profiles; do
+    truth=${TRUTH[$profile]}
+    sat=${SAT[$profile]}
+    ttft_ms=${TTFT_MS[$profile]}
+    lo=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s/20}')
+    hi=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s*1.5}')
+    proto_args=()
+    if [ "$profile" = llm ]; then
+      proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
+    fi
     start_server "sim-$profile" "$work/sim-$profile-$variant-$strategy.log" "${prio[@]}" \
       "$bin/vanguard-sim-predictor" --profile="$profile" --listen=127.0.0.1:0
     sim_port=$REPLY
     sim_pid=${VANGUARD_PIDS[-1]}
     line=$("$bin/accuracy_bench" --replayer="127.0.0.1:$replayer_port" \
       --endpoint="http://127.0.0.1:$sim_port" "${proto_args[@]}" \
-      --slo_p99_ms="$slo_ms" --slo_ttft_ms="${ttft_ms:-0}" --max_error_rate="$err_max" \
+      --slo_p99_ms="${SLO_MS[$profile]}" --slo_ttft_ms="${ttft_ms:-0}" \
+      --max_error_rate="${ERR_MAX[$profile]}" \
       --min_qps="$lo" --max_qps="$hi" --strategy="$strategy" --variant="$variant" \
       --step_seconds="$step_s" --warmup_seconds="$warmup_s" \
       --direct_json_url="http://127.0.0.1:$controller_port/$profile.json" \
