@@ -124,7 +124,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / rate));
     }
     if (wanted > window) {
-      window = std::min(absl::Milliseconds(100) * std::ceil(wanted / absl::Milliseconds(100)),
+      window = std::min(absl::Milliseconds(100) * std::ceil(absl::FDivDuration(wanted, absl::Milliseconds(100))),
                         std::max(options_.max_window, options_.window));
     }
   }
@@ -144,7 +144,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       // The same span in time however long the windows are.
       steady.windows = std::max(
           steady.windows,
-          static_cast<int>(std::ceil(options_.window * options_.first_step_windows / window)));
+          static_cast<int>(std::ceil(absl::FDivDuration(options_.window * options_.first_step_windows, window))));
     }
     const absl::Duration span = window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;
@@ -155,7 +155,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     const absl::Duration lifetimes = request_lifetime_ * options_.settle_lifetimes;
     *settle.mutable_duration() = ToProtoDuration(std::max(
         {warmup, span,
-         std::min(window * std::ceil(lifetimes / window), std::max(options_.max_settle, warmup))}));
+         std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)), std::max(options_.max_settle, warmup))}));
     settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
     const absl::Duration cap =
         std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
@@ -208,7 +208,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
   const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
   if (lifetimes > requested && window > absl::ZeroDuration()) {
     const absl::Duration stretched =
-        std::min(window * std::ceil(lifetimes / window), std::max(options_.max_measured, requested));
+        std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)), std::max(options_.max_measured, requested));
     *request.mutable_duration() = ToProtoDuration(stretched);
   }
 

@@ -335,5 +335,28 @@ TEST_F(MeasuredStepRunnerTest, LowRatesLengthenWindowsToHoldArrivals) {
   EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(2500));
 }
 
+TEST_F(MeasuredStepRunnerTest, StretchedPartsAreWholeWindowsNeverZero) {
+  // 2 req/s: 5 s windows; requests of 450 ms: 10 lifetimes (4.5 s) exceed the requested 3 s
+  // but are less than one window, so the measured part is one whole window.
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        requests_.push_back(r);
+        auto script = std::make_shared<StreamScript>();
+        const int n = static_cast<int>(
+            std::ceil(absl::FDivDuration(FromProtoDuration(r.duration()), Window(r))));
+        for (int i = 0; i < n; ++i) script->events.push_back(Window(450, 900));
+        script->events.push_back(ResultEvent(MakeStepResult(r.rate_qps(), r.rate_qps(), 450, 900)));
+        return NewScriptedReader(script);
+      });
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  vanguard::v1::RunStepRequest request = Request();
+  request.set_rate_qps(2);
+  *request.mutable_duration() = ToProtoDuration(absl::Seconds(3));
+  ASSERT_TRUE(runner.Run(request, /*first_step=*/false, nullptr, nullptr).ok());
+  ASSERT_EQ(requests_.size(), 2u);
+  EXPECT_EQ(Window(requests_[1]), absl::Seconds(5));
+  EXPECT_EQ(FromProtoDuration(requests_[1].duration()), absl::Seconds(5));
+}
+
 }  // namespace
 }  // namespace vanguard::worker
