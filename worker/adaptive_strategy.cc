@@ -111,8 +111,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
   // A failure through at most tau isolated spike windows only (spike tolerance).
-  const bool noise =
-      !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
+  const bool noise = !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
   double next;
   if (!last->passed) healthy_run_ = 0;
   if (last->passed) {

@@ -30,8 +30,8 @@
 // margin = 0.4 * epsilon * best above that prediction, after a failure the same margin
 // below it, so that a good prediction closes the bracket to within epsilon in two steps;
 // the aim is kept min(10% of the bracket, margin) inside both ends, so a poor prediction
-// (noise) still shrinks the bracket by at least that much per step. Without usable ratios (no pass below 1, failure not above 1)
-// the paper's moves apply unchanged.
+// (noise) still shrinks the bracket by at least that much per step. Without usable ratios (no pass
+// below 1, failure not above 1) the paper's moves apply unchanged.
 //
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the

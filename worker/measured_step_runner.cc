@@ -103,9 +103,9 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
   return out;
 }
 
-absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepRequest request,
-                                                     bool first_step, CancellationToken* cancel,
-                                                     const std::function<void(const vanguard::v1::StepWindow&)>& on_window) {
+absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
+    vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
+    const std::function<void(const vanguard::v1::StepWindow&)>& on_window) {
   MeasuredStep out;
   const double rate = request.rate_qps();
   const double p99_limit_ms = LimitMs(slo_.p99_latency());
@@ -124,8 +124,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
       wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / rate));
     }
     if (wanted > window) {
-      window = std::min(absl::Milliseconds(100) * std::ceil(absl::FDivDuration(wanted, absl::Milliseconds(100))),
-                        std::max(options_.max_window, options_.window));
+      window = std::min(
+          absl::Milliseconds(100) * std::ceil(absl::FDivDuration(wanted, absl::Milliseconds(100))),
+          std::max(options_.max_window, options_.window));
     }
   }
   if (window > absl::ZeroDuration()) *request.mutable_window() = ToProtoDuration(window);
@@ -142,9 +143,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     if (first_step) {
       steady.compare_blocks = true;
       // The same span in time however long the windows are.
-      steady.windows = std::max(
-          steady.windows,
-          static_cast<int>(std::ceil(absl::FDivDuration(options_.window * options_.first_step_windows, window))));
+      steady.windows =
+          std::max(steady.windows, static_cast<int>(std::ceil(absl::FDivDuration(
+                                       options_.window * options_.first_step_windows, window))));
     }
     const absl::Duration span = window * steady.windows;
     vanguard::v1::RunStepRequest settle = request;
@@ -153,9 +154,10 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
     // a median latency that does not drift says nothing about the tail building: the first
     // settle span lasts settle_lifetimes of them too (see the header).
     const absl::Duration lifetimes = request_lifetime_ * options_.settle_lifetimes;
-    *settle.mutable_duration() = ToProtoDuration(std::max(
-        {warmup, span,
-         std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)), std::max(options_.max_settle, warmup))}));
+    *settle.mutable_duration() = ToProtoDuration(
+        std::max({warmup, span,
+                  std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)),
+                           std::max(options_.max_settle, warmup))}));
     settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
     const absl::Duration cap =
         std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
@@ -208,7 +210,8 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(vanguard::v1::RunStepReques
   const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
   if (lifetimes > requested && window > absl::ZeroDuration()) {
     const absl::Duration stretched =
-        std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)), std::max(options_.max_measured, requested));
+        std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)),
+                 std::max(options_.max_measured, requested));
     *request.mutable_duration() = ToProtoDuration(stretched);
   }
 

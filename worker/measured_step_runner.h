@@ -118,9 +118,9 @@ class MeasuredStepRunner {
   // with that window as recorded (settle windows marked warmup), e.g. to heartbeat and to
   // keep what was measured if the step is interrupted
   // (heartbeats). Errors: those of StepExecutor::Execute.
-  absl::StatusOr<MeasuredStep> Run(vanguard::v1::RunStepRequest request, bool first_step,
-                                   CancellationToken* cancel,
-                                   const std::function<void(const vanguard::v1::StepWindow&)>& on_window);
+  absl::StatusOr<MeasuredStep> Run(
+      vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
+      const std::function<void(const vanguard::v1::StepWindow&)>& on_window);
 
   // The fraction of a step's requests that met the SLO latency: the replayer's goodput when
   // it reports one, else estimated from the latency histogram (completed within the p99

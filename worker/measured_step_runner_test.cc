@@ -281,7 +281,6 @@ TEST(MeasuredStepGoodputTest, FromReplayerOrFromTheHistogram) {
   EXPECT_NEAR(MeasuredStepRunner::Goodput(old, 100), 0.9, 0.01);
 }
 
-
 TEST_F(MeasuredStepRunnerTest, SlowRequestsStretchWindowsAndTheMeasuredPart) {
   // A generative model: every request takes 1.5 s, steadily.
   ON_CALL(replayer_, RunStepRaw(_, _))
