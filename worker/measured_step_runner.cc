@@ -20,6 +20,11 @@ double LimitMs(const google::protobuf::Duration& d) {
   return absl::ToDoubleMilliseconds(FromProtoDuration(d));
 }
 
+// `d` rounded up to a whole number of `unit`s.
+absl::Duration RoundUp(absl::Duration d, absl::Duration unit) {
+  return unit * std::ceil(absl::FDivDuration(d, unit));
+}
+
 }  // namespace
 
 MeasuredStepRunner::MeasuredStepRunner(StepExecutor* executor, StepJudge* judge,
@@ -124,9 +129,8 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
       wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / rate));
     }
     if (wanted > window) {
-      window = std::min(
-          absl::Milliseconds(100) * std::ceil(absl::FDivDuration(wanted, absl::Milliseconds(100))),
-          std::max(options_.max_window, options_.window));
+      window = std::min(RoundUp(wanted, absl::Milliseconds(100)),
+                        std::max(options_.max_window, options_.window));
     }
   }
   if (window > absl::ZeroDuration()) *request.mutable_window() = ToProtoDuration(window);
@@ -156,8 +160,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     const absl::Duration lifetimes = request_lifetime_ * options_.settle_lifetimes;
     *settle.mutable_duration() = ToProtoDuration(
         std::max({warmup, span,
-                  std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)),
-                           std::max(options_.max_settle, warmup))}));
+                  std::min(RoundUp(lifetimes, window), std::max(options_.max_settle, warmup))}));
     settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
     const absl::Duration cap =
         std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
@@ -209,10 +212,8 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   const absl::Duration requested = FromProtoDuration(request.duration());
   const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
   if (lifetimes > requested && window > absl::ZeroDuration()) {
-    const absl::Duration stretched =
-        std::min(window * std::ceil(absl::FDivDuration(lifetimes, window)),
-                 std::max(options_.max_measured, requested));
-    *request.mutable_duration() = ToProtoDuration(stretched);
+    *request.mutable_duration() = ToProtoDuration(
+        std::min(RoundUp(lifetimes, window), std::max(options_.max_measured, requested)));
   }
 
   assessor_->Reset();
@@ -255,41 +256,37 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
       gpu_sum += *g.gpu_utilization;
     }
   }
-  std::vector<std::string> gauge_breaches;
   const double queue_mean = queue_samples > 0 ? queue_sum / queue_samples : 0;
   const double gpu_mean = gpu_samples > 0 ? gpu_sum / gpu_samples : 0;
-  if (slo_.max_queue_depth() > 0 && queue_samples > 0 && queue_mean > slo_.max_queue_depth()) {
-    gauge_breaches.push_back(
-        absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth()));
-  }
-  if (slo_.max_gpu_utilization() > 0 && gpu_samples > 0 && gpu_mean > slo_.max_gpu_utilization()) {
-    gauge_breaches.push_back(
-        absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()));
-  }
-  // Streams: time to first token and inter-token latency over the whole measured part.
+  // The limits beyond the judge's: scraped gauges (means over the measured windows) and, for
+  // streams, TTFT and inter-token p99 over the whole measured part. Each feeds the step's
+  // limit ratio; a breach fails the step.
   const double ttft_limit_ms = LimitMs(slo_.ttft_p99());
-  if (ttft_limit_ms > 0 && result.has_ttft() && result.ttft().p99_ms() > ttft_limit_ms) {
-    gauge_breaches.push_back(
-        absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms));
-  }
   const double inter_limit_ms = LimitMs(slo_.inter_token_p99());
+  struct Limit {
+    bool applies;
+    double measured;
+    double limit;
+    std::string breach;
+  };
+  const Limit limits[] = {
+      {slo_.max_queue_depth() > 0 && queue_samples > 0, queue_mean, slo_.max_queue_depth(),
+       absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth())},
+      {slo_.max_gpu_utilization() > 0 && gpu_samples > 0, gpu_mean, slo_.max_gpu_utilization(),
+       absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization())},
+      {ttft_limit_ms > 0 && result.has_ttft(), result.ttft().p99_ms(), ttft_limit_ms,
+       absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms)},
+      {inter_limit_ms > 0 && result.has_inter_chunk(), result.inter_chunk().p99_ms(),
+       inter_limit_ms,
+       absl::StrFormat("inter-token p99 %.1f ms > %g ms", result.inter_chunk().p99_ms(),
+                       inter_limit_ms)},
+  };
+  std::vector<std::string> gauge_breaches;
   double limit_ratio = out.judgement.health.worst_ratio;
-  if (slo_.max_queue_depth() > 0 && queue_samples > 0) {
-    limit_ratio = std::max(limit_ratio, queue_mean / slo_.max_queue_depth());
-  }
-  if (slo_.max_gpu_utilization() > 0 && gpu_samples > 0) {
-    limit_ratio = std::max(limit_ratio, gpu_mean / slo_.max_gpu_utilization());
-  }
-  if (ttft_limit_ms > 0 && result.has_ttft()) {
-    limit_ratio = std::max(limit_ratio, result.ttft().p99_ms() / ttft_limit_ms);
-  }
-  if (inter_limit_ms > 0 && result.has_inter_chunk()) {
-    limit_ratio = std::max(limit_ratio, result.inter_chunk().p99_ms() / inter_limit_ms);
-  }
-  if (inter_limit_ms > 0 && result.has_inter_chunk() &&
-      result.inter_chunk().p99_ms() > inter_limit_ms) {
-    gauge_breaches.push_back(absl::StrFormat("inter-token p99 %.1f ms > %g ms",
-                                             result.inter_chunk().p99_ms(), inter_limit_ms));
+  for (const Limit& l : limits) {
+    if (!l.applies) continue;
+    limit_ratio = std::max(limit_ratio, l.measured / l.limit);
+    if (l.measured > l.limit) gauge_breaches.push_back(l.breach);
   }
   if (!gauge_breaches.empty() && out.judgement.client_valid) {
     out.judgement.verdict =
