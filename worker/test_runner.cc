@@ -83,13 +83,22 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
   return step;
 }
 
-vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured) {
-  vanguard::v1::Step step = BuildStepReport(index, attempt, measured.executed, measured.judgement);
-  for (int i = 0; i < static_cast<int>(measured.windows.size()); ++i) {
-    vanguard::v1::StepWindow* w = step.add_windows();
-    *w = measured.windows[i];
+namespace {
+
+// Appends `windows` to the step, numbered from 0 within it.
+void AddWindows(const std::vector<vanguard::v1::StepWindow>& windows, vanguard::v1::Step* step) {
+  for (int i = 0; i < static_cast<int>(windows.size()); ++i) {
+    vanguard::v1::StepWindow* w = step->add_windows();
+    *w = windows[i];
     w->set_index(i);
   }
+}
+
+}  // namespace
+
+vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured) {
+  vanguard::v1::Step step = BuildStepReport(index, attempt, measured.executed, measured.judgement);
+  AddWindows(measured.windows, &step);
   return step;
 }
 
@@ -111,12 +120,7 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
   step.set_verdict(absl::StrFormat("interrupted after %s (%d window%s received): %s; not judged",
                                    absl::FormatDuration(absl::Trunc(ran, absl::Milliseconds(100))),
                                    windows_seen, windows_seen == 1 ? "" : "s", why));
-  // What was measured before the stop, kept for the record (never judged).
-  for (int i = 0; i < windows_seen; ++i) {
-    vanguard::v1::StepWindow* w = step.add_windows();
-    *w = windows[i];
-    w->set_index(i);
-  }
+  AddWindows(windows, &step);  // what was measured before the stop, never judged
   return step;
 }
 
