@@ -103,6 +103,20 @@ double LatencyHistogram::Percentile(double p) const {
   return static_cast<double>(max_);
 }
 
+int64_t LatencyHistogram::CountAbove(double value_us) const {
+  int64_t above = 0;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    if (counts_[i] == 0) continue;
+    const int idx = static_cast<int>(i);
+    const double mid =
+        static_cast<double>(BucketLow(idx)) + static_cast<double>(BucketWidth(idx) - 1) / 2.0;
+    if (std::clamp(mid, static_cast<double>(min_), static_cast<double>(max_)) > value_us) {
+      above += counts_[i];
+    }
+  }
+  return above;
+}
+
 std::string LatencyHistogram::Serialize() const {
   std::string out;
   out.push_back(static_cast<char>(kFormatVersion));

@@ -47,6 +47,11 @@ class LatencyHistogram {
   // the midpoint of the bucket holding the rank, clamped to [min, max].
   double Percentile(double p) const;
 
+  // Values above `value_us`, each bucket taken at the value Percentile reports for it (so
+  // Percentile(p) > v exactly when more than (100 - p)% of the values are above v, up to
+  // rank rounding).
+  int64_t CountAbove(double value_us) const;
+
   std::string Serialize() const;
   static absl::StatusOr<LatencyHistogram> Deserialize(std::string_view data);
 

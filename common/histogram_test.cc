@@ -36,6 +36,35 @@ TEST(LatencyHistogramTest, PercentilesWithinOnePercentOfExactSort) {
   EXPECT_EQ(h.max(), *std::max_element(values.begin(), values.end()));
 }
 
+TEST(LatencyHistogramTest, CountAboveAgreesWithExactCountAndPercentile) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> dist(std::log(20000.0), 0.6);
+  LatencyHistogram h;
+  std::vector<int64_t> values;
+  for (int i = 0; i < 100'000; ++i) {
+    const int64_t v = static_cast<int64_t>(dist(rng)) + 1;
+    values.push_back(v);
+    h.Record(v);
+  }
+  for (double limit : {5000.0, 20000.0, 60000.0, 120000.0}) {
+    const auto exact = std::count_if(values.begin(), values.end(),
+                                     [&](int64_t v) { return static_cast<double>(v) > limit; });
+    // Bucket resolution is under 1% of the value: only values within it may differ.
+    const auto near = std::count_if(values.begin(), values.end(), [&](int64_t v) {
+      return std::abs(static_cast<double>(v) - limit) <= limit * 0.01;
+    });
+    EXPECT_NEAR(static_cast<double>(h.CountAbove(limit)), static_cast<double>(exact),
+                static_cast<double>(near) + 1)
+        << limit;
+  }
+  // Consistent with Percentile: p99 above v iff more than 1% of the values are above v.
+  const double p99 = h.Percentile(99);
+  EXPECT_LE(h.CountAbove(p99), h.count() / 100);
+  EXPECT_GT(h.CountAbove(p99 * 0.98), h.count() / 100);
+  EXPECT_EQ(h.CountAbove(static_cast<double>(h.max())), 0);
+  EXPECT_EQ(LatencyHistogram().CountAbove(0), 0);
+}
+
 TEST(LatencyHistogramTest, SmallValuesAreExact) {
   LatencyHistogram h;
   for (int v = 1; v <= 100; ++v) h.Record(v);

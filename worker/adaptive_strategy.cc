@@ -74,15 +74,86 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   done.confidence_low_qps = best_.value_or(0);
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
   done.summary = absl::StrFormat(
-      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s", why, steps_,
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s", why, steps_,
       best_.value_or(0),
       lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"),
+      curve_
+          ? absl::StrFormat("; pooled tail curve reaches the limit at %.4g qps", curve_->Crossing())
+          : std::string(),
       invalid_steps_ > 0
           ? absl::StrFormat("; %d rate(s) failed because the load generator was invalid twice",
                             invalid_steps_)
           : std::string());
   done_ = done;
   return done;
+}
+
+bool AdaptiveStrategy::PoolVerdicts() {
+  std::vector<TailPoint> points;
+  std::vector<size_t> pooled;  // judged_ index of each point
+  for (size_t i = 0; i < judged_.size(); ++i) {
+    const StepOutcome& o = judged_[i].outcome;
+    if (o.client_valid && o.tail_samples > 0) {
+      points.push_back({o.rate_qps, o.tail_ratio, static_cast<double>(o.tail_samples)});
+      pooled.push_back(i);
+    }
+  }
+  const std::vector<double> fit = IsotonicTailFit(points);
+  std::vector<double> fitted(judged_.size(), -1);  // -1: no tail samples
+  for (size_t k = 0; k < pooled.size(); ++k) fitted[pooled[k]] = fit[k];
+
+  std::vector<bool> pass(judged_.size());
+  // judged_ indices of the lowest failure and of the best pass below it; kNone: none.
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t failure = kNone, best = kNone;
+  const auto rate = [&](size_t i) { return judged_[i].outcome.rate_qps; };
+  const auto bracket = [&] {
+    failure = best = kNone;
+    for (size_t i = 0; i < judged_.size(); ++i) {
+      const StepOutcome& o = judged_[i].outcome;
+      pass[i] = fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed;
+      if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
+        failure = i;
+      }
+    }
+    for (size_t i = 0; i < judged_.size(); ++i) {
+      if (pass[i] && (failure == kNone || rate(i) < rate(failure)) &&
+          (best == kNone || rate(i) > rate(best))) {
+        best = i;
+      }
+    }
+  };
+  bracket();
+  // Once the isotonic verdicts bracket the limit, the steps around the bracket are fitted
+  // with one exponential curve (see FitTailCurve), and their verdicts follow it.
+  curve_.reset();
+  if (best != kNone && failure != kNone) {
+    const double low = kCurveBelow * rate(best);
+    const double high = kCurveAbove * rate(failure);
+    curve_ = FitTailCurve(points, low, high);
+    if (curve_) {
+      for (size_t k = 0; k < pooled.size(); ++k) {
+        const double r = points[k].rate_qps;
+        if (r >= low && r <= high) fitted[pooled[k]] = curve_->At(r);
+      }
+      bracket();
+    }
+  }
+  lowest_failure_.reset();
+  if (failure != kNone) lowest_failure_ = rate(failure);
+  const std::optional<double> previous_best = best_;
+  best_.reset();
+  if (best != kNone) best_ = rate(best);
+  if (best_ && best_ != previous_best) best_history_.push_back(*best_);
+  if (best != kNone && failure != kNone && fitted[best] > 0 && fitted[best] < 1 &&
+      fitted[failure] > 1) {
+    best_ratio_ = fitted[best];
+    failure_ratio_ = fitted[failure];
+  } else {
+    best_ratio_ = best != kNone ? judged_[best].outcome.limit_ratio : 0;
+    failure_ratio_ = failure != kNone ? judged_[failure].outcome.limit_ratio : 0;
+  }
+  return pass.back();
 }
 
 Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
@@ -106,20 +177,19 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   }
   retried_invalid_client_ = false;
   ++steps_;
+  outcome.rate_qps = q_;
   last = &outcome;
 
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
   // A failure through at most tau isolated spike windows only (spike tolerance).
-  const bool noise = !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
+  const bool spiky = !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
+  judged_.push_back({outcome, spiky});
+  const bool passed = PoolVerdicts();
+  const bool noise = !passed && spiky;
   double next;
-  if (!last->passed) healthy_run_ = 0;
-  if (last->passed) {
-    if (!best_ || q_ > *best_) {
-      best_ = q_;
-      best_ratio_ = last->limit_ratio;
-      best_history_.push_back(q_);
-    }
+  if (!passed) healthy_run_ = 0;
+  if (passed) {
     // Dampen once per level above the highest seen so far: entering WARN by alpha, going
     // on to UNHEALTHY by alpha again, and so on. The paper dampens on every WARN step, which
     // caps the whole further climb at one step: a model whose p99 sits at 60% of its limit
@@ -145,16 +215,12 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     ++noise_steps_;
     next = q_ + step_ * alpha_;
   } else {
-    if (!lowest_failure_ || q_ < *lowest_failure_) {
-      lowest_failure_ = q_;
-      failure_ratio_ = last->limit_ratio;
-    }
     next = q_ - step_;
     step_ *= alpha_;
     if (best_ && next <= *best_) next = *best_ + step_;
   }
   if (!noise) {
-    if (std::optional<double> placed = FeedbackPlacement(last->passed)) next = *placed;
+    if (std::optional<double> placed = FeedbackPlacement(passed)) next = *placed;
   }
   if (best_history_.size() >= 3 && lowest_failure_) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
@@ -168,7 +234,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   if (!best_ && lowest_failure_ && q_ <= min_qps_) {
     return Finish(false, "min_qps already fails");
   }
-  if (last->passed && q_ >= max_qps_) return Finish(false, "max_qps holds the SLO");
+  if (passed && q_ >= max_qps_) return Finish(false, "max_qps holds the SLO");
   if (steps_ >= max_steps_) return Finish(best_ && lowest_failure_, "step limit reached");
   q_ = Place(next);
   return RunStep{q_};

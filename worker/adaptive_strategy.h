@@ -33,6 +33,15 @@
 // (noise) still shrinks the bracket by at least that much per step. Without usable ratios (no pass
 // below 1, failure not above 1) the paper's moves apply unchanged.
 //
+// Pooled tail verdicts (also beyond the paper): near the limit a 3 s step's p99 is a noisy
+// reading, and a rare disturbance (a stall) decides whichever step it lands in. Every step
+// reports the fraction of its requests over each p99 limit; after each step the fractions of
+// all steps are fitted non-decreasing in the rate (tail_pooling.h) and a step passes when it
+// held every other check and its fitted tail ratio is at most 1. best_ and lowest_failure_
+// come from these pooled verdicts (so a lucky pass whose neighbours show it cannot hold is
+// no longer the best), and so does the move after the step. Steps without tail samples keep
+// their own verdict, which is the paper's behaviour.
+//
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
 // search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
@@ -52,6 +61,7 @@
 #include "absl/status/statusor.h"
 #include "vanguard/v1/test.pb.h"
 #include "worker/strategy.h"
+#include "worker/tail_pooling.h"
 
 namespace vanguard::worker {
 
@@ -63,6 +73,10 @@ class AdaptiveStrategy : public Strategy {
   static constexpr int kDefaultMaxSteps = 20;
   // Passing HEALTHY steps in a row (before any failure) that undo one dampening.
   static constexpr int kRecoverAfter = 3;
+  // The neighbourhood fitted with one tail curve: from kCurveBelow times the best pass to
+  // kCurveAbove times the lowest failure (isotonic verdicts).
+  static constexpr double kCurveBelow = 0.8;
+  static constexpr double kCurveAbove = 1.25;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
@@ -84,6 +98,15 @@ class AdaptiveStrategy : public Strategy {
         step_((max_qps - min_qps) / 4),
         initial_step_(step_) {}
 
+  // One judged step as the pooled verdicts see it.
+  struct Judged {
+    StepOutcome outcome;
+    bool noise = false;  // failed through spikes alone: never counted as a failure
+  };
+  // Recomputes every judged step's verdict from the pooled tail fit (steps without tail
+  // samples keep their own verdict), then best_, lowest_failure_ and their ratios. Returns
+  // the pooled verdict of the last step.
+  bool PoolVerdicts();
   // The next rate after moving to `target`: clamped to the range and kept below failures.
   double Place(double target) const;
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
@@ -100,8 +123,12 @@ class AdaptiveStrategy : public Strategy {
   double initial_step_;
   std::optional<double> best_;
   std::optional<double> lowest_failure_;
-  double best_ratio_ = 0;     // limit_ratio of the step at best_
-  double failure_ratio_ = 0;  // limit_ratio of the step at lowest_failure_
+  // The ratios feedback placement interpolates: the pooled tail ratios at best_ and
+  // lowest_failure_ when both are usable, else the steps' limit ratios.
+  double best_ratio_ = 0;
+  double failure_ratio_ = 0;
+  std::vector<Judged> judged_;
+  std::optional<TailCurve> curve_;  // the neighbourhood's fitted tail curve, when it has one
   std::vector<double> best_history_;
   int steps_ = 0;
   int noise_steps_ = 0;

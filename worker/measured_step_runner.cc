@@ -56,6 +56,17 @@ double MeasuredStepRunner::Goodput(const vanguard::v1::StepResult& r, double p99
       1.0, lo / 100 * static_cast<double>(r.completed()) / static_cast<double>(r.scheduled()));
 }
 
+MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string& histogram,
+                                                              double limit_ms) {
+  absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(histogram);
+  if (histogram.empty() || !h.ok() || h->count() == 0 || limit_ms <= 0) return {};
+  // p99: 1% of the samples may exceed the limit.
+  constexpr double kAllowed = 0.01;
+  return {static_cast<double>(h->CountAbove(limit_ms * 1000)) / static_cast<double>(h->count()) /
+              kAllowed,
+          h->count()};
+}
+
 WindowSignals MeasuredStepRunner::SignalsOf(const vanguard::v1::WindowMetrics& w,
                                             const GaugeReading& gauges) const {
   WindowSignals s;
@@ -268,25 +279,37 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     double measured;
     double limit;
     std::string breach;
+    const std::string* histogram;  // the samples behind a p99 limit; null for gauges
   };
   const Limit limits[] = {
       {slo_.max_queue_depth() > 0 && queue_samples > 0, queue_mean, slo_.max_queue_depth(),
-       absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth())},
+       absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth()), nullptr},
       {slo_.max_gpu_utilization() > 0 && gpu_samples > 0, gpu_mean, slo_.max_gpu_utilization(),
-       absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization())},
+       absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()), nullptr},
       {ttft_limit_ms > 0 && result.has_ttft(), result.ttft().p99_ms(), ttft_limit_ms,
-       absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms)},
+       absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms),
+       &result.ttft_histogram()},
       {inter_limit_ms > 0 && result.has_inter_chunk(), result.inter_chunk().p99_ms(),
        inter_limit_ms,
        absl::StrFormat("inter-token p99 %.1f ms > %g ms", result.inter_chunk().p99_ms(),
-                       inter_limit_ms)},
+                       inter_limit_ms),
+       &result.inter_chunk_histogram()},
   };
   std::vector<std::string> gauge_breaches;
   double limit_ratio = out.judgement.health.worst_ratio;
+  bool other_breach = false;  // a breach of a limit that is not a p99 tail
+  TailExceedance tail = TailOf(result.latency_histogram(), p99_limit_ms);
   for (const Limit& l : limits) {
     if (!l.applies) continue;
     limit_ratio = std::max(limit_ratio, l.measured / l.limit);
-    if (l.measured > l.limit) gauge_breaches.push_back(l.breach);
+    if (l.measured > l.limit) {
+      gauge_breaches.push_back(l.breach);
+      if (l.histogram == nullptr) other_breach = true;
+    }
+    if (l.histogram != nullptr) {
+      const TailExceedance t = TailOf(*l.histogram, l.limit);
+      if (t.samples > 0 && t.ratio > tail.ratio) tail.ratio = t.ratio;
+    }
   }
   if (!gauge_breaches.empty() && out.judgement.client_valid) {
     out.judgement.verdict =
@@ -296,6 +319,12 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     out.judgement.passed = false;
   }
 
+  if (tail.samples > 0 && out.judgement.client_valid) {
+    // What the pooled verdicts work from: the share of the requests over the tail limits,
+    // relative to the 1% a p99 allows.
+    absl::StrAppend(&out.judgement.verdict, absl::StrFormat(" (tail %.2f of allowed, %d requests)",
+                                                            tail.ratio, tail.samples));
+  }
   StepOutcome& o = out.outcome;
   o.rate_qps = rate;
   o.passed = out.judgement.passed;
@@ -306,6 +335,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.error_rate = out.judgement.error_rate;
   o.health_score = out.judgement.health.score;
   o.limit_ratio = limit_ratio;
+  o.tail_ratio = tail.ratio;
+  o.tail_samples = tail.samples;
+  o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !other_breach;
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {
     o.window_state = assessor_->worst_state();

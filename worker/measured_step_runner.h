@@ -127,6 +127,14 @@ class MeasuredStepRunner {
   // limit over scheduled).
   static double Goodput(const vanguard::v1::StepResult& result, double p99_limit_ms);
 
+  // Fraction of a serialized histogram's samples above `limit_ms`, over the 1% a p99 limit
+  // allows; samples 0 when the histogram is missing, empty or unreadable.
+  struct TailExceedance {
+    double ratio = 0;
+    int64_t samples = 0;
+  };
+  static TailExceedance TailOf(const std::string& histogram, double limit_ms);
+
  private:
   WindowSignals SignalsOf(const vanguard::v1::WindowMetrics& w, const GaugeReading& gauges) const;
   // Scrapes the gauges (into *gauges_out) and, for a measured window, scores its health.

@@ -81,7 +81,8 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   const double p99_ms = result.latency().p99_ms();
   const double p99_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.p99_latency()));
   signals.push_back({"p99", p99_ms, p99_limit_ms});
-  if (p99_ms > p99_limit_ms) {
+  const bool p99_breached = p99_ms > p99_limit_ms;
+  if (p99_breached) {
     breaches.push_back(absl::StrFormat("p99 %.1f ms > %g ms", p99_ms, p99_limit_ms));
   } else {
     held.push_back(absl::StrFormat("p99 %.1f ms <= %g ms", p99_ms, p99_limit_ms));
@@ -146,6 +147,7 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     return j;
   }
   j.passed = breaches.empty();
+  j.passed_apart_from_p99 = breaches.size() == (p99_breached ? 1u : 0u);
   j.verdict =
       j.passed ? absl::StrCat("pass: ", absl::StrJoin(held, ", ")) : absl::StrJoin(breaches, "; ");
   return j;

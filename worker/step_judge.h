@@ -31,6 +31,9 @@ namespace vanguard::worker {
 struct StepJudgement {
   bool passed = false;
   bool client_valid = true;
+  // Every check but the p99 latency held (and the client was valid): the step fails, if at
+  // all, on its latency tail alone.
+  bool passed_apart_from_p99 = false;
   double error_rate = 0;  // (errors + timeouts) / scheduled
   HealthScore health;
   std::string verdict;

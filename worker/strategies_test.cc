@@ -309,6 +309,122 @@ TEST(AdaptiveStrategyTest, NoiseNeverBecomesTheEstimate) {
   EXPECT_LE(run.done.max_sustainable_qps, 300);
 }
 
+// A model whose long-run tail ratio is exp(6 (rate / capacity - 1)) (1.0 at capacity), made
+// of two parts as with a predictor that stalls now and then: calm steps read half of it, and
+// every fifth step a stall lands in the step and it reads three times it (one isolated spike
+// window), so the long-run mean over steps is the true ratio. Each step measured 3000
+// requests.
+// A model whose long-run tail ratio is exp(6 (rate / capacity - 1)) (1.0 at capacity), made
+// of two parts as with a predictor that stalls now and then: calm steps read half of it, and
+// one step in five (those with step % 5 == phase) a stall lands in the step and it reads
+// three times it (one isolated spike window), so the long-run mean is the true ratio.
+StepOutcome StallingPredictor(double rate, double capacity, int step, int phase, bool report_tail) {
+  StepOutcome o = ModelPredictor(rate, capacity);
+  const double truth = std::exp(6 * (rate / capacity - 1));
+  const bool stall = step % 5 == phase;
+  const double measured = stall ? 3 * truth : 0.5 * truth;
+  o.passed = measured <= 1;
+  o.limit_ratio = std::pow(measured, 0.25);  // p99 over its limit grows more slowly
+  o.health_state =
+      o.passed ? vanguard::v1::HEALTH_STATE_UNHEALTHY : vanguard::v1::HEALTH_STATE_OVERLOADED;
+  o.window_state = stall ? vanguard::v1::HEALTH_STATE_WARN : o.health_state;
+  o.spikes = stall ? 1 : 0;
+  if (report_tail) {
+    o.tail_ratio = measured;
+    o.tail_samples = 3000;  // requests measured
+    o.passed_apart_from_tail = true;
+  }
+  return o;
+}
+
+TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
+  // Over every placement of the stalls and three capacities: the mean error of the estimate.
+  double error_sum[2] = {0, 0}, abs_error_sum[2] = {0, 0};
+  int runs = 0;
+  for (double capacity : {437.0, 911.0, 1633.0}) {
+    for (int phase = 0; phase < 5; ++phase) {
+      ++runs;
+      for (bool pooled : {false, true}) {
+        vanguard::v1::AdaptiveStrategy c;
+        c.set_min_qps(50);
+        c.set_max_qps(2000);
+        auto s = AdaptiveStrategy::Create(c);
+        ASSERT_TRUE(s.ok());
+        int step = 0;
+        StrategyRun run = Drive(
+            **s, [&](double r) { return StallingPredictor(r, capacity, step++, phase, pooled); });
+        EXPECT_LE(run.rates.size(), 20u) << capacity << " phase " << phase;
+        const double error = run.done.max_sustainable_qps / capacity - 1;
+        error_sum[pooled] += error;
+        abs_error_sum[pooled] += std::abs(error);
+        // Judged step by step, a stall is a spike (noise) and calm steps pass up to where
+        // half the true ratio reaches 1: 11.5% above capacity.
+        if (!pooled) {
+          EXPECT_GT(error, 0.05) << capacity << " phase " << phase;
+        }
+        // Pooled, a run whose neighbourhood of the limit saw no stall at all can still land
+        // there; never further.
+        if (pooled) {
+          EXPECT_LT(std::abs(error), 0.115) << capacity << " phase " << phase;
+        }
+      }
+    }
+  }
+  EXPECT_GT(error_sum[0] / runs, 0.09);
+  EXPECT_LT(abs_error_sum[1] / runs, 0.05);
+  EXPECT_LT(error_sum[1] / runs, 0.03);
+  EXPECT_LT(abs_error_sum[1], abs_error_sum[0] / 2);
+}
+
+TEST(AdaptiveStrategyTest, StepsWithoutTailSamplesKeepTheirOwnVerdict) {
+  // A pass whose tail ratio says otherwise, with no samples behind it: its verdict stands.
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(100);
+  c.set_max_qps(500);
+  auto s = AdaptiveStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  Strategy& a = **s;
+  a.Next(std::nullopt);
+  StepOutcome o = ModelPredictor(100, 1000);
+  o.tail_ratio = 5;
+  o.tail_samples = 0;
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 200);  // passed: up by the step
+}
+
+TEST(AdaptiveStrategyTest, ACalmPassAboveAStallIsNotTheBest) {
+  // 200 fails through one stall window (a spike: noise, the search moves on up); 250 reads
+  // calm and passes on its own. The tail cannot shrink with the rate, so pooled both read
+  // (3.0 + 0.5) / 2 = 1.75: 250 fails, and the best stays at 100.
+  for (bool report_tail : {false, true}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(100);
+    c.set_max_qps(500);
+    c.set_max_steps(3);
+    auto s = AdaptiveStrategy::Create(c);
+    ASSERT_TRUE(s.ok());
+    Strategy& a = **s;
+    a.Next(std::nullopt);
+    auto step = [&](double rate, double tail, int spikes) {
+      StepOutcome o = ModelPredictor(rate, 1000);
+      o.passed = tail <= 1;
+      o.spikes = spikes;
+      if (spikes > 0) o.window_state = vanguard::v1::HEALTH_STATE_WARN;
+      if (report_tail) {
+        o.tail_ratio = tail;
+        o.tail_samples = 1000;
+        o.passed_apart_from_tail = true;
+      }
+      return o;
+    };
+    EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(step(100, 0.1, 0))).rate_qps, 200);
+    EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(step(200, 3.0, 1))).rate_qps, 250);
+    const Decision d = a.Next(step(250, 0.5, 0));
+    ASSERT_TRUE(std::holds_alternative<Done>(d));
+    // Judged alone (no tail samples), the calm step is the estimate.
+    EXPECT_DOUBLE_EQ(std::get<Done>(d).max_sustainable_qps, report_tail ? 100 : 250);
+  }
+}
+
 TEST(AdaptiveStrategyTest, RejectsBadDamping) {
   vanguard::v1::AdaptiveStrategy c;
   c.set_min_qps(1);

@@ -15,6 +15,7 @@
 #ifndef VANGUARD_WORKER_STRATEGY_H_
 #define VANGUARD_WORKER_STRATEGY_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,14 @@ struct StepOutcome {
   // errors, throughput shortfall, gauges, TTFT, inter-token): > 1 breached, 1 at the limit;
   // 0 when not known.
   double limit_ratio = 0;
+  // Tail exceedance over the step's percentile limits (p99 latency; TTFT and inter-token p99
+  // for streams): the largest fraction of samples over a limit divided by the fraction the
+  // percentile allows (1% for p99), so > 1 breached. tail_samples: requests measured; 0 when
+  // not known. The adaptive search pools these across steps (tail_pooling.h).
+  double tail_ratio = 0;
+  int64_t tail_samples = 0;
+  // Every check other than those tail limits held.
+  bool passed_apart_from_tail = false;
   vanguard::v1::HealthState health_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
   // Windows of the judged part that breached (H >= 0.8) while both neighbours did not:
   // isolated spikes, which the adaptive search may treat as noise.

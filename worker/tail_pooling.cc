@@ -1,0 +1,117 @@
+// Pool-adjacent-violators over rate-ordered tail ratios. See tail_pooling.h.
+#include "worker/tail_pooling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace vanguard::worker {
+namespace {
+
+// Consecutive rate-ordered points sharing one fitted value.
+struct Block {
+  double weight = 0;
+  double weighted_sum = 0;  // sum of weight * ratio
+  double plain_sum = 0;     // sum of ratio, for blocks without weight
+  int count = 0;
+  size_t first = 0;  // position in rate order of the block's first point
+
+  double value() const { return weight > 0 ? weighted_sum / weight : plain_sum / count; }
+  void Absorb(const Block& o) {
+    weight += o.weight;
+    weighted_sum += o.weighted_sum;
+    plain_sum += o.plain_sum;
+    count += o.count;
+  }
+};
+
+}  // namespace
+
+std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points) {
+  std::vector<size_t> order(points.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return points[a].rate_qps < points[b].rate_qps; });
+  std::vector<Block> blocks;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const TailPoint& p = points[order[k]];
+    const double w = std::max(0.0, p.weight);
+    const Block point{w, w * p.ratio, p.ratio, 1, k};
+    // Equal rates are one point of the curve: pooled before the order is enforced.
+    if (!blocks.empty() && points[order[k - 1]].rate_qps == p.rate_qps) {
+      blocks.back().Absorb(point);
+    } else {
+      blocks.push_back(point);
+    }
+    while (blocks.size() >= 2 && blocks[blocks.size() - 2].value() > blocks.back().value()) {
+      blocks[blocks.size() - 2].Absorb(blocks.back());
+      blocks.pop_back();
+    }
+  }
+  std::vector<double> fitted(points.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const size_t end = b + 1 < blocks.size() ? blocks[b + 1].first : order.size();
+    for (size_t k = blocks[b].first; k < end; ++k) fitted[order[k]] = blocks[b].value();
+  }
+  return fitted;
+}
+
+double TailCurve::At(double rate_qps) const { return std::exp(a + b * (rate_qps / center - 1)); }
+
+std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
+                                      double high_qps) {
+  std::vector<TailPoint> near;
+  std::set<double> rates;
+  double total = 0, weight = 0, weighted_rate = 0;
+  for (const TailPoint& p : points) {
+    if (p.rate_qps < low_qps || p.rate_qps > high_qps || p.weight <= 0 || p.ratio < 0) continue;
+    near.push_back(p);
+    rates.insert(p.rate_qps);
+    total += p.weight * p.ratio;
+    weight += p.weight;
+    weighted_rate += p.weight * p.rate_qps;
+  }
+  if (near.size() < 3 || rates.size() < 2 || total <= 0) return std::nullopt;
+  TailCurve c;
+  c.center = weighted_rate / weight;
+  // Quasi-Poisson in the weighted ratio: y = w * ratio, mean w * exp(a + b x). Start flat at
+  // the pooled mean, then Newton steps on the score equations
+  //   sum w (ratio - mu) = 0,  sum w x (ratio - mu) = 0.
+  double x_span = 0;  // largest |x| of a point
+  for (const TailPoint& p : near) x_span = std::max(x_span, std::abs(p.rate_qps / c.center - 1));
+  c.a = std::log(total / weight);
+  c.b = 0;
+  for (int iter = 0; iter < 100; ++iter) {
+    double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
+    for (const TailPoint& p : near) {
+      const double x = p.rate_qps / c.center - 1;
+      const double mu = std::exp(c.a + c.b * x);
+      g0 += p.weight * (p.ratio - mu);
+      g1 += p.weight * x * (p.ratio - mu);
+      h00 += p.weight * mu;
+      h01 += p.weight * mu * x;
+      h11 += p.weight * mu * x * x;
+    }
+    const double det = h00 * h11 - h01 * h01;
+    if (!(det > 0) || !std::isfinite(det)) return std::nullopt;
+    double da = (h11 * g0 - h01 * g1) / det;
+    double db = (h00 * g1 - h01 * g0) / det;
+    // Damped: a step never moves the log-curve by more than 2 anywhere in the neighbourhood.
+    const double largest = std::abs(da) + std::abs(db) * x_span;
+    if (largest > 2) {
+      da *= 2 / largest;
+      db *= 2 / largest;
+    }
+    c.a += da;
+    c.b += db;
+    if (!std::isfinite(c.a) || !std::isfinite(c.b)) return std::nullopt;
+    if (std::abs(da) < 1e-9 && std::abs(db) < 1e-9) {
+      if (c.b <= 0) return std::nullopt;
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace vanguard::worker

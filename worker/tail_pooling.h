@@ -1,0 +1,60 @@
+// Pooled tail verdicts across the steps of one test.
+//
+// A p99 limit holds over the long run when at most 1% of the requests exceed it. A short step
+// estimates that fraction from a few thousand requests, and near the limit a step's own
+// estimate is noisy: a rare disturbance (a stall, a GC pause) lands in one 3 s step and not in
+// the next, and a step at a lower rate can read worse than one above it. The fraction over
+// the limit only grows with the rate, so the steps of a test can lend each other their
+// requests: the weighted isotonic (non-decreasing in rate) least-squares fit of the steps'
+// tail ratios (fraction over the limit / allowed fraction) is the maximum-likelihood estimate
+// of a non-decreasing exceedance curve, and pools exactly the steps whose own readings
+// contradict the order. A disturbance then counts with the weight of the requests it hit, in
+// the neighbourhood where it landed, instead of deciding one step alone.
+//
+//   std::vector<TailPoint> points = {{1000, 0.4, 3000}, {1100, 1.6, 3300}, {1050, 2.0, 3150}};
+//   std::vector<double> fitted = IsotonicTailFit(points);  // same order as points
+//
+// Pure; no state.
+#ifndef VANGUARD_WORKER_TAIL_POOLING_H_
+#define VANGUARD_WORKER_TAIL_POOLING_H_
+
+#include <optional>
+#include <vector>
+
+namespace vanguard::worker {
+
+struct TailPoint {
+  double rate_qps = 0;
+  double ratio = 0;   // fraction of requests over the limit / the fraction allowed
+  double weight = 0;  // requests measured; points with weight <= 0 are fitted but add nothing
+};
+
+// The fitted ratio of every point, in the order given. Points at the same rate share one
+// value. Empty input: empty output.
+std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points);
+
+// A local exponential tail curve: ratio(rate) = exp(a + b * (rate / center - 1)).
+struct TailCurve {
+  double center = 0;
+  double a = 0;
+  double b = 0;
+  double At(double rate_qps) const;
+  // The rate where the curve reaches 1 (the limit).
+  double Crossing() const { return center * (1 - a / b); }
+};
+
+// Isotonic pooling only merges readings that contradict the order; a disturbance that lands
+// in the highest step of a neighbourhood is never shared with the calm steps below it. Near a
+// capacity cliff the exceedance grows roughly exponentially with the rate, so the readings of
+// the steps in [low_qps, high_qps] are fitted with that shape, as counts over the limit with
+// Poisson-like variance (log-link quasi-likelihood, by Newton's method): the fitted curve
+// matches the total over-limit count of the neighbourhood, so a disturbance counts with its
+// long-run weight wherever it landed. nullopt when the neighbourhood cannot fix the curve:
+// fewer than three points or two distinct rates, no count over the limit, or a curve that
+// does not rise with the rate.
+std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
+                                      double high_qps);
+
+}  // namespace vanguard::worker
+
+#endif  // VANGUARD_WORKER_TAIL_POOLING_H_

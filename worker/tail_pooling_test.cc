@@ -1,0 +1,91 @@
+// Unit tests of the pooled (isotonic) tail fit.
+#include "worker/tail_pooling.h"
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vanguard::worker {
+namespace {
+
+using ::testing::DoubleEq;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(IsotonicTailFitTest, OrderedReadingsAreKept) {
+  EXPECT_THAT(IsotonicTailFit({{100, 0.1, 10}, {300, 2.0, 10}, {200, 0.5, 10}}),
+              ElementsAre(DoubleEq(0.1), DoubleEq(2.0), DoubleEq(0.5)));
+  EXPECT_THAT(IsotonicTailFit({}), IsEmpty());
+}
+
+TEST(IsotonicTailFitTest, ViolatorsArePooledByWeight) {
+  // 200 reads worse than 300: both take their weighted mean (3*1000 + 1*3000) / 4000.
+  EXPECT_THAT(IsotonicTailFit({{100, 0.2, 1000}, {200, 3.0, 1000}, {300, 1.0, 3000}}),
+              ElementsAre(DoubleEq(0.2), DoubleEq(1.5), DoubleEq(1.5)));
+}
+
+TEST(IsotonicTailFitTest, PoolingCascadesBackwards) {
+  // 400 pulls 300 down to 1.6 / 3, below 200's reading, so 200 joins the block too.
+  EXPECT_THAT(IsotonicTailFit({{100, 0.1, 1}, {200, 1.0, 1}, {300, 1.2, 1}, {400, 0.2, 2}}),
+              ElementsAre(DoubleEq(0.1), DoubleEq(0.65), DoubleEq(0.65), DoubleEq(0.65)));
+}
+
+TEST(IsotonicTailFitTest, EqualRatesAreOnePoint) {
+  // Two readings at 200 in order already are still pooled: one rate, one value.
+  EXPECT_THAT(IsotonicTailFit({{200, 0.5, 1}, {200, 1.5, 3}, {100, 0.1, 1}}),
+              ElementsAre(DoubleEq(1.25), DoubleEq(1.25), DoubleEq(0.1)));
+}
+
+TEST(IsotonicTailFitTest, WeightlessPointsDoNotMoveOthers) {
+  EXPECT_THAT(IsotonicTailFit({{100, 0.4, 0}, {200, 0.3, 100}}),
+              ElementsAre(DoubleEq(0.3), DoubleEq(0.3)));
+}
+
+TEST(FitTailCurveTest, RecoversAnExponentialCurveAndItsCrossing) {
+  std::vector<TailPoint> points;
+  for (double rate : {800.0, 900.0, 1000.0, 1100.0}) {
+    points.push_back({rate, std::exp(5 * (rate / 1000 - 1)), 2000});
+  }
+  const std::optional<TailCurve> c = FitTailCurve(points, 0, 1e9);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NEAR(c->Crossing(), 1000, 0.01);
+  EXPECT_NEAR(c->At(1100), std::exp(0.5), 1e-6);
+}
+
+TEST(FitTailCurveTest, KeepsTheNeighbourhoodsTotalOverTheLimit) {
+  // Calm steps read half the true curve; the one in four with a stall reads 2.5 times it
+  // (mean: the true curve). The fit matches the total, so it crosses near the truth (1000),
+  // where the calm readings alone would put it 14% higher.
+  std::vector<TailPoint> points;
+  const double rates[] = {900, 940, 980, 1020, 1060, 1100, 960, 1040};
+  for (int i = 0; i < 8; ++i) {
+    const double truth = std::exp(5 * (rates[i] / 1000 - 1));
+    points.push_back({rates[i], (i % 4 == 1 ? 2.5 : 0.5) * truth, 3000});
+  }
+  const std::optional<TailCurve> c = FitTailCurve(points, 0, 1e9);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NEAR(c->Crossing(), 1000, 30);
+  double fitted_total = 0, measured_total = 0;
+  for (const TailPoint& p : points) {
+    fitted_total += p.weight * c->At(p.rate_qps);
+    measured_total += p.weight * p.ratio;
+  }
+  EXPECT_NEAR(fitted_total, measured_total, 1e-6 * measured_total);
+}
+
+TEST(FitTailCurveTest, NoCurveWhenTheNeighbourhoodCannotFixOne) {
+  // Too few points in the range.
+  EXPECT_FALSE(FitTailCurve({{100, 0.5, 10}, {200, 2, 10}, {300, 4, 10}}, 150, 1000));
+  // One distinct rate.
+  EXPECT_FALSE(FitTailCurve({{100, 0.5, 10}, {100, 2, 10}, {100, 4, 10}}, 0, 1000));
+  // Nothing over the limit anywhere.
+  EXPECT_FALSE(FitTailCurve({{100, 0, 10}, {200, 0, 10}, {300, 0, 10}}, 0, 1000));
+  // Falling with the rate.
+  EXPECT_FALSE(FitTailCurve({{100, 2, 10}, {200, 1, 10}, {300, 0.5, 10}}, 0, 1000));
+}
+
+}  // namespace
+}  // namespace vanguard::worker
