@@ -129,7 +129,7 @@ bool AdaptiveStrategy::PoolVerdicts() {
   curve_.reset();
   if (best != kNone && failure != kNone) {
     const double low = kCurveBelow * rate(best);
-    const double high = kCurveAbove * rate(failure);
+    const double high = rate(failure);
     curve_ = FitTailCurve(points, low, high);
     if (curve_) {
       for (size_t k = 0; k < pooled.size(); ++k) {

@@ -74,9 +74,10 @@ class AdaptiveStrategy : public Strategy {
   // Passing HEALTHY steps in a row (before any failure) that undo one dampening.
   static constexpr int kRecoverAfter = 3;
   // The neighbourhood fitted with one tail curve: from kCurveBelow times the best pass to
-  // kCurveAbove times the lowest failure (isotonic verdicts).
+  // the lowest failure (isotonic verdicts). Rates beyond the lowest failure say nothing
+  // about where the limit is crossed, and an overloaded model's readings (most requests
+  // over the limit) would bend a curve fitted through the crossing.
   static constexpr double kCurveBelow = 0.8;
-  static constexpr double kCurveAbove = 1.25;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/histogram.h"
 #include "worker/proto_time.h"
+#include "worker/tail_pooling.h"
 
 namespace vanguard::worker {
 namespace {
@@ -60,10 +61,8 @@ MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string&
                                                               double limit_ms) {
   absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(histogram);
   if (histogram.empty() || !h.ok() || h->count() == 0 || limit_ms <= 0) return {};
-  // p99: 1% of the samples may exceed the limit.
-  constexpr double kAllowed = 0.01;
   return {static_cast<double>(h->CountAbove(limit_ms * 1000)) / static_cast<double>(h->count()) /
-              kAllowed,
+              kTailAllowedFraction,
           h->count()};
 }
 

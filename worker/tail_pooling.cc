@@ -57,47 +57,63 @@ std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points) {
   return fitted;
 }
 
-double TailCurve::At(double rate_qps) const { return std::exp(a + b * (rate_qps / center - 1)); }
+double TailCurve::At(double rate_qps) const {
+  const double z = a + b * (rate_qps / center - 1);
+  return 1 / (1 + std::exp(-z)) / kTailAllowedFraction;
+}
+
+double TailCurve::Crossing() const {
+  const double z = std::log(kTailAllowedFraction / (1 - kTailAllowedFraction));
+  return center * (1 + (z - a) / b);
+}
 
 std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
                                       double high_qps) {
-  std::vector<TailPoint> near;
+  struct Near {
+    double x = 0;         // rate / center - 1
+    double fraction = 0;  // over the limit, clamped to [0, 1]
+    double weight = 0;
+  };
+  std::vector<Near> near;
   std::set<double> rates;
-  double total = 0, weight = 0, weighted_rate = 0;
+  double over = 0, weight = 0, weighted_rate = 0;
   for (const TailPoint& p : points) {
     if (p.rate_qps < low_qps || p.rate_qps > high_qps || p.weight <= 0 || p.ratio < 0) continue;
-    near.push_back(p);
+    const double fraction = std::min(1.0, p.ratio * kTailAllowedFraction);
+    near.push_back({p.rate_qps, fraction, p.weight});
     rates.insert(p.rate_qps);
-    total += p.weight * p.ratio;
+    over += p.weight * fraction;
     weight += p.weight;
     weighted_rate += p.weight * p.rate_qps;
   }
-  if (near.size() < 3 || rates.size() < 2 || total <= 0) return std::nullopt;
+  if (near.size() < 3 || rates.size() < 2 || over <= 0 || over >= weight) return std::nullopt;
   TailCurve c;
   c.center = weighted_rate / weight;
-  // Quasi-Poisson in the weighted ratio: y = w * ratio, mean w * exp(a + b x). Start flat at
-  // the pooled mean, then Newton steps on the score equations
-  //   sum w (ratio - mu) = 0,  sum w x (ratio - mu) = 0.
   double x_span = 0;  // largest |x| of a point
-  for (const TailPoint& p : near) x_span = std::max(x_span, std::abs(p.rate_qps / c.center - 1));
-  c.a = std::log(total / weight);
+  for (Near& n : near) {
+    n.x = n.x / c.center - 1;
+    x_span = std::max(x_span, std::abs(n.x));
+  }
+  // Start flat at the pooled fraction, then Newton steps on the score equations
+  //   sum w (fraction - mu) = 0,  sum w x (fraction - mu) = 0.
+  c.a = std::log(over / (weight - over));
   c.b = 0;
-  for (int iter = 0; iter < 100; ++iter) {
+  for (int iter = 0; iter < 200; ++iter) {
     double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
-    for (const TailPoint& p : near) {
-      const double x = p.rate_qps / c.center - 1;
-      const double mu = std::exp(c.a + c.b * x);
-      g0 += p.weight * (p.ratio - mu);
-      g1 += p.weight * x * (p.ratio - mu);
-      h00 += p.weight * mu;
-      h01 += p.weight * mu * x;
-      h11 += p.weight * mu * x * x;
+    for (const Near& n : near) {
+      const double mu = 1 / (1 + std::exp(-(c.a + c.b * n.x)));
+      const double v = n.weight * mu * (1 - mu);
+      g0 += n.weight * (n.fraction - mu);
+      g1 += n.weight * n.x * (n.fraction - mu);
+      h00 += v;
+      h01 += v * n.x;
+      h11 += v * n.x * n.x;
     }
     const double det = h00 * h11 - h01 * h01;
     if (!(det > 0) || !std::isfinite(det)) return std::nullopt;
     double da = (h11 * g0 - h01 * g1) / det;
     double db = (h00 * g1 - h01 * g0) / det;
-    // Damped: a step never moves the log-curve by more than 2 anywhere in the neighbourhood.
+    // Damped: a step never moves the log-odds by more than 2 anywhere in the neighbourhood.
     const double largest = std::abs(da) + std::abs(db) * x_span;
     if (largest > 2) {
       da *= 2 / largest;
@@ -111,7 +127,7 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
       return c;
     }
   }
-  return std::nullopt;
+  return std::nullopt;  // diverging: separated readings
 }
 
 }  // namespace vanguard::worker

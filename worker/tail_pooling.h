@@ -33,25 +33,31 @@ struct TailPoint {
 // value. Empty input: empty output.
 std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points);
 
-// A local exponential tail curve: ratio(rate) = exp(a + b * (rate / center - 1)).
+// The fraction of requests a p99 limit lets exceed it; tail ratios are fractions over it.
+inline constexpr double kTailAllowedFraction = 0.01;
+
+// A local dose-response curve of the fraction of requests over the limit:
+// fraction(rate) = 1 / (1 + exp(-(a + b * (rate / center - 1)))), as a tail ratio.
 struct TailCurve {
   double center = 0;
   double a = 0;
   double b = 0;
-  double At(double rate_qps) const;
-  // The rate where the curve reaches 1 (the limit).
-  double Crossing() const { return center * (1 - a / b); }
+  double At(double rate_qps) const;  // tail ratio (fraction / kTailAllowedFraction)
+  // The rate where the curve reaches the allowed fraction (tail ratio 1).
+  double Crossing() const;
 };
 
 // Isotonic pooling only merges readings that contradict the order; a disturbance that lands
 // in the highest step of a neighbourhood is never shared with the calm steps below it. Near a
-// capacity cliff the exceedance grows roughly exponentially with the rate, so the readings of
-// the steps in [low_qps, high_qps] are fitted with that shape, as counts over the limit with
-// Poisson-like variance (log-link quasi-likelihood, by Newton's method): the fitted curve
-// matches the total over-limit count of the neighbourhood, so a disturbance counts with its
-// long-run weight wherever it landed. nullopt when the neighbourhood cannot fix the curve:
-// fewer than three points or two distinct rates, no count over the limit, or a curve that
-// does not rise with the rate.
+// capacity cliff the fraction over the limit grows roughly exponentially with the rate and
+// saturates at 1 when the model is overloaded, so the steps in [low_qps, high_qps] are fitted
+// with a logistic curve in the rate (a dose-response fit: binomial quasi-likelihood with the
+// requests as weights, by Newton's method). The fit matches the neighbourhood's total count
+// over the limit, so a disturbance counts with its long-run weight wherever it landed.
+// nullopt when the neighbourhood cannot fix the curve: fewer than three points or two
+// distinct rates, no request over the limit, a curve that does not rise with the rate, or
+// readings that jump from none to nearly all over the limit between two rates (no crossing
+// to place between them).
 std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
                                       double high_qps);
 
