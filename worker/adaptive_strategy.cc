@@ -231,6 +231,12 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= epsilon_ * *best_) {
     return Finish(true, "converged (bracket below resolution)");
   }
+  // The pooled tail curve of the neighbourhood puts the limit within half the resolution
+  // above the best pass: a further step could only move the estimate by less than that.
+  if (best_ && lowest_failure_ && curve_ && curve_->Crossing() >= *best_ &&
+      curve_->Crossing() - *best_ <= 0.5 * epsilon_ * *best_) {
+    return Finish(true, "converged (pooled tail curve crosses the limit just above the best)");
+  }
   if (!best_ && lowest_failure_ && q_ <= min_qps_) {
     return Finish(false, "min_qps already fails");
   }

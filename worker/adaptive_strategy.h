@@ -17,10 +17,11 @@
 //    tolerance);
 //  - otherwise: q -= step, step *= alpha  (backtracking; never back to or below the best,
 //    which is known to hold: best + the damped step instead);
-// Every improvement of the best is recorded. The search stops when the coefficient of
+// Every change of the best is recorded. The search stops when the coefficient of
 // variation of the last three recorded bests is below epsilon and a failure above the best has
 // been seen (convergence detection); when the gap between the best and the lowest failure is
-// within epsilon of the best; or after max_steps steps.
+// within epsilon of the best; when the pooled tail curve (below) crosses the limit within
+// epsilon / 2 above the best; or after max_steps steps.
 //
 // Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
 // every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).

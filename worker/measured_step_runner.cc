@@ -66,6 +66,16 @@ MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string&
           h->count()};
 }
 
+bool MeasuredStepRunner::LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows,
+                                       size_t first) {
+  std::deque<double> mean_ms;
+  for (size_t i = first; i < windows.size(); ++i) {
+    if (windows[i].warmup() || windows[i].completed() == 0) continue;
+    mean_ms.push_back(windows[i].latency().mean_ms());
+  }
+  return mean_ms.size() >= 4 && SteadyStateDetector::RelativeDrift(mean_ms) > kRisingLatencyDrift;
+}
+
 WindowSignals MeasuredStepRunner::SignalsOf(const vanguard::v1::WindowMetrics& w,
                                             const GaugeReading& gauges) const {
   WindowSignals s;
@@ -148,102 +158,183 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   std::vector<GaugeReading> measured_gauges;
   GaugeReading gauges;
 
-  bool settled = false;
-  if (!options_.fixed_warmup) {
-    *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
-  } else if (options_.steady_state_detection && warmup > absl::ZeroDuration()) {
-    settled = true;
-    SteadyStateOptions steady = options_.steady;
-    if (first_step) {
-      steady.compare_blocks = true;
-      // The same span in time however long the windows are.
-      steady.windows =
-          std::max(steady.windows, static_cast<int>(std::ceil(absl::FDivDuration(
-                                       options_.window * options_.first_step_windows, window))));
+  // At least measured_lifetimes request lifetimes measured (see the header), in whole
+  // windows: a part shorter than its window would close none.
+  const absl::Duration requested = FromProtoDuration(request.duration());
+  const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
+  absl::Duration measured_duration = requested;
+  if (lifetimes > requested) {
+    measured_duration = std::min(lifetimes, std::max(options_.max_measured, requested));
+  }
+  if (window > absl::ZeroDuration()) measured_duration = RoundUp(measured_duration, window);
+  *request.mutable_duration() = ToProtoDuration(measured_duration);
+
+  // Settling (see the header). Every measured call carries its own settle span as warmup:
+  // between two replayer calls the arrivals pause while the last responses come back, so the
+  // predictor's queue drains, and a part measured in a call of its own would start from an
+  // empty queue however long the settling before it was.
+  const bool settled =
+      options_.fixed_warmup && options_.steady_state_detection && warmup > absl::ZeroDuration();
+  SteadyStateOptions steady = options_.steady;
+  if (first_step) {
+    steady.compare_blocks = true;
+    // The same span in time however long the windows are.
+    steady.windows =
+        std::max(steady.windows, static_cast<int>(std::ceil(absl::FDivDuration(
+                                     options_.window * options_.first_step_windows, window))));
+  }
+  const absl::Duration span = window * steady.windows;
+  SteadyStateDetector detector(steady);
+  // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
+  // predictor cannot carry (rising while overloaded: settling would only hit the cap).
+  std::deque<double> recent_p50;
+  const auto settle_window = [&](const vanguard::v1::WindowMetrics& w) {
+    out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
+    const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
+    detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
+    assessor_->Observe(SignalsOf(w, gauges));
+    recent_p50.push_back(w.latency().p50_ms());
+    while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
+    if (on_window) on_window(out.windows.back());
+  };
+  const auto remember_lifetime = [&] {
+    double p50_sum = 0;
+    for (double p50 : recent_p50) p50_sum += p50;
+    if (!recent_p50.empty()) {
+      request_lifetime_ = absl::Microseconds(1000 * p50_sum / recent_p50.size());
     }
-    const absl::Duration span = window * steady.windows;
-    vanguard::v1::RunStepRequest settle = request;
-    *settle.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  };
+  const auto overloaded_rising = [&] {
+    // Not on the test's first step: a model still warming up (JIT, autotuning) is
+    // overloaded at a rate it carries once warm, and waiting (up to the cap) is the point.
+    return !first_step && assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
+           static_cast<int>(recent_p50.size()) == steady.windows &&
+           recent_p50.back() >= recent_p50.front();
+  };
+  bool overloaded_and_rising = false;
+  // One measured call: `lead` of warmup at the step's rate (settle windows, fed to the
+  // detector), then the measured part. Sets *steady_at_start to whether the detector was
+  // steady when the measured part began (and, watching, overloaded_and_rising to whether
+  // the settle windows showed an overload that only grows).
+  const auto measure = [&](absl::Duration lead, bool watch_overload, bool* steady_at_start,
+                           size_t* first_measured) -> absl::StatusOr<ExecutedStep> {
+    vanguard::v1::RunStepRequest call = request;
+    *call.mutable_warmup() = ToProtoDuration(lead);
+    if (lead > absl::ZeroDuration()) assessor_->Reset();
+    measured_gauges.clear();
+    bool measuring = false;
+    *steady_at_start = detector.steady();
+    *first_measured = out.windows.size();
+    absl::StatusOr<ExecutedStep> executed =
+        executor_->Execute(call, cancel, [&](const vanguard::v1::WindowMetrics& w) {
+          if (w.warmup() && settled) {
+            settle_window(w);
+            return;
+          }
+          if (!measuring && !w.warmup()) {
+            measuring = true;
+            *steady_at_start = detector.steady();
+            if (watch_overload) overloaded_and_rising = settled && overloaded_rising();
+            *first_measured = out.windows.size();
+            assessor_->Reset();
+          }
+          out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &gauges));
+          if (!w.warmup()) measured_gauges.push_back(gauges);
+          if (on_window) on_window(out.windows.back());
+        });
+    if (executed.ok() && !measuring) *steady_at_start = detector.steady();
+    return executed;
+  };
+  // The measured windows from `first` on become settle windows (fed to the detector).
+  const auto demote = [&](size_t first) {
+    std::vector<vanguard::v1::StepWindow> kept(out.windows.begin() + first, out.windows.end());
+    out.windows.resize(first);
+    for (vanguard::v1::StepWindow& w : kept) {
+      w.set_warmup(true);
+      w.clear_health_score();
+      w.clear_health_state();
+      out.windows.push_back(w);
+      const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
+      detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
+      recent_p50.push_back(w.latency().p50_ms());
+      while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
+    }
+  };
+
+  absl::Duration lead = warmup;  // detection off: the replayer runs the fixed warmup inside
+  if (!options_.fixed_warmup) lead = absl::ZeroDuration();
+  if (settled) {
     // A queue near capacity takes many request lifetimes to build up to its steady level, and
     // a median latency that does not drift says nothing about the tail building: the first
     // settle span lasts settle_lifetimes of them too (see the header).
-    const absl::Duration lifetimes = request_lifetime_ * options_.settle_lifetimes;
-    *settle.mutable_duration() = ToProtoDuration(
-        std::max({warmup, span,
-                  std::min(RoundUp(lifetimes, window), std::max(options_.max_settle, warmup))}));
-    settle.set_seed(request.seed() ^ 0x5e771e5e771eULL);
-    const absl::Duration cap =
-        std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
-    SteadyStateDetector detector(steady);
-    // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
-    // predictor cannot carry (rising while overloaded: settling would only hit the cap).
-    std::deque<double> recent_p50;
-    bool overloaded_and_rising = false;
-    assessor_->Reset();
-    while (true) {
-      absl::StatusOr<ExecutedStep> s =
-          executor_->Execute(settle, cancel, [&](const vanguard::v1::WindowMetrics& w) {
-            out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
-            const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
-            detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
-            assessor_->Observe(SignalsOf(w, gauges));
-            recent_p50.push_back(w.latency().p50_ms());
-            while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
-            if (on_window) on_window(out.windows.back());
-          });
-      if (!s.ok()) return s.status();
-      out.settle_time += FromProtoDuration(settle.duration());
-      if (detector.steady()) {
-        out.steady = true;
-        double p50_sum = 0;
-        for (double p50 : recent_p50) p50_sum += p50;
-        if (!recent_p50.empty()) {
-          request_lifetime_ = absl::Microseconds(1000 * p50_sum / recent_p50.size());
-        }
-        break;
-      }
-      // Not on the test's first step: a model still warming up (JIT, autotuning) is
-      // overloaded at a rate it carries once warm, and waiting (up to the cap) is the point.
-      if (!first_step && assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
-          static_cast<int>(recent_p50.size()) == steady.windows &&
-          recent_p50.back() >= recent_p50.front()) {
-        overloaded_and_rising = true;
-        break;
-      }
-      if (out.settle_time >= cap) break;
-      *settle.mutable_duration() =
-          ToProtoDuration(std::min(options_.settle_chunk, cap - out.settle_time));
-      settle.set_seed(settle.seed() + 1);
-    }
-    out.overloaded_while_settling = overloaded_and_rising;
-    *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+    const absl::Duration settle_lifetimes = request_lifetime_ * options_.settle_lifetimes;
+    lead = std::max(
+        {warmup, span,
+         std::min(RoundUp(settle_lifetimes, window), std::max(options_.max_settle, warmup))});
   }
-  // At least measured_lifetimes request lifetimes measured (see the header).
-  const absl::Duration requested = FromProtoDuration(request.duration());
-  const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
-  if (lifetimes > requested && window > absl::ZeroDuration()) {
-    *request.mutable_duration() = ToProtoDuration(
-        std::min(RoundUp(lifetimes, window), std::max(options_.max_measured, requested)));
-  }
-
+  const absl::Duration cap =
+      std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
   assessor_->Reset();
+  bool steady_at_start = false;
+  size_t first_measured = 0;
   absl::StatusOr<ExecutedStep> executed =
-      executor_->Execute(request, cancel, [&](const vanguard::v1::WindowMetrics& w) {
-        out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &gauges));
-        if (!w.warmup()) measured_gauges.push_back(gauges);
-        if (on_window) on_window(out.windows.back());
-      });
+      measure(lead, /*watch_overload=*/true, &steady_at_start, &first_measured);
   if (!executed.ok()) return executed.status();
+  if (settled) out.settle_time += lead;
+  // Not steady when the measured part began: that part was more settling. Settle on in
+  // chunks of their own until steady (or the cap, or an overload that only grows), then
+  // measure once more behind one continuous span.
+  if (settled && !steady_at_start && !overloaded_and_rising && out.settle_time < cap &&
+      (cancel == nullptr || !cancel->IsCancelled())) {
+    demote(first_measured);
+    out.settle_time += measured_duration;
+    vanguard::v1::RunStepRequest chunk = request;
+    *chunk.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+    chunk.set_seed(request.seed() ^ 0x5e771e5e771eULL);
+    while (!detector.steady() && out.settle_time < cap) {
+      if ((overloaded_and_rising = overloaded_rising())) break;
+      *chunk.mutable_duration() =
+          ToProtoDuration(std::min(options_.settle_chunk, cap - out.settle_time));
+      chunk.set_seed(chunk.seed() + 1);
+      absl::StatusOr<ExecutedStep> s = executor_->Execute(chunk, cancel, settle_window);
+      if (!s.ok()) return s.status();
+      out.settle_time += FromProtoDuration(chunk.duration());
+    }
+    request.set_seed(request.seed() + 1);
+    executed = measure(span, /*watch_overload=*/false, &steady_at_start, &first_measured);
+    if (!executed.ok()) return executed.status();
+    out.settle_time += span;
+  }
+  out.steady = settled && detector.steady();
+  out.overloaded_while_settling = overloaded_and_rising;
+  if (out.steady) remember_lifetime();
   out.executed = std::move(*executed);
+  out.judgement = judge_->Judge(out.executed.result,
+                                options_.closed_loop ? out.executed.result.achieved_qps() : rate);
+  // A pass close to the limit whose latency still climbs through the measured part is a
+  // queue still building (near capacity it takes far longer than the settle cap to reach its
+  // level): measure once more behind a continuous lead as long as everything so far, and
+  // judge that.
+  if (settled && options_.remeasure_rising_near_limit && out.judgement.passed &&
+      out.judgement.health.state >= vanguard::v1::HEALTH_STATE_UNHEALTHY &&
+      (cancel == nullptr || !cancel->IsCancelled()) && LatencyRising(out.windows, first_measured)) {
+    demote(first_measured);
+    const absl::Duration again = std::min(lead + measured_duration, std::max(cap, lead));
+    out.settle_time += measured_duration + again;
+    out.remeasured = true;
+    request.set_seed(request.seed() + 2);
+    executed = measure(again, /*watch_overload=*/false, &steady_at_start, &first_measured);
+    if (!executed.ok()) return executed.status();
+    out.executed = std::move(*executed);
+    out.judgement = judge_->Judge(out.executed.result,
+                                  options_.closed_loop ? out.executed.result.achieved_qps() : rate);
+  }
   // Closed loop: the step is reported at the rate the strategy asked for (the knob the
   // concurrency was derived from); the request keeps the concurrency it ran with.
   out.executed.request.set_rate_qps(rate);
   // What the caller sees as the step's request: the measured part, plus the warmup it had.
   if (settled) *out.executed.request.mutable_warmup() = ToProtoDuration(out.settle_time);
   const vanguard::v1::StepResult& result = out.executed.result;
-
-  const double judged_rate = options_.closed_loop ? result.achieved_qps() : rate;
-  out.judgement = judge_->Judge(result, judged_rate);
   if (out.judgement.passed && result.latency().p50_ms() > 0) {
     request_lifetime_ = absl::Microseconds(1000 * result.latency().p50_ms());
   }

@@ -89,6 +89,9 @@ struct MeasuredStepOptions {
   double min_requests_per_window = 10;
   absl::Duration max_window = absl::Seconds(5);
   absl::Duration max_measured = absl::Seconds(60);
+  // A passing step at UNHEALTHY or worse whose mean latency still rises through the
+  // measured part is measured once more, and judged on that second part (see Run).
+  bool remeasure_rising_near_limit = true;
   // Ablation: closed-loop load (fixed concurrency) instead of open loop.
   bool closed_loop = false;
 };
@@ -104,6 +107,9 @@ struct MeasuredStep {
   // The settle phase ended early: the health state was OVERLOADED and latency still rising
   // (the rate cannot be carried; waiting for steady state would only reach the cap).
   bool overloaded_while_settling = false;
+  // The first measured part passed near the limit with latency still rising; the step was
+  // measured again and judged on the second part (the first is among the settle windows).
+  bool remeasured = false;
   int64_t scrape_failures = 0;
 };
 
@@ -134,6 +140,11 @@ class MeasuredStepRunner {
     int64_t samples = 0;
   };
   static TailExceedance TailOf(const std::string& histogram, double limit_ms);
+
+  // Mean latency over the measured windows from `first` on rises by more than
+  // kRisingLatencyDrift of its level (least-squares slope times span; at least 4 windows).
+  static constexpr double kRisingLatencyDrift = 0.1;
+  static bool LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows, size_t first);
 
  private:
   WindowSignals SignalsOf(const vanguard::v1::WindowMetrics& w, const GaugeReading& gauges) const;
