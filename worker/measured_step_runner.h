@@ -7,17 +7,29 @@
 //   ASSIGN_OR_RETURN(MeasuredStep step, runner.Run(request, /*first_step=*/true, &cancel, beat));
 //   strategy->Next(step.outcome);
 //
-// Settling. With steady-state detection on and a warmup W > 0 in the request, the step first
-// runs max(W, the detector's span) at the step's rate as a separate, unjudged replayer call,
-// then further chunks while the SteadyStateDetector says the windows still drift, until
-// max_settle. The test's first step, where the model's own warmup (JIT, caches) also has to
-// pass, compares two consecutive spans and may settle up to max_initial_settle. Settling
-// stops early when the windows are OVERLOADED (hysteresis) and latency is still rising: the
-// rate cannot be carried, and waiting would only reach the cap (not on the test's first step:
-// a cold model is overloaded at rates it carries once warm, and a direct-controller or
-// stability test starts at its target rate). A backlog left by an earlier overloaded step
-// drains with falling latency, and is waited for.
-// Those windows are kept (StepWindow.warmup = true) but not judged.
+// Settling and continuity. Between two replayer calls the arrivals pause while the last
+// responses come back, so the predictor's queue drains: a part measured in a call of its own
+// starts from an empty queue however long the settling before it. Every measured call
+// therefore carries its settle span as warmup. With steady-state detection on and a warmup
+// W > 0 in the request, the step's first call runs max(W, the detector's span) at the step's
+// rate as warmup (settle windows, fed to the SteadyStateDetector) and then the measured part.
+// If the detector was steady when the measured part began, that part is judged: one call.
+// Otherwise the part counts as settling, further chunks (calls of their own) run while the
+// windows still drift, until max_settle, and the step is measured in one more call behind a
+// continuous detector span. The test's first step, where the model's own warmup (JIT,
+// caches) also has to pass, compares two consecutive spans and may settle up to
+// max_initial_settle. Settling stops early when the windows are OVERLOADED (hysteresis) and
+// latency is still rising as the measured part begins: the rate cannot be carried, and
+// waiting would only reach the cap (not on the test's first step: a cold model is
+// overloaded at rates it carries once warm, and a direct-controller or stability test starts
+// at its target rate). A backlog left by an earlier overloaded step drains with falling
+// latency, and is waited for. Settle windows are kept (StepWindow.warmup = true) but not
+// judged.
+//
+// Re-measuring. A pass at UNHEALTHY or worse whose windows' mean latency still rises by more
+// than kRisingLatencyDrift through the measured part is a queue still building (near
+// capacity that takes far longer than any settle cap): it is measured once more behind a
+// continuous lead as long as everything before it, and judged on that part.
 //
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
@@ -26,10 +38,9 @@
 // drift test spans several), the first settle span to settle_lifetimes of them (a queue near
 // capacity builds over many lifetimes while the median does not move) and the measured
 // part to at least measured_lifetimes of them.
-// For models whose requests take milliseconds nothing changes. The measured call then
-// runs with no warmup of its own. With detection off the replayer runs the fixed warmup
-// inside the measured call; with fixed_warmup off too (the ablation) the step is measured
-// from its first request.
+// For models whose requests take milliseconds nothing changes. With detection off the
+// replayer runs the fixed warmup inside the measured call; with fixed_warmup off too (the
+// ablation) the step is measured from its first request.
 //
 // Judging. The StepJudge verdict over the measured part, plus the scraped gauges against the
 // SLO's max_queue_depth / max_gpu_utilization (means over the measured windows) and, for
@@ -66,8 +77,8 @@ namespace vanguard::worker {
 struct MeasuredStepOptions {
   // The registry's fixed warmup before each step; off only for the ablation.
   bool fixed_warmup = true;
-  // Steady-state detection after the fixed warmup (settle calls); off: the replayer runs the
-  // fixed warmup inside the measured call.
+  // Steady-state detection after the fixed warmup (see Settling above); off: the replayer
+  // runs the fixed warmup inside the measured call.
   bool steady_state_detection = true;
   // Drift test after a rate change; the test's first step also compares two spans.
   SteadyStateOptions steady = {.windows = 4};

@@ -87,6 +87,14 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     weighted_rate += p.weight * p.rate_qps;
   }
   if (near.size() < 3 || rates.size() < 2 || over <= 0 || over >= weight) return std::nullopt;
+  // Readings on the slope (some but not all requests over the limit) at two rates at least:
+  // with none and all only, any step between them fits (the fit runs off to a vertical
+  // cliff, and floating point can make that look converged).
+  std::set<double> on_slope;
+  for (const Near& n : near) {
+    if (n.fraction > 0 && n.fraction < 1) on_slope.insert(n.x);
+  }
+  if (on_slope.size() < 2) return std::nullopt;
   TailCurve c;
   c.center = weighted_rate / weight;
   double x_span = 0;  // largest |x| of a point

@@ -55,9 +55,9 @@ struct TailCurve {
 // requests as weights, by Newton's method). The fit matches the neighbourhood's total count
 // over the limit, so a disturbance counts with its long-run weight wherever it landed.
 // nullopt when the neighbourhood cannot fix the curve: fewer than three points or two
-// distinct rates, no request over the limit, a curve that does not rise with the rate, or
-// readings that jump from none to nearly all over the limit between two rates (no crossing
-// to place between them).
+// distinct rates, no request over the limit, fewer than two rates with some but not all
+// requests over the limit (readings of none and all only place no crossing between them),
+// or a curve that does not rise with the rate.
 std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
                                       double high_qps);
 
