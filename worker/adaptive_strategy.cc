@@ -58,12 +58,14 @@ std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const
   if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return std::nullopt;
   if (!(best_ratio_ > 0 && best_ratio_ < 1) || !(failure_ratio_ > 1)) return std::nullopt;
   const double low = *best_, high = *lowest_failure_, gap = high - low;
-  const double fraction =
-      -std::log(best_ratio_) / (std::log(failure_ratio_) - std::log(best_ratio_));
+  // Scaled as the Illinois variant of regula falsi does (see the header).
+  const double at_low = std::log(best_ratio_) * low_scale_;
+  const double at_high = std::log(failure_ratio_) * high_scale_;
+  const double fraction = -at_low / (at_high - at_low);
   const double predicted = low + fraction * gap;
   const double margin = 0.4 * epsilon_ * low;
   const double aim = after_pass ? predicted + margin : predicted - margin;
-  const double inside = std::min(0.1 * gap, margin);
+  double inside = std::min(0.1 * gap, margin);
   return std::clamp(aim, low + inside, high - inside);
 }
 
@@ -220,7 +222,17 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     if (best_ && next <= *best_) next = *best_ + step_;
   }
   if (!noise) {
-    if (std::optional<double> placed = FeedbackPlacement(passed)) next = *placed;
+    // The same end of the bracket moved on the step before too: the end that stayed counts
+    // half as much again (Illinois); either end moving in turn resets the weights.
+    if (last_placement_after_pass_ == passed) {
+      (passed ? high_scale_ : low_scale_) *= 0.5;
+    } else {
+      low_scale_ = high_scale_ = 1;
+    }
+    if (std::optional<double> placed = FeedbackPlacement(passed)) {
+      next = *placed;
+      last_placement_after_pass_ = passed;
+    }
   }
   if (best_history_.size() >= 3 && lowest_failure_) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());

@@ -31,8 +31,11 @@
 // margin = 0.4 * epsilon * best above that prediction, after a failure the same margin
 // below it, so that a good prediction closes the bracket to within epsilon in two steps;
 // the aim is kept min(10% of the bracket, margin) inside both ends, so a poor prediction
-// (noise) still shrinks the bracket by at least that much per step. Without usable ratios (no pass
-// below 1, failure not above 1) the paper's moves apply unchanged.
+// (noise) still shrinks the bracket by at least that much per step. When the same end moved on
+// the step before too, the prediction keeps landing next to it (regula falsi stagnating on a
+// curve bent away from the interpolation): as in the Illinois variant, the log ratio of the
+// end that stayed is halved for each such step, which pulls the prediction towards it. Without
+// usable ratios (no pass below 1, failure not above 1) the paper's moves apply unchanged.
 //
 // Pooled tail verdicts (also beyond the paper): near the limit a 3 s step's p99 is a noisy
 // reading, and a rare disturbance (a stall) decides whichever step it lands in. Every step
@@ -130,7 +133,12 @@ class AdaptiveStrategy : public Strategy {
   double best_ratio_ = 0;
   double failure_ratio_ = 0;
   std::vector<Judged> judged_;
-  std::optional<TailCurve> curve_;  // the neighbourhood's fitted tail curve, when it has one
+  std::optional<TailCurve> curve_;
+  // Whether the last feedback placement followed a pass (the lower end moved) or a failure,
+  // and the Illinois weights of the two ends' log ratios.
+  std::optional<bool> last_placement_after_pass_;
+  double low_scale_ = 1;
+  double high_scale_ = 1;  // the neighbourhood's fitted tail curve, when it has one
   std::vector<double> best_history_;
   int steps_ = 0;
   int noise_steps_ = 0;

@@ -202,6 +202,43 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
   }
 }
 
+// A limit ratio whose log is concave below capacity (tiny far below, creeping up to 1) and
+// steep above: interpolating log(ratio) from a pass far below lands next to the failure each
+// time.
+StepOutcome BentPredictor(double rate, double capacity) {
+  StepOutcome o = ModelPredictor(rate, capacity);
+  const double x = rate / capacity;
+  o.limit_ratio = std::exp(x < 1 ? -10 * std::sqrt(1 - x) : 5 * (x - 1));
+  o.passed = o.limit_ratio <= 1;
+  return o;
+}
+
+TEST(AdaptiveStrategyTest, FeedbackPlacementDoesNotCrawlFromOneEnd) {
+  for (double capacity : {437.0, 911.0, 1633.0}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(50);
+    c.set_max_qps(2000);
+    auto s = AdaptiveStrategy::Create(c);
+    ASSERT_TRUE(s.ok());
+    StrategyRun run = Drive(**s, [&](double r) { return BentPredictor(r, capacity); });
+    EXPECT_TRUE(run.done.converged) << capacity << ": " << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, capacity);
+    EXPECT_GE(run.done.max_sustainable_qps, 0.97 * capacity);
+    size_t first_failure = 0;
+    while (run.rates[first_failure] <= capacity) ++first_failure;
+    // Failures in a row after the first: from the second in a row on, the pass's weight is
+    // halved each time (Illinois) and the prediction leaves the failing end.
+    size_t in_a_row = 0, longest = 0;
+    for (size_t i = first_failure; i < run.rates.size(); ++i) {
+      in_a_row = run.rates[i] > capacity ? in_a_row + 1 : 0;
+      longest = std::max(longest, in_a_row);
+    }
+    EXPECT_LE(longest, 3u) << capacity << ": " << ::testing::PrintToString(run.rates);
+    EXPECT_LE(run.rates.size() - first_failure, 7u)
+        << capacity << ": " << ::testing::PrintToString(run.rates);
+  }
+}
+
 TEST(AdaptiveStrategyTest, FirstStepsFollowAlgorithmOne) {
   vanguard::v1::AdaptiveStrategy c;
   c.set_min_qps(100);
