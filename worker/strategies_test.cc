@@ -166,24 +166,37 @@ TEST(AdaptiveStrategyTest, ConvergesConservativelyNearCapacity) {
   }
 }
 
+// ModelPredictor's step, judged on `limit_ratio` instead (passes at or below 1).
+StepOutcome WithLimitRatio(double rate, double capacity, double limit_ratio) {
+  StepOutcome o = ModelPredictor(rate, capacity);
+  o.limit_ratio = limit_ratio;
+  o.passed = limit_ratio <= 1;
+  return o;
+}
+
+// An adaptive search over [min_qps, max_qps], default parameters otherwise.
+std::unique_ptr<Strategy> Adaptive(double min_qps = 50, double max_qps = 2000, int max_steps = 0) {
+  vanguard::v1::AdaptiveStrategy c;
+  c.set_min_qps(min_qps);
+  c.set_max_qps(max_qps);
+  c.set_max_steps(max_steps);
+  auto s = AdaptiveStrategy::Create(c);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
 // A cliff: the binding metric over its limit grows exponentially with the rate.
 StepOutcome CliffPredictor(double rate, double capacity) {
-  StepOutcome o = ModelPredictor(rate, capacity);
-  o.limit_ratio = std::exp(4 * (rate / capacity - 1));
-  o.passed = o.limit_ratio <= 1;
-  return o;
+  return WithLimitRatio(rate, capacity, std::exp(4 * (rate / capacity - 1)));
 }
 
 TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
   for (double capacity : {437.0, 911.0, 1633.0}) {
-    vanguard::v1::AdaptiveStrategy c;
-    c.set_min_qps(50);
-    c.set_max_qps(2000);
-    auto with = AdaptiveStrategy::Create(c);
-    auto without = AdaptiveStrategy::Create(c);
-    ASSERT_TRUE(with.ok() && without.ok());
-    StrategyRun fed = Drive(**with, [&](double r) { return CliffPredictor(r, capacity); });
-    StrategyRun blind = Drive(**without, [&](double r) {
+    auto with = Adaptive();
+    auto without = Adaptive();
+    ASSERT_TRUE(with && without);
+    StrategyRun fed = Drive(*with, [&](double r) { return CliffPredictor(r, capacity); });
+    StrategyRun blind = Drive(*without, [&](double r) {
       StepOutcome o = CliffPredictor(r, capacity);
       o.limit_ratio = 0;  // no feedback: the paper's fixed moves
       return o;
@@ -206,21 +219,15 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
 // steep above: interpolating log(ratio) from a pass far below lands next to the failure each
 // time.
 StepOutcome BentPredictor(double rate, double capacity) {
-  StepOutcome o = ModelPredictor(rate, capacity);
   const double x = rate / capacity;
-  o.limit_ratio = std::exp(x < 1 ? -10 * std::sqrt(1 - x) : 5 * (x - 1));
-  o.passed = o.limit_ratio <= 1;
-  return o;
+  return WithLimitRatio(rate, capacity, std::exp(x < 1 ? -10 * std::sqrt(1 - x) : 5 * (x - 1)));
 }
 
 TEST(AdaptiveStrategyTest, FeedbackPlacementDoesNotCrawlFromOneEnd) {
   for (double capacity : {437.0, 911.0, 1633.0}) {
-    vanguard::v1::AdaptiveStrategy c;
-    c.set_min_qps(50);
-    c.set_max_qps(2000);
-    auto s = AdaptiveStrategy::Create(c);
-    ASSERT_TRUE(s.ok());
-    StrategyRun run = Drive(**s, [&](double r) { return BentPredictor(r, capacity); });
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    StrategyRun run = Drive(*s, [&](double r) { return BentPredictor(r, capacity); });
     EXPECT_TRUE(run.done.converged) << capacity << ": " << run.done.summary;
     EXPECT_LE(run.done.max_sustainable_qps, capacity);
     EXPECT_GE(run.done.max_sustainable_qps, 0.97 * capacity);
@@ -383,14 +390,11 @@ TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
     for (int phase = 0; phase < 5; ++phase) {
       ++runs;
       for (bool pooled : {false, true}) {
-        vanguard::v1::AdaptiveStrategy c;
-        c.set_min_qps(50);
-        c.set_max_qps(2000);
-        auto s = AdaptiveStrategy::Create(c);
-        ASSERT_TRUE(s.ok());
+        auto s = Adaptive();
+        ASSERT_TRUE(s);
         int step = 0;
         StrategyRun run = Drive(
-            **s, [&](double r) { return StallingPredictor(r, capacity, step++, phase, pooled); });
+            *s, [&](double r) { return StallingPredictor(r, capacity, step++, phase, pooled); });
         EXPECT_LE(run.rates.size(), 20u) << capacity << " phase " << phase;
         const double error = run.done.max_sustainable_qps / capacity - 1;
         error_sum[pooled] += error;
@@ -416,12 +420,9 @@ TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
 
 TEST(AdaptiveStrategyTest, StepsWithoutTailSamplesKeepTheirOwnVerdict) {
   // A pass whose tail ratio says otherwise, with no samples behind it: its verdict stands.
-  vanguard::v1::AdaptiveStrategy c;
-  c.set_min_qps(100);
-  c.set_max_qps(500);
-  auto s = AdaptiveStrategy::Create(c);
-  ASSERT_TRUE(s.ok());
-  Strategy& a = **s;
+  auto s = Adaptive(100, 500);
+  ASSERT_TRUE(s);
+  Strategy& a = *s;
   a.Next(std::nullopt);
   StepOutcome o = ModelPredictor(100, 1000);
   o.tail_ratio = 5;
@@ -434,13 +435,9 @@ TEST(AdaptiveStrategyTest, ACalmPassAboveAStallIsNotTheBest) {
   // calm and passes on its own. The tail cannot shrink with the rate, so pooled both read
   // (3.0 + 0.5) / 2 = 1.75: 250 fails, and the best stays at 100.
   for (bool report_tail : {false, true}) {
-    vanguard::v1::AdaptiveStrategy c;
-    c.set_min_qps(100);
-    c.set_max_qps(500);
-    c.set_max_steps(3);
-    auto s = AdaptiveStrategy::Create(c);
-    ASSERT_TRUE(s.ok());
-    Strategy& a = **s;
+    auto s = Adaptive(100, 500, /*max_steps=*/3);
+    ASSERT_TRUE(s);
+    Strategy& a = *s;
     a.Next(std::nullopt);
     auto step = [&](double rate, double tail, int spikes) {
       StepOutcome o = ModelPredictor(rate, 1000);
