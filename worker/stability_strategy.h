@@ -7,14 +7,18 @@
 //  - memory growth: the predictor's memory gauge, last third / first third - 1 >
 //    max_memory_growth (10%), when the gauge was scraped in both thirds.
 // A segment that fails its SLO is itself a finding: the run continues (drift is what it
-// watches for) and the summary counts the failed segments.
+// watches for) and the summary counts the failed segments. The p99 limits are judged over the
+// whole run: a segment whose only breach is its latency tail (a stall landing in a short
+// segment) does not fail the run by itself; the share of all the run's requests over the
+// limits does (StepOutcome.tail_ratio pooled by requests, at most 1).
 //
 //   vanguard::v1::StabilityStrategy config;
 //   config.set_rate_qps(400); config.set_segments(12);
 //   ASSIGN_OR_RETURN(auto stability, StabilityStrategy::Create(config));
 //
-// Result: the rate as the estimate when every segment passed and nothing drifted (0
-// otherwise), converged when every segment was judged, drift_flags naming what drifted.
+// Result: the rate as the estimate when every segment held its other checks, the run's tail
+// held and nothing drifted (0 otherwise), converged when every segment was judged, drift_flags
+// naming what drifted.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_STABILITY_STRATEGY_H_

@@ -627,6 +627,48 @@ TEST(StabilityStrategyTest, FlagsLatencyErrorThroughputAndMemoryDrift) {
   EXPECT_EQ(run.done.max_sustainable_qps, 0);
 }
 
+TEST(StabilityStrategyTest, TheTailIsJudgedOverTheWholeRun) {
+  vanguard::v1::StabilityStrategy c;
+  c.set_rate_qps(300);
+  c.set_segments(6);
+  // One segment in six meets a stall: 2.5x the allowed share over its p99 limit, the others
+  // 0.4x. Over the run: (2.5 + 5 x 0.4) / 6 = 0.75 of allowed: held.
+  for (double calm : {0.4, 0.8}) {
+    auto s = StabilityStrategy::Create(c);
+    ASSERT_TRUE(s.ok());
+    int i = 0;
+    StrategyRun run = Drive(**s, [&](double r) {
+      StepOutcome o = ModelPredictor(r, 500);
+      o.tail_samples = 3000;
+      o.tail_ratio = i++ == 2 ? 2.5 : calm;
+      o.passed = o.tail_ratio <= 1;
+      o.passed_apart_from_tail = true;
+      return o;
+    });
+    if (calm == 0.4) {
+      EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 300) << run.done.summary;
+      EXPECT_NE(run.done.summary.find("1 segment(s) over it alone"), std::string::npos);
+    } else {
+      // (2.5 + 5 x 0.8) / 6 = 1.08: the run's tail is over the limit.
+      EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 0) << run.done.summary;
+      EXPECT_NE(run.done.summary.find("BREACHED"), std::string::npos) << run.done.summary;
+    }
+  }
+  // A segment failing anything but its tail still fails the run.
+  auto s = StabilityStrategy::Create(c);
+  ASSERT_TRUE(s.ok());
+  int i = 0;
+  StrategyRun run = Drive(**s, [&](double r) {
+    StepOutcome o = ModelPredictor(r, 500);
+    o.tail_samples = 3000;
+    o.tail_ratio = 0.1;
+    o.passed = i != 3;
+    o.passed_apart_from_tail = i++ != 3;  // e.g. errors
+    return o;
+  });
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 0) << run.done.summary;
+}
+
 TEST(StabilityStrategyTest, MemoryNotScrapedIsNotFlagged) {
   vanguard::v1::StabilityStrategy c;
   c.set_rate_qps(300);
