@@ -1,6 +1,7 @@
 // Constant-rate stability with drift flags. See stability_strategy.h.
 #include "worker/stability_strategy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -88,12 +89,24 @@ std::vector<std::string> StabilityStrategy::DriftFlags(const std::vector<StepOut
                                       p->second * 100, config_.max_error_creep() * 100));
     }
   }
-  if (auto p = compare([](const StepOutcome& o) { return o.achieved_qps; }); p && p->first > 0) {
+  // Against what each segment offered when known: a Poisson segment of a few hundred
+  // arrivals offers several percent more or less than the rate by chance alone.
+  const bool offered_known =
+      std::all_of(s.begin(), s.end(), [](const StepOutcome& o) { return o.offered_qps > 0; });
+  if (auto p = compare([&](const StepOutcome& o) {
+        return offered_known ? o.achieved_qps / o.offered_qps : o.achieved_qps;
+      });
+      p && p->first > 0) {
     const double decay = 1 - p->second / p->first;
     if (decay > config_.max_throughput_decay()) {
-      flags.push_back(absl::StrFormat("throughput decay: %.1f -> %.1f qps (-%.0f%% > %g%%)",
-                                      p->first, p->second, decay * 100,
-                                      config_.max_throughput_decay() * 100));
+      flags.push_back(
+          offered_known
+              ? absl::StrFormat(
+                    "throughput decay: achieved %.1f%% -> %.1f%% of offered (-%.0f%% > %g%%)",
+                    p->first * 100, p->second * 100, decay * 100,
+                    config_.max_throughput_decay() * 100)
+              : absl::StrFormat("throughput decay: %.1f -> %.1f qps (-%.0f%% > %g%%)", p->first,
+                                p->second, decay * 100, config_.max_throughput_decay() * 100));
     }
   }
   if (auto p = compare([](const StepOutcome& o) { return o.memory_bytes; }); p && p->first > 0) {

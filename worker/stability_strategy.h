@@ -2,8 +2,8 @@
 // step one segment) and flags drift between the first and the last third of the run:
 //  - latency trend: p99 of the last third / first third - 1 > max_latency_growth (20%);
 //  - error creep: error rate of the last third - first third > max_error_creep (0.5 points);
-//  - throughput decay: 1 - achieved of the last third / first third > max_throughput_decay
-//    (5%);
+//  - throughput decay: 1 - achieved/offered of the last third / first third >
+//    max_throughput_decay (5%) (achieved alone when the offered rate is not known);
 //  - memory growth: the predictor's memory gauge, last third / first third - 1 >
 //    max_memory_growth (10%), when the gauge was scraped in both thirds.
 // A segment that fails its SLO is itself a finding: the run continues (drift is what it

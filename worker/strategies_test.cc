@@ -669,6 +669,33 @@ TEST(StabilityStrategyTest, TheTailIsJudgedOverTheWholeRun) {
   EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 0) << run.done.summary;
 }
 
+TEST(StabilityStrategyTest, ThroughputIsJudgedAgainstWhatEachSegmentOffered) {
+  vanguard::v1::StabilityStrategy c;
+  c.set_rate_qps(30);
+  c.set_segments(6);
+  // Poisson segments of ~200 arrivals: offered 32, 31, 30, 29, 28, 27 req/s by chance, all
+  // served. Achieved alone falls 12%; against what was offered it does not fall at all.
+  for (bool decaying : {false, true}) {
+    auto s = StabilityStrategy::Create(c);
+    ASSERT_TRUE(s.ok());
+    int i = 0;
+    StrategyRun run = Drive(**s, [&](double r) {
+      StepOutcome o = ModelPredictor(r, 500);
+      o.offered_qps = 32 - i;
+      o.achieved_qps = o.offered_qps * (decaying ? 1 - 0.03 * i : 1.0);
+      ++i;
+      return o;
+    });
+    if (decaying) {
+      ASSERT_EQ(run.done.drift_flags.size(), 1u) << run.done.summary;
+      EXPECT_NE(run.done.drift_flags[0].find("of offered"), std::string::npos);
+    } else {
+      EXPECT_TRUE(run.done.drift_flags.empty()) << run.done.summary;
+      EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 30);
+    }
+  }
+}
+
 TEST(StabilityStrategyTest, MemoryNotScrapedIsNotFlagged) {
   vanguard::v1::StabilityStrategy c;
   c.set_rate_qps(300);
