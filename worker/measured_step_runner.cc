@@ -420,10 +420,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.passed = out.judgement.passed;
   o.client_valid = out.judgement.client_valid;
   o.achieved_qps = result.achieved_qps();
-  if (const double measured_s = absl::ToDoubleSeconds(FromProtoDuration(result.measured()));
-      measured_s > 0 && result.scheduled() > 0) {
-    o.offered_qps = static_cast<double>(result.scheduled()) / measured_s;
-  }
+  o.offered_qps = out.judgement.offered_qps;
   o.p50_ms = result.latency().p50_ms();
   o.p99_ms = result.latency().p99_ms();
   o.error_rate = out.judgement.error_rate;

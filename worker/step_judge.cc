@@ -117,6 +117,7 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   const double offered = measured_s > 0 && result.scheduled() > 0
                              ? static_cast<double>(result.scheduled()) / measured_s
                              : target_qps;
+  j.offered_qps = offered;
   const double required = min_achieved_ratio_ * offered;
   // The health signal is the shortfall relative to the allowed shortfall, so a step that
   // achieves its full target scores 0 and one exactly at min_achieved_ratio scores 1.0.

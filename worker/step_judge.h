@@ -35,6 +35,9 @@ struct StepJudgement {
   // all, on its latency tail alone.
   bool passed_apart_from_p99 = false;
   double error_rate = 0;  // (errors + timeouts) / scheduled
+  // What the step offered: scheduled / measured seconds when the result says, else the
+  // target.
+  double offered_qps = 0;
   HealthScore health;
   std::string verdict;
 };

@@ -35,7 +35,8 @@ struct StepOutcome {
   // nothing about the model and must not be judged.
   bool client_valid = true;
   double achieved_qps = 0;
-  // What the step's schedule actually offered (scheduled / measured seconds); 0: not known.
+  // What the step's schedule actually offered (scheduled / measured seconds, else the
+  // target); 0: not known.
   double offered_qps = 0;
   double p50_ms = 0;
   double p99_ms = 0;
