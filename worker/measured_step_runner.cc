@@ -188,13 +188,17 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
   // predictor cannot carry (rising while overloaded: settling would only hit the cap).
   std::deque<double> recent_p50;
+  // One settle window's latency and throughput into the detector and the recent span.
+  const auto watch = [&](double p50_ms, double offered_qps, double achieved_qps) {
+    const double ratio = offered_qps > 0 ? achieved_qps / offered_qps : 1.0;
+    detector.Add(p50_ms, options_.closed_loop ? 1.0 : ratio);
+    recent_p50.push_back(p50_ms);
+    while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
+  };
   const auto settle_window = [&](const vanguard::v1::WindowMetrics& w) {
     out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
-    const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
-    detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
+    watch(w.latency().p50_ms(), w.offered_qps(), w.achieved_qps());
     assessor_->Observe(SignalsOf(w, gauges));
-    recent_p50.push_back(w.latency().p50_ms());
-    while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
     if (on_window) on_window(out.windows.back());
   };
   const auto remember_lifetime = [&] {
@@ -247,17 +251,12 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   };
   // The measured windows from `first` on become settle windows (fed to the detector).
   const auto demote = [&](size_t first) {
-    std::vector<vanguard::v1::StepWindow> kept(out.windows.begin() + first, out.windows.end());
-    out.windows.resize(first);
-    for (vanguard::v1::StepWindow& w : kept) {
+    for (size_t i = first; i < out.windows.size(); ++i) {
+      vanguard::v1::StepWindow& w = out.windows[i];
       w.set_warmup(true);
       w.clear_health_score();
       w.clear_health_state();
-      out.windows.push_back(w);
-      const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
-      detector.Add(w.latency().p50_ms(), options_.closed_loop ? 1.0 : ratio);
-      recent_p50.push_back(w.latency().p50_ms());
-      while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
+      watch(w.latency().p50_ms(), w.offered_qps(), w.achieved_qps());
     }
   };
 
