@@ -294,9 +294,14 @@ v1::WindowMetrics ToWindowMetrics(const WindowTally& window) {
   for (const auto& [error_class, count] : window.errors_by_class) {
     (*metrics.mutable_errors_by_class())[error_class] = count;
   }
-  if (window.ttft.count() > 0) *metrics.mutable_ttft() = Summarize(window.ttft);
-  if (window.inter_chunk.count() > 0)
+  if (window.ttft.count() > 0) {
+    *metrics.mutable_ttft() = Summarize(window.ttft);
+    metrics.set_ttft_histogram(window.ttft.Serialize());
+  }
+  if (window.inter_chunk.count() > 0) {
     *metrics.mutable_inter_chunk() = Summarize(window.inter_chunk);
+    metrics.set_inter_chunk_histogram(window.inter_chunk.Serialize());
+  }
   metrics.set_output_chunks(window.output_chunks);
   if (window.send_skew.count() > 0) {
     metrics.set_send_skew_p99_us(window.send_skew.Percentile(99.0));

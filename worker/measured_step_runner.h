@@ -31,6 +31,15 @@
 // capacity that takes far longer than any settle cap): it is measured once more behind a
 // continuous lead as long as everything before it, and judged on that part.
 //
+// Tail evidence. The outcome's tail_ratio (the share of requests over a p99 limit, the
+// worst of latency, TTFT and inter-token, for the pooled verdicts) counts the measured part
+// and, when it reads worse, the measured part together with the settle windows the detector
+// judged steady just before it in the same call (the last span; windows carry their
+// histograms): the same continuous run at the same rate, so a rare disturbance (a stall, a
+// GC pause, a burst of arrivals) landing there is evidence too. It never dilutes the
+// measured part: the first windows of a call may still hold a queue building up, which
+// reads better than the steady state.
+//
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
 // capacity. The runner keeps the typical lifetime (p50 latency of the last steady settle or
@@ -149,8 +158,11 @@ class MeasuredStepRunner {
   struct TailExceedance {
     double ratio = 0;
     int64_t samples = 0;
+    bool with_lead = false;  // the steady lead before the measured part counted too
   };
   static TailExceedance TailOf(const std::string& histogram, double limit_ms);
+  // The same over several serialized histograms merged (unreadable ones are skipped).
+  static TailExceedance TailOf(const std::vector<const std::string*>& histograms, double limit_ms);
 
   // Mean latency over the measured windows from `first` on rises by more than
   // kRisingLatencyDrift of its level (least-squares slope times span; at least 4 windows).

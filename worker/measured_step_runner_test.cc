@@ -302,6 +302,87 @@ TEST_F(RemeasureTest, OnlyOnceAndNeverWhenFlat) {
   EXPECT_EQ(measured_calls_, 1);
 }
 
+// A histogram of `n` requests at `fast_ms`, `slow` of them at 300 ms (over the 100 ms limit).
+std::string Requests(int n, int slow, double fast_ms = 10) {
+  LatencyHistogram h;
+  h.RecordN(static_cast<int64_t>(fast_ms * 1000), n - slow);
+  h.RecordN(300'000, slow);
+  return h.Serialize();
+}
+
+class TailEvidenceTest : public MeasuredStepRunnerTest {
+ protected:
+  // One call: six flat settle windows of 100 requests each (the slow ones of window i are
+  // lead_slow[i]), then the measured part whose result holds 1000 requests, `measured_slow`
+  // of them slow.
+  // With `stream`, the slow requests are slow to their first token (latency stays fast).
+  void Script(std::vector<int> lead_slow, int measured_slow, bool stream = false) {
+    ON_CALL(replayer_, RunStepRaw(_, _))
+        .WillByDefault([=, this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+          requests_.push_back(r);
+          auto script = std::make_shared<StreamScript>();
+          const int warmup_windows = static_cast<int>(FromProtoDuration(r.warmup()) / Window(r));
+          const int windows = static_cast<int>(FromProtoDuration(r.duration()) / Window(r));
+          for (int i = 0; i < warmup_windows + windows; ++i) {
+            vanguard::v1::RunStepEvent e = Window(10, 30);
+            e.mutable_window()->set_warmup(i < warmup_windows);
+            if (i < warmup_windows) {
+              const std::string slow = Requests(100, lead_slow[i % lead_slow.size()]);
+              e.mutable_window()->set_latency_histogram(stream ? Requests(100, 0) : slow);
+              if (stream) e.mutable_window()->set_ttft_histogram(slow);
+            }
+            script->events.push_back(e);
+          }
+          vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40);
+          result.set_latency_histogram(Requests(1000, stream ? 0 : measured_slow));
+          if (stream) {
+            result.mutable_ttft()->set_p50_ms(10);
+            result.mutable_ttft()->set_p99_ms(10);
+            result.set_ttft_histogram(Requests(1000, measured_slow));
+          }
+          script->events.push_back(ResultEvent(result));
+          return NewScriptedReader(script);
+        });
+  }
+};
+
+TEST_F(TailEvidenceTest, AStallInTheSteadyLeadCounts) {
+  // The detector's span is the last four settle windows (2 s); a stall in the window before
+  // it (index 1) is not steady evidence, one inside it is.
+  Script({0, 50, 0, 0, 0, 0}, /*measured_slow=*/2);
+  MeasuredStep step = MustRun({});
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_DOUBLE_EQ(step.outcome.tail_ratio, 0.2);  // 2 of 1000 over the limit / 1%
+  EXPECT_EQ(step.outcome.tail_samples, 1000);
+
+  requests_.clear();
+  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/2);
+  step = MustRun({});
+  // (50 + 2) of 1400 requests over the limit, over the 1% allowed.
+  EXPECT_NEAR(step.outcome.tail_ratio, 52.0 / 1400 / 0.01, 1e-9);
+  EXPECT_EQ(step.outcome.tail_samples, 1400);
+  EXPECT_THAT(step.judgement.verdict, HasSubstr("with the steady lead"));
+}
+
+TEST_F(TailEvidenceTest, StreamsCountTheLeadsTimeToFirstToken) {
+  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/2, /*stream=*/true);
+  vanguard::v1::Slo slo = Slo();
+  slo.mutable_ttft_p99()->set_nanos(100'000'000);
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, slo, {});
+  auto step = runner.Run(Request(), false, nullptr, nullptr);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_NEAR(step->outcome.tail_ratio, 52.0 / 1400 / 0.01, 1e-9);
+  EXPECT_EQ(step->outcome.tail_samples, 1400);
+}
+
+TEST_F(TailEvidenceTest, ACalmerLeadNeverDilutesTheMeasuredPart) {
+  Script({0, 0, 0, 0, 0, 0}, /*measured_slow=*/20);
+  MeasuredStep step = MustRun({});
+  EXPECT_DOUBLE_EQ(step.outcome.tail_ratio, 2.0);
+  EXPECT_EQ(step.outcome.tail_samples, 1000);
+  EXPECT_THAT(step.judgement.verdict, ::testing::Not(HasSubstr("steady lead")));
+}
+
 TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) {
   MeasuredStepOptions options;
   options.steady_state_detection = false;

@@ -22,7 +22,12 @@
 # closed_loop (fixed concurrency instead of open-loop arrivals), p99_only (single-metric
 # health check). ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
 # ACCURACY_WARMUP_S (2) set the step and warmup lengths; ACCURACY_RUNS="variant:strategy ..."
-# replaces the list of runs.
+# replaces the list of runs. ACCURACY_SEEDS ("1") lists seeds of the simulated models'
+# randomness (jitter, stalls) and of the load schedules: every run is repeated per seed, and
+# the aggregates (MAE, max, bias, time) are over every profile and seed; with more than one
+# seed the adaptive search's mean error per profile is printed too. A profile whose capacity
+# hangs on rare events (ranking's stalls, once every 10 s on average) reads differently from
+# one seed to the next, so one seed says little about "on average".
 #
 # Ends with: adaptive_mae_pct=… adaptive_max_err_pct=… binary_mae_pct=… adaptive_time_vs_binary=…
 #            no_warmup_mae_pct=… closed_loop_mae_pct=… (and more)
@@ -35,6 +40,7 @@ build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
 profiles=${ACCURACY_PROFILES:-"embedding nlp_encoder ranking vision llm"}
 step_s=${ACCURACY_STEP_S:-3}
 warmup_s=${ACCURACY_WARMUP_S:-2}
+seeds=${ACCURACY_SEEDS:-1}
 runs="full:binary_search full:adaptive full:sweep full:ladder full:direct_controller"
 runs="$runs full:stability no_warmup:adaptive closed_loop:adaptive p99_only:adaptive"
 runs=${ACCURACY_RUNS:-$runs}  # e.g. "full:adaptive full:binary_search"
@@ -76,43 +82,45 @@ for profile in $profiles; do
     >"$work/controller/$profile.json"
   log "profile $profile: truth ${TRUTH[$profile]} rps (saturation ${SAT[$profile]}), SLO p99 ${SLO_MS[$profile]} ms${TTFT_MS[$profile]:+, TTFT p99 ${TTFT_MS[$profile]} ms}, range [$(awk -v s="${SAT[$profile]}" 'BEGIN{printf "%.3f, %.3f", s/20, s*1.5}')]"
 done
-for run in $runs; do
-  variant=${run%%:*}
-  strategy=${run#*:}
-  for profile in $profiles; do
-    truth=${TRUTH[$profile]}
-    sat=${SAT[$profile]}
-    ttft_ms=${TTFT_MS[$profile]}
-    lo=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s/20}')
-    hi=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s*1.5}')
-    proto_args=()
-    if [ "$profile" = llm ]; then
-      proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
-    fi
-    start_server "sim-$profile" "$work/sim-$profile-$variant-$strategy.log" "${prio[@]}" \
-      "$bin/vanguard-sim-predictor" --profile="$profile" --listen=127.0.0.1:0
-    sim_port=$REPLY
-    sim_pid=${VANGUARD_PIDS[-1]}
-    line=$("$bin/accuracy_bench" --replayer="127.0.0.1:$replayer_port" \
-      --endpoint="http://127.0.0.1:$sim_port" "${proto_args[@]}" \
-      --slo_p99_ms="${SLO_MS[$profile]}" --slo_ttft_ms="${ttft_ms:-0}" \
-      --max_error_rate="${ERR_MAX[$profile]}" \
-      --min_qps="$lo" --max_qps="$hi" --strategy="$strategy" --variant="$variant" \
-      --step_seconds="$step_s" --warmup_seconds="$warmup_s" \
-      --direct_json_url="http://127.0.0.1:$controller_port/$profile.json" \
-      --stability_qps="$(awk -v t="$truth" 'BEGIN{printf "%.3f", 0.9 * t}')" \
-      2>"$work/bench-$profile-$variant-$strategy.log" || true)
-    kill "$sim_pid" 2>/dev/null || true
-    wait "$sim_pid" 2>/dev/null || true
-    est=$(sed -n 's/.*estimate=\([-0-9.a-z]*\).*/\1/p' <<<"$line")
-    secs=$(sed -n 's/.*test_s=\([0-9.]*\).*/\1/p' <<<"$line")
-    conv=$(sed -n 's/.*converged=\([01]\).*/\1/p' <<<"$line")
-    steps=$(sed -n 's/.*steps=\([0-9]*\).*/\1/p' <<<"$line")
-    drift=$(sed -n 's/.*drift_flags=\([0-9]*\).*/\1/p' <<<"$line")
-    err=$(awk -v e="${est:-nan}" -v t="$truth" 'BEGIN{ if (e == "nan" || e == "") print "nan"; else printf "%.2f", (e - t) / t * 100 }')
-    printf '%-12s %-10s %-17s truth=%.2f estimate=%s err_pct=%s converged=%s steps=%s test_s=%s drift_flags=%s\n' \
-      "$profile" "$variant" "$strategy" "$truth" "${est:-nan}" "$err" "${conv:-0}" "${steps:-0}" "${secs:-0}" "${drift:-0}" \
-      | tee -a "$results"
+for seed in $seeds; do
+  for run in $runs; do
+    variant=${run%%:*}
+    strategy=${run#*:}
+    for profile in $profiles; do
+      truth=${TRUTH[$profile]}
+      sat=${SAT[$profile]}
+      ttft_ms=${TTFT_MS[$profile]}
+      lo=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s/20}')
+      hi=$(awk -v s="$sat" 'BEGIN{printf "%.3f", s*1.5}')
+      proto_args=()
+      if [ "$profile" = llm ]; then
+        proto_args=(--protocol=openai_completions --request_body='{"prompt":"Summarise the capacity report.","stream":true}')
+      fi
+      start_server "sim-$profile" "$work/sim-$profile-$variant-$strategy-s$seed.log" "${prio[@]}" \
+        "$bin/vanguard-sim-predictor" --profile="$profile" --seed="$seed" --listen=127.0.0.1:0
+      sim_port=$REPLY
+      sim_pid=${VANGUARD_PIDS[-1]}
+      line=$("$bin/accuracy_bench" --replayer="127.0.0.1:$replayer_port" \
+        --endpoint="http://127.0.0.1:$sim_port" "${proto_args[@]}" \
+        --slo_p99_ms="${SLO_MS[$profile]}" --slo_ttft_ms="${ttft_ms:-0}" \
+        --max_error_rate="${ERR_MAX[$profile]}" \
+        --min_qps="$lo" --max_qps="$hi" --strategy="$strategy" --variant="$variant" \
+        --step_seconds="$step_s" --warmup_seconds="$warmup_s" --test_id="$seed" \
+        --direct_json_url="http://127.0.0.1:$controller_port/$profile.json" \
+        --stability_qps="$(awk -v t="$truth" 'BEGIN{printf "%.3f", 0.9 * t}')" \
+        2>"$work/bench-$profile-$variant-$strategy-s$seed.log" || true)
+      kill "$sim_pid" 2>/dev/null || true
+      wait "$sim_pid" 2>/dev/null || true
+      est=$(sed -n 's/.*estimate=\([-0-9.a-z]*\).*/\1/p' <<<"$line")
+      secs=$(sed -n 's/.*test_s=\([0-9.]*\).*/\1/p' <<<"$line")
+      conv=$(sed -n 's/.*converged=\([01]\).*/\1/p' <<<"$line")
+      steps=$(sed -n 's/.*steps=\([0-9]*\).*/\1/p' <<<"$line")
+      drift=$(sed -n 's/.*drift_flags=\([0-9]*\).*/\1/p' <<<"$line")
+      err=$(awk -v e="${est:-nan}" -v t="$truth" 'BEGIN{ if (e == "nan" || e == "") print "nan"; else printf "%.2f", (e - t) / t * 100 }')
+      printf '%-12s %-10s %-17s truth=%.2f estimate=%s err_pct=%s converged=%s steps=%s test_s=%s drift_flags=%s seed=%s\n' \
+        "$profile" "$variant" "$strategy" "$truth" "${est:-nan}" "$err" "${conv:-0}" "${steps:-0}" "${secs:-0}" "${drift:-0}" "$seed" \
+        | tee -a "$results"
+    done
   done
 done
 bench_s=$(( $(date +%s) - bench_start ))
@@ -129,7 +137,15 @@ agg() {  # agg VARIANT STRATEGY FIELD(mae|max|bias|time)
       if (f == "mae") printf "%.2f", sum / n; else if (f == "max") printf "%.2f", max;
       else if (f == "bias") printf "%.2f", bias / n; else printf "%.1f", time }' "$results"
 }
-echo "per-strategy summary (MAE %, max |err| %, bias %, total test time s):"
+if [ "$(wc -w <<<"$seeds")" -gt 1 ]; then
+  echo "adaptive search per profile over seeds $seeds (mean err %, mean |err| %, max |err| %):"
+  awk '$2 == "full" && $3 == "adaptive" {
+      split($6, a, "="); e = a[2]; if (e == "nan") next
+      n[$1]++; s[$1] += e; abs = e < 0 ? -e : e; m[$1] += abs; if (abs > x[$1]) x[$1] = abs }
+    END { for (p in n) printf "  %-12s err=%.2f abs=%.2f max=%.2f (%d runs)\n", p, s[p] / n[p], m[p] / n[p], x[p], n[p] }' \
+    "$results"
+fi
+echo "per-strategy summary over every profile and seed (MAE %, max |err| %, bias %, total test time s):"
 for run in $runs; do
   case $run in full:direct_controller|full:stability) continue ;; esac
   printf '  %-10s %-14s mae=%s max=%s bias=%s time_s=%s\n' "${run%%:*}" "${run#*:}" \
