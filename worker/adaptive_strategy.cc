@@ -146,7 +146,10 @@ bool AdaptiveStrategy::PoolVerdicts() {
   const std::optional<double> previous_best = best_;
   best_.reset();
   if (best != kNone) best_ = rate(best);
-  if (best_ && best_ != previous_best) best_history_.push_back(*best_);
+  if (best_ && best_ != previous_best) {
+    best_history_.push_back(*best_);
+    best_recorded_at_.push_back(steps_);
+  }
   if (best != kNone && failure != kNone && fitted[best] > 0 && fitted[best] < 1 &&
       fitted[failure] > 1) {
     best_ratio_ = fitted[best];
@@ -189,6 +192,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   judged_.push_back({outcome, spiky});
   const bool passed = PoolVerdicts();
   const bool noise = !passed && spiky;
+  if (!passed && !noise) last_failure_at_ = steps_;
   double next;
   if (!passed) healthy_run_ = 0;
   if (passed) {
@@ -234,7 +238,8 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       last_placement_after_pass_ = passed;
     }
   }
-  if (best_history_.size() >= 3 && lowest_failure_) {
+  if (best_history_.size() >= 3 && lowest_failure_ &&
+      last_failure_at_ > best_recorded_at_[best_recorded_at_.size() - 3]) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
     if (CoefficientOfVariation(last_three) < epsilon_) {
       return Finish(true, "converged (CV of the last three best rates below epsilon)");
@@ -250,6 +255,14 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     return Finish(true, "converged (pooled tail curve crosses the limit just above the best)");
   }
   if (!best_ && lowest_failure_ && q_ <= min_qps_) {
+    // Nothing below to lend the step its requests: a failure on the tail alone is measured
+    // again at min_qps, and the steps there are judged together (they share one pooled
+    // value), before the test is given up.
+    int at_min = 0;
+    for (const Judged& j : judged_) at_min += j.outcome.rate_qps == q_ ? 1 : 0;
+    if (last->passed_apart_from_tail && last->tail_samples > 0 && at_min < kTailJudgingSteps) {
+      return RunStep{q_};
+    }
     return Finish(false, "min_qps already fails");
   }
   if (passed && q_ >= max_qps_) return Finish(false, "max_qps holds the SLO");

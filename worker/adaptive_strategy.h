@@ -18,10 +18,12 @@
 //  - otherwise: q -= step, step *= alpha  (backtracking; never back to or below the best,
 //    which is known to hold: best + the damped step instead);
 // Every change of the best is recorded. The search stops when the coefficient of
-// variation of the last three recorded bests is below epsilon and a failure above the best has
-// been seen (convergence detection); when the gap between the best and the lowest failure is
-// within epsilon of the best; when the pooled tail curve (below) crosses the limit within
-// epsilon / 2 above the best; or after max_steps steps.
+// variation of the last three recorded bests is below epsilon and a step has failed since
+// the first of them was recorded (convergence detection: the bests stay put while the
+// search keeps testing above them; bests that only climb by damped steps, every step a
+// pass, are not converged however close together they are); when the gap between the best and the
+// lowest failure is within epsilon of the best; when the pooled tail curve (below) crosses the
+// limit within epsilon / 2 above the best; or after max_steps steps.
 //
 // Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
 // every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).
@@ -140,6 +142,8 @@ class AdaptiveStrategy : public Strategy {
   double low_scale_ = 1;
   double high_scale_ = 1;  // the neighbourhood's fitted tail curve, when it has one
   std::vector<double> best_history_;
+  std::vector<int> best_recorded_at_;  // steps_ when each best_history_ entry was recorded
+  int last_failure_at_ = 0;            // steps_ of the latest step judged a failure
   int steps_ = 0;
   int noise_steps_ = 0;
   int invalid_steps_ = 0;

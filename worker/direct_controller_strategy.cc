@@ -37,13 +37,13 @@ Decision DirectControllerStrategy::Conclude(const std::string& note) {
       lowest_failure_.value_or(rates_[std::min(current_, rates_.size() - 1)]);
   const bool target_holds = highest_pass_.has_value();
   done.summary = absl::StrFormat(
-      "direct controller: the autoscaler's target %g qps %s the SLO%s%s", rates_[0],
+      "direct controller: the autoscaler's target %g qps %s the SLO%s%s%s", rates_[0],
       target_holds ? "holds" : "does NOT hold",
       rates_.size() > 1 && target_holds
           ? (*highest_pass_ > rates_[0] ? absl::StrFormat("; headroom %g qps holds too", rates_[1])
                                         : absl::StrFormat("; headroom %g qps fails", rates_[1]))
           : std::string(),
-      note);
+      tail_note_, note);
   done_ = done;
   return done;
 }
@@ -63,7 +63,22 @@ Decision DirectControllerStrategy::Next(const std::optional<StepOutcome>& last) 
         absl::StrFormat(" (stopped: load generator invalid twice at %g qps)", rates_[current_]));
   }
   retried_invalid_client_ = false;
-  if (last->passed) {
+  at_rate_.push_back(*last);
+  const bool tail_only_first =
+      !at_rate_[0].passed && at_rate_[0].passed_apart_from_tail && at_rate_[0].tail_samples > 0;
+  const PooledSteps pooled = PoolSteps(at_rate_);
+  if (tail_only_first && pooled.other_failures == 0 &&
+      static_cast<int>(at_rate_.size()) < kTailJudgingSteps) {
+    return RunStep{rates_[current_]};  // one short step cannot fail a long-run p99 alone
+  }
+  const bool passed = tail_only_first ? pooled.held() : last->passed;
+  if (tail_only_first) {
+    absl::StrAppend(&tail_note_,
+                    absl::StrFormat("; at %g qps the tail over %d steps was %.2f of allowed",
+                                    rates_[current_], at_rate_.size(), pooled.ratio));
+  }
+  at_rate_.clear();
+  if (passed) {
     highest_pass_ = rates_[current_];
   } else {
     lowest_failure_ = rates_[current_];

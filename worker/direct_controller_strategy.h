@@ -5,6 +5,12 @@
 //
 //   ASSIGN_OR_RETURN(auto direct, DirectControllerStrategy::Create(config, /*target=*/420));
 //
+// A p99 limit is a long-run share (1% of requests over it), and one short step reads it from
+// a few thousand requests: a stall landing there fails it though the long run absorbs it. A
+// step that fails on its tail alone is therefore followed by kTailJudgingSteps - 1 more at the same
+// rate, and the rate is judged on all of them together (tail ratios pooled by requests, every
+// other check held in each; see PoolSteps).
+//
 // Result: the highest verified rate (0 when the target itself fails the SLO), converged
 // when the target was judged, CI [highest pass, lowest failure (or the highest rate run)].
 // A step whose client was not valid is rerun once.
@@ -41,6 +47,8 @@ class DirectControllerStrategy : public Strategy {
   size_t current_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
+  std::vector<StepOutcome> at_rate_;  // the judged steps at rates_[current_]
+  std::string tail_note_;             // what pooling across steps decided, for the summary
   std::optional<double> highest_pass_;
   std::optional<double> lowest_failure_;
   std::optional<Done> done_;

@@ -125,20 +125,9 @@ Decision StabilityStrategy::Conclude() {
   // A segment whose only breach is its latency tail is judged with the whole run: the p99 of
   // hours at one rate is over all of its requests, and a stall that lands in one short
   // segment fails that segment alone though the long run absorbs it.
-  int failed = 0, tail_only = 0;
-  double over = 0, samples = 0;  // requests over the tail limits (in allowed units), all
-  for (const StepOutcome& o : segments_) {
-    if (o.tail_samples > 0) {
-      over += o.tail_ratio * static_cast<double>(o.tail_samples);
-      samples += static_cast<double>(o.tail_samples);
-      if (!o.passed && o.passed_apart_from_tail) {
-        ++tail_only;
-        continue;
-      }
-    }
-    failed += o.passed ? 0 : 1;
-  }
-  const double run_tail = samples > 0 ? over / samples : 0;
+  const PooledSteps pooled = PoolSteps(segments_);
+  const int failed = pooled.other_failures, tail_only = pooled.tail_only;
+  const double run_tail = pooled.ratio;
   const bool tail_held = run_tail <= 1;
   done.drift_flags = DriftFlags(segments_);
   const bool stable = failed == 0 && tail_held && done.drift_flags.empty() && invalid_ == 0;
@@ -149,12 +138,13 @@ Decision StabilityStrategy::Conclude() {
   done.summary = absl::StrFormat(
       "stability at %g qps over %d segments: %s; %d failed segment(s)%s%s", config_.rate_qps(),
       static_cast<int>(segments_.size()), stable ? "stable" : "NOT stable", failed,
-      samples > 0 ? absl::StrFormat(
-                        "; tail over the whole run %.2f of allowed (%s)%s", run_tail,
-                        tail_held ? "held" : "BREACHED",
-                        tail_only > 0 ? absl::StrFormat(", %d segment(s) over it alone", tail_only)
-                                      : std::string())
-                  : std::string(),
+      pooled.samples > 0
+          ? absl::StrFormat("; tail over the whole run %.2f of allowed (%s)%s", run_tail,
+                            tail_held ? "held" : "BREACHED",
+                            tail_only > 0
+                                ? absl::StrFormat(", %d segment(s) over it alone", tail_only)
+                                : std::string())
+          : std::string(),
       done.drift_flags.empty() ? std::string()
                                : absl::StrCat("; ", absl::StrJoin(done.drift_flags, "; ")));
   if (invalid_ > 0) absl::StrAppend(&done.summary, "; ", invalid_, " segment(s) not judged");

@@ -99,6 +99,19 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     }
   }
 
+  // Streams: the time to the first token and between tokens score the step's health like
+  // any other SLO metric (a model whose binding limit is its TTFT is close to capacity
+  // however far its total latency sits below its own limit). Their breaches are judged with
+  // the step's other percentile limits by MeasuredStepRunner.
+  const double ttft_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.ttft_p99()));
+  if (ttft_limit_ms > 0 && result.has_ttft()) {
+    signals.push_back({"ttft", result.ttft().p99_ms(), ttft_limit_ms});
+  }
+  const double inter_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.inter_token_p99()));
+  if (inter_limit_ms > 0 && result.has_inter_chunk()) {
+    signals.push_back({"inter_token", result.inter_chunk().p99_ms(), inter_limit_ms});
+  }
+
   if (slo_.max_error_rate() > 0) {
     signals.push_back({"error_rate", j.error_rate, slo_.max_error_rate()});
     if (j.error_rate > slo_.max_error_rate()) {

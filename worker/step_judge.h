@@ -9,7 +9,9 @@
 //                                                   says, else the target).
 // The verdict is one line naming every breached limit with its numbers, e.g.
 //   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
-// and the health score comes from a HealthScorer over the same metrics.
+// and the health score comes from a HealthScorer over the same metrics plus, for streams,
+// the TTFT and inter-token p99 against slo.ttft_p99 / inter_token_p99 (scored here; their
+// breaches are judged by MeasuredStepRunner with the step's other percentile limits).
 //
 //   ASSIGN_OR_RETURN(StepJudge judge, StepJudge::Create(test.model().slo()));
 //   StepJudgement j = judge.Judge(step_result, /*target_qps=*/400);

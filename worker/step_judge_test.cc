@@ -62,6 +62,26 @@ TEST(StepJudgeTest, P99BreachAloneFailsAndIsNamed) {
   EXPECT_EQ(j.health.worst_metric, "p99");
 }
 
+TEST(StepJudgeTest, StreamsScoreTheirTimeToFirstAndBetweenTokens) {
+  vanguard::v1::Slo slo = Slo();
+  slo.mutable_ttft_p99()->set_nanos(300'000'000);
+  slo.mutable_inter_token_p99()->set_nanos(50'000'000);
+  StepJudge judge = MustCreate(slo);
+  vanguard::v1::StepResult r = Good();
+  StepJudgement j = judge.Judge(r, 400);  // no stream figures: nothing to score
+  EXPECT_EQ(j.health.state, vanguard::v1::HEALTH_STATE_HEALTHY);
+  r.mutable_ttft()->set_p99_ms(270);  // 90% of its limit, total latency at 40%
+  r.mutable_inter_chunk()->set_p99_ms(10);
+  j = judge.Judge(r, 400);
+  EXPECT_TRUE(j.passed);  // the runner judges the stream limits themselves
+  EXPECT_EQ(j.health.state, vanguard::v1::HEALTH_STATE_UNHEALTHY);
+  EXPECT_EQ(j.health.worst_metric, "ttft");
+  r.mutable_inter_chunk()->set_p99_ms(49);
+  j = judge.Judge(r, 400);
+  EXPECT_EQ(j.health.state, vanguard::v1::HEALTH_STATE_CRITICAL);
+  EXPECT_EQ(j.health.worst_metric, "inter_token");
+}
+
 TEST(StepJudgeTest, P50BreachAloneFailsAndIsNamed) {
   StepJudge judge = MustCreate(Slo());
   vanguard::v1::StepResult r = Good();

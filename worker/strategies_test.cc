@@ -190,6 +190,64 @@ StepOutcome CliffPredictor(double rate, double capacity) {
   return WithLimitRatio(rate, capacity, std::exp(4 * (rate / capacity - 1)));
 }
 
+TEST(AdaptiveStrategyTest, BestsClimbingByDampedStepsAreNotConvergence) {
+  // Passes near the limit are CRITICAL (the step is damped to 1/8) and say nothing about how
+  // far the limit is (no limit ratio): after the failure at 300 the bests climb 250, 256,
+  // 262, 269, ... in steps under 2.5%, every one a pass. Their coefficient of variation falls
+  // under epsilon long before the limit (290) is reached; only a failure among them means
+  // the bests have stopped moving.
+  auto s = Adaptive(100, 500);
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [](double r) {
+    StepOutcome o;
+    o.rate_qps = r;
+    o.passed = r < 290;
+    o.achieved_qps = r;
+    o.health_state = r >= 290   ? vanguard::v1::HEALTH_STATE_OVERLOADED
+                     : r >= 240 ? vanguard::v1::HEALTH_STATE_CRITICAL
+                                : vanguard::v1::HEALTH_STATE_HEALTHY;
+    o.window_state = o.health_state;
+    return o;
+  });
+  EXPECT_TRUE(run.done.converged);
+  EXPECT_GT(run.done.max_sustainable_qps, 0.95 * 290) << run.done.summary;
+  EXPECT_LT(run.done.max_sustainable_qps, 290);
+}
+
+TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) {
+  // The first step (at min_qps) catches a stall: 2.6% of its requests over the limit. Calm
+  // steps at the same rate bring the pooled tail under the limit (two: (2.6 + 0.1 + 0.1) / 3),
+  // and the search goes on; a tail that stays over it ends the test after four.
+  for (bool persistent : {false, true}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    int step = 0;
+    StrategyRun run = Drive(*s, [&](double r) {
+      StepOutcome o = ModelPredictor(r, 800);
+      o.tail_samples = 1000;
+      o.tail_ratio = step++ == 0 || persistent ? 2.6 : 0.1;
+      o.passed_apart_from_tail = o.passed;
+      o.passed = o.passed && o.tail_ratio <= 1;
+      return o;
+    });
+    ASSERT_GE(run.rates.size(), 4u);
+    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
+    if (persistent) {
+      EXPECT_EQ(run.rates.size(), 4u);
+      EXPECT_DOUBLE_EQ(run.rates[3], 50);
+      EXPECT_EQ(run.done.max_sustainable_qps, 0);
+    } else {
+      EXPECT_GT(run.rates[3], 50);
+      EXPECT_TRUE(run.done.converged);
+      EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.05 * 800);
+    }
+  }
+  // A failure of anything else at min_qps ends the test at once.
+  auto s = Adaptive();
+  StrategyRun run = Drive(*s, [](double r) { return ModelPredictor(r, 40); });
+  EXPECT_EQ(run.rates.size(), 1u);
+}
+
 TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
   for (double capacity : {437.0, 911.0, 1633.0}) {
     auto with = Adaptive();
@@ -572,6 +630,50 @@ TEST(DirectControllerStrategyTest, TargetThatFailsEstimatesZero) {
   EXPECT_EQ(run.rates.size(), 1u);
   EXPECT_EQ(run.done.max_sustainable_qps, 0);
   EXPECT_NE(run.done.summary.find("does NOT hold"), std::string::npos);
+}
+
+// Steps at 400 qps with 3000 requests each whose tail ratios are `tails` in turn; a step
+// fails on its tail alone when its ratio is over 1.
+StrategyRun DriveTails(std::vector<double> tails) {
+  auto s = DirectControllerStrategy::Create({}, 400);
+  EXPECT_TRUE(s.ok());
+  size_t i = 0;
+  return Drive(**s, [&](double r) {
+    StepOutcome o = ModelPredictor(r, 450);
+    o.tail_samples = 3000;
+    o.tail_ratio = tails[i++ % tails.size()];
+    o.passed_apart_from_tail = true;
+    o.passed = o.tail_ratio <= 1;
+    return o;
+  });
+}
+
+TEST(DirectControllerStrategyTest, AStepFailingOnItsTailAloneIsJudgedWithMoreOfTheSameRate) {
+  // A stall in the first step (2.5 of allowed); three calm steps after it: 0.8 over all four.
+  StrategyRun run = DriveTails({2.5, 0.2, 0.3, 0.2});
+  ASSERT_EQ(run.rates.size(), 4u);
+  for (double r : run.rates) EXPECT_DOUBLE_EQ(r, 400);
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 400);
+  EXPECT_NE(run.done.summary.find("tail over 4 steps was 0.80"), std::string::npos)
+      << run.done.summary;
+  // A tail that stays over the limit fails the target.
+  run = DriveTails({2.5, 1.2, 0.9, 1.4});
+  EXPECT_EQ(run.rates.size(), 4u);
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+  // A pass is never stretched, and a failure of anything else is not re-judged.
+  run = DriveTails({0.5});
+  EXPECT_EQ(run.rates.size(), 1u);
+  auto s = DirectControllerStrategy::Create({}, 400);
+  ASSERT_TRUE(s.ok());
+  run = Drive(**s, [](double r) {
+    StepOutcome o = ModelPredictor(r, 450);
+    o.tail_samples = 3000;
+    o.tail_ratio = 2;
+    o.passed = false;  // and errors, say
+    return o;
+  });
+  EXPECT_EQ(run.rates.size(), 1u);
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
 }
 
 TEST(DirectControllerStrategyTest, FactoryNeedsTheFetchedRateForAUrl) {

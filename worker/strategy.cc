@@ -36,6 +36,24 @@ double CoefficientOfVariation(const std::vector<double>& values) {
   return std::sqrt(var) / std::abs(mean);
 }
 
+PooledSteps PoolSteps(const std::vector<StepOutcome>& steps) {
+  PooledSteps pooled;
+  double over = 0;  // requests over the tail limits, in allowed units
+  for (const StepOutcome& o : steps) {
+    if (o.tail_samples > 0) {
+      over += o.tail_ratio * static_cast<double>(o.tail_samples);
+      pooled.samples += o.tail_samples;
+      if (!o.passed && o.passed_apart_from_tail) {
+        ++pooled.tail_only;
+        continue;
+      }
+    }
+    pooled.other_failures += o.passed ? 0 : 1;
+  }
+  if (pooled.samples > 0) pooled.ratio = over / static_cast<double>(pooled.samples);
+  return pooled;
+}
+
 absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::TestSpec& spec,
                                                          const StrategyContext& context) {
   switch (spec.strategy_case()) {

@@ -124,6 +124,25 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::Tes
 // Coefficient of variation (stddev / mean) of `values`; 0 for fewer than two or mean 0.
 double CoefficientOfVariation(const std::vector<double>& values);
 
+// Steps at one rate judged together: a p99 limit of the long run is over all of their
+// requests, and a stall landing in one short step fails that step alone though the long run
+// absorbs it. `ratio` pools the steps' tail ratios by their requests (0 without samples);
+// `tail_only` counts steps that failed on their tail alone (those are judged by the pooled
+// ratio), `other_failures` steps that failed anything else.
+struct PooledSteps {
+  double ratio = 0;
+  int64_t samples = 0;
+  int tail_only = 0;
+  int other_failures = 0;
+  bool held() const { return other_failures == 0 && ratio <= 1; }
+};
+PooledSteps PoolSteps(const std::vector<StepOutcome>& steps);
+
+// How many steps at one rate a strategy runs before a failure on the tail alone stands
+// where no neighbouring rate can lend its requests (the direct controller's target, the
+// adaptive search's min_qps): the failing step and three more.
+inline constexpr int kTailJudgingSteps = 4;
+
 }  // namespace vanguard::worker
 
 #endif  // VANGUARD_WORKER_STRATEGY_H_
