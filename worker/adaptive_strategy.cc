@@ -90,20 +90,6 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   return done;
 }
 
-double AdaptiveStrategy::Resolution() const {
-  // Steps are judged at the rates they offered, and a Poisson schedule of N arrivals offers
-  // its target give or take 1/sqrt(N): a bracket narrower than that cannot be aimed at.
-  int64_t arrivals = 0;
-  for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    if ((best_ && o.rate_qps == *best_) || (lowest_failure_ && o.rate_qps == *lowest_failure_)) {
-      if (o.scheduled > 0 && (arrivals == 0 || o.scheduled < arrivals)) arrivals = o.scheduled;
-    }
-  }
-  if (arrivals == 0) return epsilon_;
-  return std::max(epsilon_, 1 / std::sqrt(static_cast<double>(arrivals)));
-}
-
 bool AdaptiveStrategy::PoolVerdicts() {
   std::vector<TailPoint> points;
   std::vector<size_t> pooled;  // judged_ index of each point
@@ -263,7 +249,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       return Finish(true, "converged (CV of the last three best rates below epsilon)");
     }
   }
-  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= Resolution() * *best_) {
+  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= epsilon_ * *best_) {
     return Finish(true, "converged (bracket below resolution)");
   }
   // The pooled tail curve of the neighbourhood puts the limit within half the resolution

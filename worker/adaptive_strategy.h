@@ -22,8 +22,7 @@
 // the first of them was recorded (convergence detection: the bests stay put while the
 // search keeps testing above them; bests that only climb by damped steps, every step a
 // pass, are not converged however close together they are); when the gap between the best and the
-// lowest failure is within epsilon of the best (or within the offered rates' own spread,
-// 1/sqrt(arrivals), when that is wider: see below); when the pooled tail curve (below) crosses the
+// lowest failure is within epsilon of the best; when the pooled tail curve (below) crosses the
 // limit within epsilon / 2 above the best; or after max_steps steps.
 //
 // Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
@@ -128,10 +127,6 @@ class AdaptiveStrategy : public Strategy {
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
   std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
-  // The relative bracket width the search stops at: epsilon, or the spread of the offered
-  // rates of the best pass and the lowest failure (1/sqrt(arrivals) of the smaller
-  // schedule) when that is wider.
-  double Resolution() const;
 
   const double min_qps_, max_qps_, alpha_;
   const int tau_;

@@ -462,7 +462,6 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.passed = out.judgement.passed;
   o.client_valid = out.judgement.client_valid;
   o.achieved_qps = result.achieved_qps();
-  o.scheduled = result.scheduled();
   o.offered_qps =
       options_.closed_loop ? 0 : out.judgement.offered_qps;  // a closed loop offers none
   o.p50_ms = result.latency().p50_ms();

@@ -38,9 +38,6 @@ struct StepOutcome {
   // What the step's schedule actually offered (scheduled / measured seconds, else the
   // target); 0: not known.
   double offered_qps = 0;
-  // Arrivals the measured part's schedule held (the realized offered rate's relative spread
-  // from step to step is about 1/sqrt of it for a Poisson schedule); 0: not known.
-  int64_t scheduled = 0;
   double p50_ms = 0;
   double p99_ms = 0;
   double error_rate = 0;
