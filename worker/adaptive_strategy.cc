@@ -182,18 +182,14 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   }
   retried_invalid_client_ = false;
   ++steps_;
-  // Judged at the rate the step actually offered: a Poisson schedule of a few hundred
-  // arrivals lands several percent off its target, the model answered what arrived, and a
-  // step that drew fewer arrivals passes more easily (judged at its target, the best pass
-  // would lean high).
-  outcome.rate_qps = outcome.client_valid && outcome.offered_qps > 0 ? outcome.offered_qps : q_;
+  outcome.rate_qps = q_;
   last = &outcome;
 
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
   // A failure through at most tau isolated spike windows only (spike tolerance).
   const bool spiky = !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
-  judged_.push_back({outcome, q_, spiky});
+  judged_.push_back({outcome, spiky});
   const bool passed = PoolVerdicts();
   const bool noise = !passed && spiky;
   if (!passed && !noise) last_failure_at_ = steps_;
@@ -263,7 +259,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     // again at min_qps, and the steps there are judged together (they share one pooled
     // value), before the test is given up.
     int at_min = 0;
-    for (const Judged& j : judged_) at_min += j.target_qps == q_ ? 1 : 0;
+    for (const Judged& j : judged_) at_min += j.outcome.rate_qps == q_ ? 1 : 0;
     if (last->passed_apart_from_tail && last->tail_samples > 0 && at_min < kTailJudgingSteps) {
       return RunStep{q_};
     }

@@ -48,13 +48,6 @@
 // no longer the best), and so does the move after the step. Steps without tail samples keep
 // their own verdict, which is the paper's behaviour.
 //
-// Steps are judged at the rate they actually offered (StepOutcome.offered_qps: the
-// schedule's arrivals over the measured time), not at their target: a Poisson schedule of a
-// few hundred arrivals (a generative model's step) lands several percent off its target, the
-// model answered what arrived, and a step that happened to draw fewer arrivals passes more
-// easily, so judged at its target the best pass would lean high. best, the lowest failure
-// and the estimate are offered rates; the moves still set targets.
-//
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
 // search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
@@ -114,8 +107,7 @@ class AdaptiveStrategy : public Strategy {
 
   // One judged step as the pooled verdicts see it.
   struct Judged {
-    StepOutcome outcome;  // rate_qps: what the step offered (its target when not known)
-    double target_qps = 0;
+    StepOutcome outcome;
     bool noise = false;  // failed through spikes alone: never counted as a failure
   };
   // Recomputes every judged step's verdict from the pooled tail fit (steps without tail

@@ -462,8 +462,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.passed = out.judgement.passed;
   o.client_valid = out.judgement.client_valid;
   o.achieved_qps = result.achieved_qps();
-  o.offered_qps =
-      options_.closed_loop ? 0 : out.judgement.offered_qps;  // a closed loop offers none
+  o.offered_qps = out.judgement.offered_qps;
   o.p50_ms = result.latency().p50_ms();
   o.p99_ms = result.latency().p99_ms();
   o.error_rate = out.judgement.error_rate;
