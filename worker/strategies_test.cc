@@ -42,6 +42,19 @@ StepOutcome ModelPredictor(double rate, double capacity) {
   return o;
 }
 
+// ModelPredictor's step with a tail reading: `tail_ratio` of the allowed share over its p99
+// limit, from `samples` requests. It fails on the tail when the ratio is over 1, and on
+// something else (errors, say) when ModelPredictor fails it or !other_checks_held.
+StepOutcome WithTail(double rate, double capacity, double tail_ratio, int64_t samples = 3000,
+                     bool other_checks_held = true) {
+  StepOutcome o = ModelPredictor(rate, capacity);
+  o.tail_samples = samples;
+  o.tail_ratio = tail_ratio;
+  o.passed_apart_from_tail = o.passed && other_checks_held;
+  o.passed = o.passed_apart_from_tail && tail_ratio <= 1;
+  return o;
+}
+
 struct StrategyRun {
   Done done;
   std::vector<double> rates;
@@ -223,12 +236,7 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
     ASSERT_TRUE(s);
     int step = 0;
     StrategyRun run = Drive(*s, [&](double r) {
-      StepOutcome o = ModelPredictor(r, 800);
-      o.tail_samples = 1000;
-      o.tail_ratio = step++ == 0 || persistent ? 2.6 : 0.1;
-      o.passed_apart_from_tail = o.passed;
-      o.passed = o.passed && o.tail_ratio <= 1;
-      return o;
+      return WithTail(r, 800, step++ == 0 || persistent ? 2.6 : 0.1, 1000);
     });
     ASSERT_GE(run.rates.size(), 4u);
     for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
@@ -638,14 +646,7 @@ StrategyRun DriveTails(std::vector<double> tails) {
   auto s = DirectControllerStrategy::Create({}, 400);
   EXPECT_TRUE(s.ok());
   size_t i = 0;
-  return Drive(**s, [&](double r) {
-    StepOutcome o = ModelPredictor(r, 450);
-    o.tail_samples = 3000;
-    o.tail_ratio = tails[i++ % tails.size()];
-    o.passed_apart_from_tail = true;
-    o.passed = o.tail_ratio <= 1;
-    return o;
-  });
+  return Drive(**s, [&](double r) { return WithTail(r, 450, tails[i++ % tails.size()]); });
 }
 
 TEST(DirectControllerStrategyTest, AStepFailingOnItsTailAloneIsJudgedWithMoreOfTheSameRate) {
@@ -665,13 +666,7 @@ TEST(DirectControllerStrategyTest, AStepFailingOnItsTailAloneIsJudgedWithMoreOfT
   EXPECT_EQ(run.rates.size(), 1u);
   auto s = DirectControllerStrategy::Create({}, 400);
   ASSERT_TRUE(s.ok());
-  run = Drive(**s, [](double r) {
-    StepOutcome o = ModelPredictor(r, 450);
-    o.tail_samples = 3000;
-    o.tail_ratio = 2;
-    o.passed = false;  // and errors, say
-    return o;
-  });
+  run = Drive(**s, [](double r) { return WithTail(r, 450, 2, 3000, /*other_checks_held=*/false); });
   EXPECT_EQ(run.rates.size(), 1u);
   EXPECT_EQ(run.done.max_sustainable_qps, 0);
 }
@@ -739,14 +734,7 @@ TEST(StabilityStrategyTest, TheTailIsJudgedOverTheWholeRun) {
     auto s = StabilityStrategy::Create(c);
     ASSERT_TRUE(s.ok());
     int i = 0;
-    StrategyRun run = Drive(**s, [&](double r) {
-      StepOutcome o = ModelPredictor(r, 500);
-      o.tail_samples = 3000;
-      o.tail_ratio = i++ == 2 ? 2.5 : calm;
-      o.passed = o.tail_ratio <= 1;
-      o.passed_apart_from_tail = true;
-      return o;
-    });
+    StrategyRun run = Drive(**s, [&](double r) { return WithTail(r, 500, i++ == 2 ? 2.5 : calm); });
     if (calm == 0.4) {
       EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 300) << run.done.summary;
       EXPECT_NE(run.done.summary.find("1 segment(s) over it alone"), std::string::npos);
@@ -761,12 +749,7 @@ TEST(StabilityStrategyTest, TheTailIsJudgedOverTheWholeRun) {
   ASSERT_TRUE(s.ok());
   int i = 0;
   StrategyRun run = Drive(**s, [&](double r) {
-    StepOutcome o = ModelPredictor(r, 500);
-    o.tail_samples = 3000;
-    o.tail_ratio = 0.1;
-    o.passed = i != 3;
-    o.passed_apart_from_tail = i++ != 3;  // e.g. errors
-    return o;
+    return WithTail(r, 500, 0.1, 3000, /*other_checks_held=*/i++ != 3);  // e.g. errors
   });
   EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 0) << run.done.summary;
 }
