@@ -126,23 +126,20 @@ Decision StabilityStrategy::Conclude() {
   // hours at one rate is over all of its requests, and a stall that lands in one short
   // segment fails that segment alone though the long run absorbs it.
   const PooledSteps pooled = PoolSteps(segments_);
-  const int failed = pooled.other_failures, tail_only = pooled.tail_only;
-  const double run_tail = pooled.ratio;
-  const bool tail_held = run_tail <= 1;
   done.drift_flags = DriftFlags(segments_);
-  const bool stable = failed == 0 && tail_held && done.drift_flags.empty() && invalid_ == 0;
+  const bool stable = pooled.held() && done.drift_flags.empty() && invalid_ == 0;
   done.max_sustainable_qps = stable ? config_.rate_qps() : 0;
   done.converged = invalid_ == 0;
   done.confidence_low_qps = done.max_sustainable_qps;
   done.confidence_high_qps = config_.rate_qps();
   done.summary = absl::StrFormat(
       "stability at %g qps over %d segments: %s; %d failed segment(s)%s%s", config_.rate_qps(),
-      static_cast<int>(segments_.size()), stable ? "stable" : "NOT stable", failed,
+      static_cast<int>(segments_.size()), stable ? "stable" : "NOT stable", pooled.other_failures,
       pooled.samples > 0
-          ? absl::StrFormat("; tail over the whole run %.2f of allowed (%s)%s", run_tail,
-                            tail_held ? "held" : "BREACHED",
-                            tail_only > 0
-                                ? absl::StrFormat(", %d segment(s) over it alone", tail_only)
+          ? absl::StrFormat("; tail over the whole run %.2f of allowed (%s)%s", pooled.ratio,
+                            pooled.ratio <= 1 ? "held" : "BREACHED",
+                            pooled.tail_only > 0
+                                ? absl::StrFormat(", %d segment(s) over it alone", pooled.tail_only)
                                 : std::string())
           : std::string(),
       done.drift_flags.empty() ? std::string()
