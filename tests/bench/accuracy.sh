@@ -71,16 +71,32 @@ bench_start=$(date +%s)
 # Ground truth and range per profile first; then run-major (every profile's binary search,
 # then every profile's adaptive search, ...), so the headline comparison comes in first.
 declare -A TRUTH SAT SLO_MS TTFT_MS ERR_MAX
+# The simulator's default ground truth (30 s judged after 5 s, 4 replications) is itself a
+# sample: profiles whose tail comes from rare stalls (ranking, vision, nlp_encoder) or from
+# few long requests (llm) move by 2-6% between its seeds. The reference here is the mean of
+# two independent truths (model and arrival seeds 1.. and 101..), each 16 replications of
+# 60 s judged after 10 s; their spread is printed so an error below it reads as noise.
+truth_args=(--ground_truth --ground_truth_seconds=60 --ground_truth_settle_s=10
+  --ground_truth_replications=16)
+declare -A TRUTH_SPREAD
 for profile in $profiles; do
-  gt=$("$bin/vanguard-sim-predictor" --profile="$profile" --ground_truth)
-  TRUTH[$profile]=$(sed -n 's/.*true_capacity_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
+  "$bin/vanguard-sim-predictor" --profile="$profile" "${truth_args[@]}" --seed=101 \
+    --ground_truth_seed=101 >"$work/truth-$profile-b.txt" &
+  gt=$("$bin/vanguard-sim-predictor" --profile="$profile" "${truth_args[@]}" --seed=1 \
+    --ground_truth_seed=1)
+  wait $!
+  t1=$(sed -n 's/.*true_capacity_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
+  t2=$(sed -n 's/.*true_capacity_rps=\([0-9.]*\).*/\1/p' "$work/truth-$profile-b.txt")
+  TRUTH[$profile]=$(awk -v a="$t1" -v b="$t2" 'BEGIN{printf "%.3f", (a + b) / 2}')
+  TRUTH_SPREAD[$profile]=$(awk -v a="$t1" -v b="$t2" \
+    'BEGIN{d = a - b; if (d < 0) d = -d; printf "%.2f", d / ((a + b) / 2) * 100}')
   SAT[$profile]=$(sed -n 's/.*saturation_rps=\([0-9.]*\).*/\1/p' <<<"$gt")
   SLO_MS[$profile]=$(sed -n 's/.*slo_latency_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
   TTFT_MS[$profile]=$(sed -n 's/.*slo_ttft_ms=\([0-9.]*\).*/\1/p' <<<"$gt")
   ERR_MAX[$profile]=$(sed -n 's/.*slo_max_error_rate=\([0-9.]*\).*/\1/p' <<<"$gt")
   awk -v s="${SAT[$profile]}" 'BEGIN{printf "{\"target_qps\": %.3f}\n", 0.8 * s}' \
     >"$work/controller/$profile.json"
-  log "profile $profile: truth ${TRUTH[$profile]} rps (saturation ${SAT[$profile]}), SLO p99 ${SLO_MS[$profile]} ms${TTFT_MS[$profile]:+, TTFT p99 ${TTFT_MS[$profile]} ms}, range [$(awk -v s="${SAT[$profile]}" 'BEGIN{printf "%.3f, %.3f", s/20, s*1.5}')]"
+  log "profile $profile: truth ${TRUTH[$profile]} rps (two truths $t1 and $t2, spread ${TRUTH_SPREAD[$profile]}%; saturation ${SAT[$profile]}), SLO p99 ${SLO_MS[$profile]} ms${TTFT_MS[$profile]:+, TTFT p99 ${TTFT_MS[$profile]} ms}, range [$(awk -v s="${SAT[$profile]}" 'BEGIN{printf "%.3f, %.3f", s/20, s*1.5}')]"
 done
 for seed in $seeds; do
   for run in $runs; do
@@ -164,5 +180,7 @@ stability_ok=$(awk '$3 == "stability" {n++; split($5, a, "="); if (a[2] != "nan"
   END {printf "%d/%d", ok, n}' "$results")
 echo "  direct_controller: autoscaler target (80% of saturation) verified on $direct_ok profiles"
 echo "  stability at 90% of the true capacity: held on $stability_ok profiles, $drift_total drift flag(s)"
+truth_spread=$(for p in $profiles; do echo "${TRUTH_SPREAD[$p]}"; done | sort -g | tail -1)
+echo "  ground truth: two independent long truths per profile differ by at most ${truth_spread}%"
 echo "wall time ${bench_s} s"
-echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) sweep_mae_pct=$(agg full sweep mae) ladder_mae_pct=$(agg full ladder mae) direct_verified=$direct_ok stability_held=$stability_ok stability_drift_flags=$drift_total wall_s=$bench_s"
+echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) sweep_mae_pct=$(agg full sweep mae) ladder_mae_pct=$(agg full ladder mae) direct_verified=$direct_ok stability_held=$stability_ok stability_drift_flags=$drift_total truth_spread_max_pct=$truth_spread wall_s=$bench_s"
