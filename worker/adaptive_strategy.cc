@@ -69,14 +69,31 @@ std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const
   return std::clamp(aim, low + inside, high - inside);
 }
 
+Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
+  if (best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations && steps_ < max_steps_) {
+    ++confirmations_;
+    confirmed_ = best_;
+    q_ = *best_;
+    hold_ = kConfirmationHold;
+    return RunStep{q_, hold_};
+  }
+  return Finish(true, why);
+}
+
 Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.max_sustainable_qps = best_.value_or(0);
   done.converged = converged;
   done.confidence_low_qps = best_.value_or(0);
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
+  std::string confirmation;
+  if (confirmations_ > 0) {
+    confirmation = absl::StrFormat(
+        "; %d confirmation hold(s) of %gx a step, %s", confirmations_, kConfirmationHold,
+        confirmed_ == best_ ? "the last at the best" : "the last did not hold");
+  }
   done.summary = absl::StrFormat(
-      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s", why, steps_,
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s", why, steps_,
       best_.value_or(0),
       lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"),
       curve_
@@ -85,7 +102,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
       invalid_steps_ > 0
           ? absl::StrFormat("; %d rate(s) failed because the load generator was invalid twice",
                             invalid_steps_)
-          : std::string());
+          : std::string(),
+      confirmation);
   done_ = done;
   return done;
 }
@@ -172,7 +190,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   if (!outcome.client_valid) {
     if (!retried_invalid_client_) {
       retried_invalid_client_ = true;
-      return RunStep{q_};
+      return RunStep{q_, hold_};
     }
     // The load could not even be generated as scheduled twice: not a rate to claim.
     ++invalid_steps_;
@@ -181,6 +199,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
   retried_invalid_client_ = false;
+  hold_ = 1;
   ++steps_;
   outcome.rate_qps = q_;
   last = &outcome;
@@ -242,17 +261,17 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       last_failure_at_ > best_recorded_at_[best_recorded_at_.size() - 3]) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
     if (CoefficientOfVariation(last_three) < epsilon_) {
-      return Finish(true, "converged (CV of the last three best rates below epsilon)");
+      return FinishOrConfirm("converged (CV of the last three best rates below epsilon)");
     }
   }
   if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= epsilon_ * *best_) {
-    return Finish(true, "converged (bracket below resolution)");
+    return FinishOrConfirm("converged (bracket below resolution)");
   }
   // The pooled tail curve of the neighbourhood puts the limit within half the resolution
   // above the best pass: a further step could only move the estimate by less than that.
   if (best_ && lowest_failure_ && curve_ && curve_->Crossing() >= *best_ &&
       curve_->Crossing() - *best_ <= 0.5 * epsilon_ * *best_) {
-    return Finish(true, "converged (pooled tail curve crosses the limit just above the best)");
+    return FinishOrConfirm("converged (pooled tail curve crosses the limit just above the best)");
   }
   if (!best_ && lowest_failure_ && q_ <= min_qps_) {
     // Nothing below to lend the step its requests: a failure on the tail alone is measured

@@ -48,6 +48,17 @@
 // no longer the best), and so does the move after the step. Steps without tail samples keep
 // their own verdict, which is the paper's behaviour.
 //
+// Confirmation hold (beyond the paper). The best is the highest of several short passes near
+// the limit, and near the limit the share of requests over a p99 limit is often set by rare
+// events (a stall, a burst of arrivals, a queue that takes tens of seconds to build): most
+// short steps just above the limit see none of them and pass, so the best of a few such
+// passes leans above the long-run capacity. Before a converged search finishes, its best is
+// run once more for kConfirmationHold times a step's measured part; the hold is pooled with
+// the earlier step(s) at that rate (by requests, as every step is) and judged with them. If
+// the best does not hold, the search goes on from the new bracket and confirms the next best,
+// at most kMaxConfirmations holds per test. Estimates lean conservative for it, at the cost
+// of one longer step.
+//
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
 // search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
@@ -84,6 +95,9 @@ class AdaptiveStrategy : public Strategy {
   // about where the limit is crossed, and an overloaded model's readings (most requests
   // over the limit) would bend a curve fitted through the crossing.
   static constexpr double kCurveBelow = 0.8;
+  // Confirmation holds before a converged search finishes, and their length in steps.
+  static constexpr int kMaxConfirmations = 2;
+  static constexpr double kConfirmationHold = 3;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
@@ -119,6 +133,8 @@ class AdaptiveStrategy : public Strategy {
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
   std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
+  // A converged search's finish, unless the best has not been held yet (see the header).
+  Decision FinishOrConfirm(const std::string& why);
 
   const double min_qps_, max_qps_, alpha_;
   const int tau_;
@@ -151,6 +167,9 @@ class AdaptiveStrategy : public Strategy {
   int healthy_run_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
+  double hold_ = 1;  // the hold of the step in flight (for its rerun)
+  int confirmations_ = 0;
+  std::optional<double> confirmed_;  // the best the last confirmation hold was run at
   std::optional<Done> done_;
 };
 

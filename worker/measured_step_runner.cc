@@ -141,7 +141,7 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
 
 absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
-    const std::function<void(const vanguard::v1::StepWindow&)>& on_window) {
+    const std::function<void(const vanguard::v1::StepWindow&)>& on_window, double hold) {
   MeasuredStep out;
   const double rate = request.rate_qps();
   const double p99_limit_ms = LimitMs(slo_.p99_latency());
@@ -177,6 +177,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   if (lifetimes > requested) {
     measured_duration = std::min(lifetimes, std::max(options_.max_measured, requested));
   }
+  if (hold > 1) measured_duration *= hold;
   if (window > absl::ZeroDuration()) measured_duration = RoundUp(measured_duration, window);
   *request.mutable_duration() = ToProtoDuration(measured_duration);
 

@@ -143,10 +143,11 @@ class MeasuredStepRunner {
   // Runs the step `request` describes. `on_window` (nullable) is called after every window
   // with that window as recorded (settle windows marked warmup), e.g. to heartbeat and to
   // keep what was measured if the step is interrupted
-  // (heartbeats). Errors: those of StepExecutor::Execute.
+  // (heartbeats). `hold` > 1 measures that many times the usual measured part (after the
+  // lifetime stretching; see RunStep::hold). Errors: those of StepExecutor::Execute.
   absl::StatusOr<MeasuredStep> Run(
       vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
-      const std::function<void(const vanguard::v1::StepWindow&)>& on_window);
+      const std::function<void(const vanguard::v1::StepWindow&)>& on_window, double hold = 1);
 
   // The fraction of a step's requests that met the SLO latency: the replayer's goodput when
   // it reports one, else estimated from the latency histogram (completed within the p99

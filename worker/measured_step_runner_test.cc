@@ -497,6 +497,13 @@ TEST_F(MeasuredStepRunnerTest, SlowRequestsStretchWindowsAndTheMeasuredPart) {
   EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(1500));
   EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(15));
   EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(15));
+
+  // A hold of three steps measures three times the stretched part.
+  requests_.clear();
+  ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr, /*hold=*/3).ok());
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(15));
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(45));
 }
 
 TEST_F(MeasuredStepRunnerTest, FastRequestsKeepTheRequestedDuration) {
@@ -508,6 +515,10 @@ TEST_F(MeasuredStepRunnerTest, FastRequestsKeepTheRequestedDuration) {
     EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(10));
     EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(500));
   }
+  requests_.clear();
+  ASSERT_TRUE(runner.Run(Request(), false, nullptr, nullptr, /*hold=*/3).ok());
+  ASSERT_FALSE(requests_.empty());
+  EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(30));
 }
 
 TEST_F(MeasuredStepRunnerTest, LowRatesLengthenWindowsToHoldArrivals) {

@@ -58,6 +58,7 @@ StepOutcome WithTail(double rate, double capacity, double tail_ratio, int64_t sa
 struct StrategyRun {
   Done done;
   std::vector<double> rates;
+  std::vector<double> holds;  // RunStep::hold of each step
 };
 
 StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& predictor,
@@ -72,6 +73,7 @@ StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& 
     }
     const double rate = std::get<RunStep>(d).rate_qps;
     run.rates.push_back(rate);
+    run.holds.push_back(std::get<RunStep>(d).hold);
     last = predictor(rate);
   }
   ADD_FAILURE() << "strategy did not finish in " << limit << " steps";
@@ -256,6 +258,58 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
   EXPECT_EQ(run.rates.size(), 1u);
 }
 
+TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
+  ASSERT_TRUE(run.done.converged) << run.done.summary;
+  int holds = 0;
+  for (size_t i = 0; i < run.holds.size(); ++i) {
+    if (run.holds[i] == 1) continue;
+    ++holds;
+    EXPECT_EQ(run.holds[i], AdaptiveStrategy::kConfirmationHold);
+    EXPECT_EQ(run.rates[i], run.done.max_sustainable_qps);
+    EXPECT_EQ(i, run.holds.size() - 1);  // the hold held: the search finished on it
+  }
+  EXPECT_EQ(holds, 1);
+  EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
+  // Short steps near the limit usually miss the rare events that set the long-run tail and
+  // read half of it; a hold three steps long reads it in full. The long-run tail ratio is
+  // exp(8 (rate / 800 - 1)): short steps alone would pass up to 800 (1 + ln 2 / 8) = 869.
+  for (double capacity : {800.0, 1300.0}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    const auto truth = [&](double r) { return std::exp(8 * (r / capacity - 1)); };
+    std::optional<StepOutcome> last;
+    std::vector<double> hold_rates;
+    Done done;
+    for (int i = 0; i < 100; ++i) {
+      Decision d = s->Next(last);
+      if (auto* finished = std::get_if<Done>(&d)) {
+        done = *finished;
+        break;
+      }
+      const RunStep step = std::get<RunStep>(d);
+      const bool hold = step.hold > 1;
+      if (hold) hold_rates.push_back(step.rate_qps);
+      last = WithTail(step.rate_qps, 2 * capacity,
+                      hold ? truth(step.rate_qps) : 0.5 * truth(step.rate_qps), hold ? 9000 : 3000);
+    }
+    ASSERT_TRUE(done.converged) << done.summary;
+    // The first hold, at the best the short steps found, reads over the limit.
+    ASSERT_FALSE(hold_rates.empty());
+    EXPECT_GT(truth(hold_rates.front()), 1) << ::testing::PrintToString(hold_rates);
+    EXPECT_LE(hold_rates.size(), static_cast<size_t>(AdaptiveStrategy::kMaxConfirmations));
+    // The estimate comes down below where short steps alone would have put it.
+    EXPECT_LT(done.max_sustainable_qps, hold_rates.front()) << done.summary;
+    EXPECT_LT(done.max_sustainable_qps, 1.05 * capacity) << done.summary;
+    EXPECT_NE(done.summary.find("confirmation hold"), std::string::npos) << done.summary;
+  }
+}
+
 TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
   for (double capacity : {437.0, 911.0, 1633.0}) {
     auto with = Adaptive();
@@ -271,11 +325,13 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
     EXPECT_LE(fed.done.max_sustainable_qps, capacity) << capacity;
     EXPECT_GE(fed.done.max_sustainable_qps, 0.98 * capacity) << capacity;
     // After the first failure, the prediction (exact for this model) closes the bracket in
-    // at most two more steps.
+    // at most two more steps; then the best is held once to confirm it.
     size_t first_failure = 0;
     while (fed.rates[first_failure] <= capacity) ++first_failure;
-    EXPECT_LE(fed.rates.size() - first_failure - 1, 2u)
+    EXPECT_LE(fed.rates.size() - first_failure - 1, 3u)
         << capacity << ": " << ::testing::PrintToString(fed.rates);
+    EXPECT_EQ(fed.rates.back(), fed.done.max_sustainable_qps);
+    EXPECT_EQ(fed.holds.back(), AdaptiveStrategy::kConfirmationHold);
     EXPECT_LT(fed.rates.size(), blind.rates.size()) << capacity;
     EXPECT_GE(blind.done.max_sustainable_qps, 0.95 * capacity) << capacity;
   }

@@ -82,6 +82,9 @@ struct StrategyContext {
 // Run the next step at this offered rate.
 struct RunStep {
   double rate_qps = 0;
+  // The measured part as a multiple of the usual one: a longer hold where a verdict needs
+  // more evidence than a step gives (the adaptive search's confirmation of its estimate).
+  double hold = 1;
 };
 
 // The test is finished.

@@ -401,6 +401,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       return Complete(request, TestRunOutcome::kSucceeded);
     }
     const double rate = std::get<RunStep>(decision).rate_qps;
+    const double hold = std::get<RunStep>(decision).hold;
 
     absl::StatusOr<MeasuredStep> executed;
     absl::Duration backoff = options_.retry_backoff;
@@ -415,11 +416,13 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       }
       step_start = clock_->Now();
       windows_so_far.clear();
-      executed = step_runner.Run(*request, /*first_step=*/steps_taken == 0, &step_cancel,
-                                 [&](const vanguard::v1::StepWindow& w) {
-                                   windows_so_far.push_back(w);
-                                   keeper.MaybeBeat();
-                                 });
+      executed = step_runner.Run(
+          *request, /*first_step=*/steps_taken == 0, &step_cancel,
+          [&](const vanguard::v1::StepWindow& w) {
+            windows_so_far.push_back(w);
+            keeper.MaybeBeat();
+          },
+          hold);
       if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
           retry >= options_.max_step_retries) {
         break;
