@@ -132,6 +132,9 @@ bool AdaptiveStrategy::PoolVerdicts() {
     for (size_t i = 0; i < judged_.size(); ++i) {
       const StepOutcome& o = judged_[i].outcome;
       pass[i] = fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed;
+      for (const Judged& j : judged_) {
+        if (j.failed_hold && j.outcome.rate_qps == o.rate_qps) pass[i] = false;
+      }
       if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
         failure = i;
       }
@@ -199,6 +202,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
   retried_invalid_client_ = false;
+  const double last_hold = hold_;
   hold_ = 1;
   ++steps_;
   outcome.rate_qps = q_;
@@ -206,9 +210,11 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
 
   const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
   const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
-  // A failure through at most tau isolated spike windows only (spike tolerance).
-  const bool spiky = !last->passed && last->spikes > 0 && last->spikes <= tau_ && !sustained_breach;
-  judged_.push_back({outcome, spiky});
+  // A failure through at most tau isolated spike windows only (spike tolerance); never for a
+  // confirmation hold, which is the careful look.
+  const bool spiky = last_hold <= 1 && !last->passed && last->spikes > 0 && last->spikes <= tau_ &&
+                     !sustained_breach;
+  judged_.push_back({outcome, spiky, last_hold > 1 && !last->passed});
   const bool passed = PoolVerdicts();
   const bool noise = !passed && spiky;
   if (!passed && !noise) last_failure_at_ = steps_;

@@ -53,11 +53,13 @@
 // events (a stall, a burst of arrivals, a queue that takes tens of seconds to build): most
 // short steps just above the limit see none of them and pass, so the best of a few such
 // passes leans above the long-run capacity. Before a converged search finishes, its best is
-// run once more for kConfirmationHold times a step's measured part; the hold is pooled with
-// the earlier step(s) at that rate (by requests, as every step is) and judged with them. If
-// the best does not hold, the search goes on from the new bracket and confirms the next best,
-// at most kMaxConfirmations holds per test. Estimates lean conservative for it, at the cost
-// of one longer step.
+// run once more for kConfirmationHold times a step's measured part, and must pass on its own:
+// pooled with the short step(s) there, a hold reading over the limit could still be carried
+// by an earlier lucky reading, which is what the hold is there to check. A hold that fails
+// makes its rate a failure (whatever the pooled fit says) and the search goes on from the new
+// bracket (finishing at once when that is within resolution); at most kMaxConfirmations
+// holds per test, never beyond max_steps. Estimates lean conservative for it, at the cost of
+// one longer step.
 //
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
@@ -96,7 +98,7 @@ class AdaptiveStrategy : public Strategy {
   // over the limit) would bend a curve fitted through the crossing.
   static constexpr double kCurveBelow = 0.8;
   // Confirmation holds before a converged search finishes, and their length in steps.
-  static constexpr int kMaxConfirmations = 2;
+  static constexpr int kMaxConfirmations = 1;
   static constexpr double kConfirmationHold = 3;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
@@ -123,6 +125,8 @@ class AdaptiveStrategy : public Strategy {
   struct Judged {
     StepOutcome outcome;
     bool noise = false;  // failed through spikes alone: never counted as a failure
+    // A confirmation hold that failed on its own: its rate fails whatever the pooled fit.
+    bool failed_hold = false;
   };
   // Recomputes every judged step's verdict from the pooled tail fit (steps without tail
   // samples keep their own verdict), then best_, lowest_failure_ and their ratios. Returns
