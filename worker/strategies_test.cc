@@ -61,8 +61,10 @@ struct StrategyRun {
   std::vector<double> holds;  // RunStep::hold of each step
 };
 
-StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& predictor,
-                  int limit = 200) {
+// Runs the strategy to its end against a predictor of each step (rate and hold).
+StrategyRun DriveSteps(Strategy& strategy,
+                       const std::function<StepOutcome(const RunStep&)>& predictor,
+                       int limit = 200) {
   StrategyRun run;
   std::optional<StepOutcome> last;
   for (int i = 0; i < limit; ++i) {
@@ -71,13 +73,28 @@ StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& 
       run.done = *done;
       return run;
     }
-    const double rate = std::get<RunStep>(d).rate_qps;
-    run.rates.push_back(rate);
-    run.holds.push_back(std::get<RunStep>(d).hold);
-    last = predictor(rate);
+    const RunStep step = std::get<RunStep>(d);
+    run.rates.push_back(step.rate_qps);
+    run.holds.push_back(step.hold);
+    last = predictor(step);
   }
   ADD_FAILURE() << "strategy did not finish in " << limit << " steps";
   return run;
+}
+
+StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& predictor,
+                  int limit = 200) {
+  return DriveSteps(
+      strategy, [&](const RunStep& step) { return predictor(step.rate_qps); }, limit);
+}
+
+// The rates of the steps run as confirmation holds.
+std::vector<double> HoldRates(const StrategyRun& run) {
+  std::vector<double> rates;
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    if (run.holds[i] > 1) rates.push_back(run.rates[i]);
+  }
+  return rates;
 }
 
 // ---------------------------------------------------------------- binary search
@@ -263,15 +280,9 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
   ASSERT_TRUE(s);
   StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
   ASSERT_TRUE(run.done.converged) << run.done.summary;
-  int holds = 0;
-  for (size_t i = 0; i < run.holds.size(); ++i) {
-    if (run.holds[i] == 1) continue;
-    ++holds;
-    EXPECT_EQ(run.holds[i], AdaptiveStrategy::kConfirmationHold);
-    EXPECT_EQ(run.rates[i], run.done.max_sustainable_qps);
-    EXPECT_EQ(i, run.holds.size() - 1);  // the hold held: the search finished on it
-  }
-  EXPECT_EQ(holds, 1);
+  // One hold, the last step (it held: the search finished on it), at the estimate.
+  EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.max_sustainable_qps});
+  EXPECT_EQ(run.holds.back(), AdaptiveStrategy::kConfirmationHold);
   EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
 }
 
@@ -283,21 +294,13 @@ TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
     auto s = Adaptive();
     ASSERT_TRUE(s);
     const auto truth = [&](double r) { return std::exp(8 * (r / capacity - 1)); };
-    std::optional<StepOutcome> last;
-    std::vector<double> hold_rates;
-    Done done;
-    for (int i = 0; i < 100; ++i) {
-      Decision d = s->Next(last);
-      if (auto* finished = std::get_if<Done>(&d)) {
-        done = *finished;
-        break;
-      }
-      const RunStep step = std::get<RunStep>(d);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
       const bool hold = step.hold > 1;
-      if (hold) hold_rates.push_back(step.rate_qps);
-      last = WithTail(step.rate_qps, 2 * capacity,
+      return WithTail(step.rate_qps, 2 * capacity,
                       hold ? truth(step.rate_qps) : 0.5 * truth(step.rate_qps), hold ? 9000 : 3000);
-    }
+    });
+    const Done& done = run.done;
+    const std::vector<double> hold_rates = HoldRates(run);
     ASSERT_TRUE(done.converged) << done.summary;
     // The first hold, at the best the short steps found, reads over the limit.
     ASSERT_FALSE(hold_rates.empty());
@@ -317,29 +320,17 @@ TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
   // own it does not, and the rate is no longer the estimate.
   auto s = Adaptive();
   ASSERT_TRUE(s);
-  std::optional<StepOutcome> last;
-  std::optional<double> hold_rate;
-  Done done;
-  for (int i = 0; i < 100; ++i) {
-    Decision d = s->Next(last);
-    if (auto* finished = std::get_if<Done>(&d)) {
-      done = *finished;
-      break;
-    }
-    const RunStep step = std::get<RunStep>(d);
-    if (step.hold > 1) {
-      ASSERT_FALSE(hold_rate) << "one hold at most";
-      hold_rate = step.rate_qps;
-      last = WithTail(step.rate_qps, 2000, 1.1, 9000);
-    } else {
-      last = WithTail(step.rate_qps, 2000, step.rate_qps <= 900 ? 0.1 : 5);
-    }
-  }
-  ASSERT_TRUE(hold_rate);
-  EXPECT_LE(*hold_rate, 900);
+  StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
+    return step.hold > 1 ? WithTail(step.rate_qps, 2000, 1.1, 9000)
+                         : WithTail(step.rate_qps, 2000, step.rate_qps <= 900 ? 0.1 : 5);
+  });
+  const Done& done = run.done;
+  const std::vector<double> holds = HoldRates(run);
+  ASSERT_EQ(holds.size(), 1u) << "one hold at most";
+  EXPECT_LE(holds[0], 900);
   EXPECT_GT(done.max_sustainable_qps, 0);
-  EXPECT_LT(done.max_sustainable_qps, *hold_rate) << done.summary;
-  EXPECT_DOUBLE_EQ(done.confidence_high_qps, *hold_rate) << done.summary;
+  EXPECT_LT(done.max_sustainable_qps, holds[0]) << done.summary;
+  EXPECT_DOUBLE_EQ(done.confidence_high_qps, holds[0]) << done.summary;
   EXPECT_NE(done.summary.find("did not hold"), std::string::npos) << done.summary;
 }
 

@@ -33,17 +33,23 @@ std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return points[a].rate_qps < points[b].rate_qps; });
-  std::vector<Block> blocks;
+  // Equal rates are one point of the curve: all of them pooled before the order is enforced
+  // (pooling them one by one into a block the order had already merged would drag the lower
+  // rates of that block along with the later readings).
+  std::vector<Block> by_rate;
   for (size_t k = 0; k < order.size(); ++k) {
     const TailPoint& p = points[order[k]];
     const double w = std::max(0.0, p.weight);
     const Block point{w, w * p.ratio, p.ratio, 1, k};
-    // Equal rates are one point of the curve: pooled before the order is enforced.
-    if (!blocks.empty() && points[order[k - 1]].rate_qps == p.rate_qps) {
-      blocks.back().Absorb(point);
+    if (!by_rate.empty() && points[order[k - 1]].rate_qps == p.rate_qps) {
+      by_rate.back().Absorb(point);
     } else {
-      blocks.push_back(point);
+      by_rate.push_back(point);
     }
+  }
+  std::vector<Block> blocks;
+  for (const Block& point : by_rate) {
+    blocks.push_back(point);
     while (blocks.size() >= 2 && blocks[blocks.size() - 2].value() > blocks.back().value()) {
       blocks[blocks.size() - 2].Absorb(blocks.back());
       blocks.pop_back();

@@ -39,6 +39,14 @@ TEST(IsotonicTailFitTest, EqualRatesAreOnePoint) {
               ElementsAre(DoubleEq(1.25), DoubleEq(1.25), DoubleEq(0.1)));
 }
 
+TEST(IsotonicTailFitTest, EqualRatesArePooledBeforeTheOrderIsEnforced) {
+  // A calm short step at 690 (0 over 2000 requests) and a long hold there (8.72, 6000): one
+  // point at 6.54, above the 0.07 at 560, which stays its own. Taken one at a time, the calm
+  // reading would first pool 560 with itself and the hold would then drag 560 up to 4.9.
+  EXPECT_THAT(IsotonicTailFit({{560, 0.07, 2700}, {690, 0, 2000}, {690, 8.72, 6000}}),
+              ElementsAre(DoubleEq(0.07), DoubleEq(6.54), DoubleEq(6.54)));
+}
+
 TEST(IsotonicTailFitTest, WeightlessPointsDoNotMoveOthers) {
   EXPECT_THAT(IsotonicTailFit({{100, 0.4, 0}, {200, 0.3, 100}}),
               ElementsAre(DoubleEq(0.3), DoubleEq(0.3)));
