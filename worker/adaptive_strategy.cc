@@ -127,14 +127,20 @@ bool AdaptiveStrategy::PoolVerdicts() {
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t failure = kNone, best = kNone;
   const auto rate = [&](size_t i) { return judged_[i].outcome.rate_qps; };
+  // Rates where a confirmation hold failed on its own fail whatever the fit says.
+  std::vector<bool> vetoed(judged_.size(), false);
+  for (const Judged& j : judged_) {
+    if (!j.failed_hold) continue;
+    for (size_t i = 0; i < judged_.size(); ++i) {
+      if (rate(i) == j.outcome.rate_qps) vetoed[i] = true;
+    }
+  }
   const auto bracket = [&] {
     failure = best = kNone;
     for (size_t i = 0; i < judged_.size(); ++i) {
       const StepOutcome& o = judged_[i].outcome;
-      pass[i] = fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed;
-      for (const Judged& j : judged_) {
-        if (j.failed_hold && j.outcome.rate_qps == o.rate_qps) pass[i] = false;
-      }
+      pass[i] =
+          !vetoed[i] && (fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed);
       if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
         failure = i;
       }
