@@ -74,7 +74,18 @@ Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
     ++confirmations_;
     confirmed_ = best_;
     q_ = *best_;
+    // Requests a step at the best measured (the fewest of the steps there).
+    int64_t per_step = 0;
+    for (const Judged& j : judged_) {
+      const int64_t n = j.outcome.tail_samples;
+      if (j.outcome.rate_qps == q_ && n > 0) per_step = per_step > 0 ? std::min(per_step, n) : n;
+    }
     hold_ = kConfirmationHold;
+    if (per_step > 0) {
+      const double wanted = kHoldTailEvents / kTailAllowedFraction / static_cast<double>(per_step);
+      hold_ = std::clamp(wanted, kConfirmationHold, kMaxHold);
+    }
+    confirmation_hold_ = hold_;
     return RunStep{q_, hold_};
   }
   return Finish(true, why);
@@ -89,7 +100,7 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   std::string confirmation;
   if (confirmations_ > 0) {
     confirmation = absl::StrFormat(
-        "; %d confirmation hold(s) of %gx a step, %s", confirmations_, kConfirmationHold,
+        "; %d confirmation hold(s) of %.3gx a step, %s", confirmations_, confirmation_hold_,
         confirmed_ == best_ ? "the last at the best" : "the last did not hold");
   }
   done.summary = absl::StrFormat(

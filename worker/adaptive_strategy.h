@@ -53,9 +53,14 @@
 // events (a stall, a burst of arrivals, a queue that takes tens of seconds to build): most
 // short steps just above the limit see none of them and pass, so the best of a few such
 // passes leans above the long-run capacity. Before a converged search finishes, its best is
-// run once more for kConfirmationHold times a step's measured part, and must pass on its own:
-// pooled with the short step(s) there, a hold reading over the limit could still be carried
-// by an earlier lucky reading, which is what the hold is there to check. A hold that fails
+// run once more for kConfirmationHold times a step's measured part or longer, and must pass on
+// its own: pooled with the short step(s) there, a hold reading over the limit could still be
+// carried by an earlier lucky reading, which is what the hold is there to check. Its length is
+// counted in requests too: a p99 verdict over a few hundred requests rests on a handful of
+// them over the limit, and a slow model (an LLM at 30 req/s) shows the episodes that set its
+// long-run tail (its sequence slots filling up for a while) only over a minute or more, so the
+// hold lasts until kHoldTailEvents requests would be over the limit at exactly the limit
+// (2000 requests for p99), at most kMaxHold steps. A hold that fails
 // makes its rate a failure (whatever the pooled fit says) and the search goes on from the new
 // bracket (finishing at once when that is within resolution); at most kMaxConfirmations
 // holds per test, never beyond max_steps. Estimates lean conservative for it, at the cost of
@@ -97,9 +102,14 @@ class AdaptiveStrategy : public Strategy {
   // about where the limit is crossed, and an overloaded model's readings (most requests
   // over the limit) would bend a curve fitted through the crossing.
   static constexpr double kCurveBelow = 0.8;
-  // Confirmation holds before a converged search finishes, and their length in steps.
+  // Confirmation holds before a converged search finishes, and their length in steps: at
+  // least kConfirmationHold, and long enough that kHoldTailEvents requests are expected over
+  // a p99 limit when the model sits exactly at it (steps at the best measured fewer requests:
+  // 2000 for p99), at most kMaxHold.
   static constexpr int kMaxConfirmations = 1;
   static constexpr double kConfirmationHold = 3;
+  static constexpr double kHoldTailEvents = 20;
+  static constexpr double kMaxHold = 10;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
@@ -171,7 +181,8 @@ class AdaptiveStrategy : public Strategy {
   int healthy_run_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
-  double hold_ = 1;  // the hold of the step in flight (for its rerun)
+  double hold_ = 1;               // the hold of the step in flight (for its rerun)
+  double confirmation_hold_ = 0;  // the length of the last confirmation hold, in steps
   int confirmations_ = 0;
   std::optional<double> confirmed_;  // the best the last confirmation hold was run at
   std::optional<Done> done_;

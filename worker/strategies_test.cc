@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "worker/adaptive_strategy.h"
 #include "worker/binary_search_strategy.h"
@@ -284,6 +285,25 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
   EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.max_sustainable_qps});
   EXPECT_EQ(run.holds.back(), AdaptiveStrategy::kConfirmationHold);
   EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
+  // At the limit a p99 lets 1% of the requests over it: the hold runs until 20 of them would
+  // be, 2000 requests, however few a step measures; at least three steps, at most ten.
+  for (const auto& [per_step, hold] :
+       std::vector<std::pair<int64_t, double>>{{3000, AdaptiveStrategy::kConfirmationHold},
+                                               {250, 8},
+                                               {100, AdaptiveStrategy::kMaxHold}}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    StrategyRun run =
+        Drive(*s, [&](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3, per_step); });
+    ASSERT_TRUE(run.done.converged) << run.done.summary;
+    ASSERT_EQ(HoldRates(run).size(), 1u) << per_step;
+    EXPECT_DOUBLE_EQ(run.holds.back(), hold) << per_step;
+    EXPECT_NE(run.done.summary.find(absl::StrFormat("of %gx a step", hold)), std::string::npos)
+        << run.done.summary;
+  }
 }
 
 TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
