@@ -93,14 +93,15 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     weighted_rate += p.weight * p.rate_qps;
   }
   if (near.size() < 3 || rates.size() < 2 || over <= 0 || over >= weight) return std::nullopt;
-  // Readings on the slope (some but not all requests over the limit) at two rates at least:
-  // with none and all only, any step between them fits (the fit runs off to a vertical
-  // cliff, and floating point can make that look converged).
-  std::set<double> on_slope;
+  // A reading on the slope (some but not all requests over the limit): with none and all
+  // only, any step between them fits, and nothing says where between them the limit is.
+  bool on_slope = false;
+  double sqrt_weights = 0;
   for (const Near& n : near) {
-    if (n.fraction > 0 && n.fraction < 1) on_slope.insert(n.x);
+    on_slope = on_slope || (n.fraction > 0 && n.fraction < 1);
+    sqrt_weights += std::sqrt(n.weight);
   }
-  if (on_slope.size() < 2) return std::nullopt;
+  if (!on_slope) return std::nullopt;
   TailCurve c;
   c.center = weighted_rate / weight;
   double x_span = 0;  // largest |x| of a point
@@ -108,8 +109,32 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     n.x = n.x / c.center - 1;
     x_span = std::max(x_span, std::abs(n.x));
   }
+  // The steepest curve the readings can show (see kCliffLogitSlope): the relative scatter of
+  // a step's arrivals, 1 / sqrt(requests), averaged over the requests.
+  const double max_b = kCliffLogitSlope * weight / sqrt_weights;
+  // The fit with the slope held at max_b: Newton steps on the first score equation alone.
+  const auto fit_at_max_slope = [&]() -> std::optional<TailCurve> {
+    TailCurve capped = c;
+    capped.b = max_b;
+    for (int iter = 0; iter < 200; ++iter) {
+      double g0 = 0, h00 = 0;
+      for (const Near& n : near) {
+        const double mu = 1 / (1 + std::exp(-(capped.a + capped.b * n.x)));
+        g0 += n.weight * (n.fraction - mu);
+        h00 += n.weight * mu * (1 - mu);
+      }
+      if (!(h00 > 0) || !std::isfinite(h00)) return std::nullopt;
+      const double da = std::clamp(g0 / h00, -2.0, 2.0);
+      capped.a += da;
+      if (!std::isfinite(capped.a)) return std::nullopt;
+      if (std::abs(da) < 1e-9) return capped;
+    }
+    return std::nullopt;
+  };
   // Start flat at the pooled fraction, then Newton steps on the score equations
   //   sum w (fraction - mu) = 0,  sum w x (fraction - mu) = 0.
+  // The log-likelihood is concave, so when the unconstrained fit runs past max_b (or off to a
+  // vertical cliff: separated readings) the best curve within the cap has b = max_b.
   c.a = std::log(over / (weight - over));
   c.b = 0;
   for (int iter = 0; iter < 200; ++iter) {
@@ -124,7 +149,7 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
       h11 += v * n.x * n.x;
     }
     const double det = h00 * h11 - h01 * h01;
-    if (!(det > 0) || !std::isfinite(det)) return std::nullopt;
+    if (!(det > 0) || !std::isfinite(det)) break;
     double da = (h11 * g0 - h01 * g1) / det;
     double db = (h00 * g1 - h01 * g0) / det;
     // Damped: a step never moves the log-odds by more than 2 anywhere in the neighbourhood.
@@ -135,13 +160,14 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     }
     c.a += da;
     c.b += db;
-    if (!std::isfinite(c.a) || !std::isfinite(c.b)) return std::nullopt;
+    if (!std::isfinite(c.a) || !std::isfinite(c.b)) break;
     if (std::abs(da) < 1e-9 && std::abs(db) < 1e-9) {
       if (c.b <= 0) return std::nullopt;
+      if (c.b > max_b) break;
       return c;
     }
   }
-  return std::nullopt;  // diverging: separated readings
+  return fit_at_max_slope();  // diverging: separated readings
 }
 
 }  // namespace vanguard::worker

@@ -54,12 +54,28 @@ struct TailCurve {
 // with a logistic curve in the rate (a dose-response fit: binomial quasi-likelihood with the
 // requests as weights, by Newton's method). The fit matches the neighbourhood's total count
 // over the limit, so a disturbance counts with its long-run weight wherever it landed.
+//
+// The curve is never steeper than the readings can show. A step's arrivals are a Poisson
+// sample: the rate it actually offered scatters by 1 / sqrt(requests) around the one asked
+// for, so even a model with a perfect cliff reads, against the asked rate, a curve blurred by
+// that scatter, whose log-odds rise at the 1% level by at most kCliffLogitSlope per unit of
+// relative scatter. Without that bound a calm step and one that met a rare episode (a stall,
+// an LLM's sequence slots filling up) a fraction of a percent apart fit a vertical cliff
+// between them, and the calm one passes however far over the limit the other read; within it,
+// a reading far over the limit pulls the crossing below it by the distance the steepest
+// possible curve needs to fall back to the limit.
+//
 // nullopt when the neighbourhood cannot fix the curve: fewer than three points or two
-// distinct rates, no request over the limit, fewer than two rates with some but not all
-// requests over the limit (readings of none and all only place no crossing between them),
-// or a curve that does not rise with the rate.
+// distinct rates, no request over the limit, no reading with some but not all requests over
+// the limit (readings of none and all only place no crossing between them), or a curve that
+// does not rise with the rate.
 std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
                                       double high_qps);
+
+// d logit(p) / dz of the normal distribution where p = 1% (phi(z) / (p (1 - p)), z = -2.326):
+// the log-odds slope, per standard deviation of the rate, of a perfect cliff blurred by the
+// scatter of the offered rate, at the share a p99 limit allows.
+inline constexpr double kCliffLogitSlope = 2.69;
 
 }  // namespace vanguard::worker
 
