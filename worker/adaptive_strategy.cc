@@ -74,12 +74,7 @@ Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
     ++confirmations_;
     confirmed_ = best_;
     q_ = *best_;
-    // Requests a step at the best measured (the fewest of the steps there).
-    int64_t per_step = 0;
-    for (const Judged& j : judged_) {
-      const int64_t n = j.outcome.tail_samples;
-      if (j.outcome.rate_qps == q_ && n > 0) per_step = per_step > 0 ? std::min(per_step, n) : n;
-    }
+    const int64_t per_step = RequestsPerStepAt(q_);
     hold_ = kConfirmationHold;
     if (per_step > 0) {
       const double wanted = kHoldTailEvents / kTailAllowedFraction / static_cast<double>(per_step);
@@ -91,6 +86,20 @@ Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
   return Finish(true, why);
 }
 
+int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {
+  int64_t fewest = 0;
+  for (const Judged& j : judged_) {
+    const int64_t n = j.outcome.tail_samples;
+    if (j.outcome.rate_qps == rate && n > 0) fewest = fewest > 0 ? std::min(fewest, n) : n;
+  }
+  return fewest;
+}
+
+double AdaptiveStrategy::Resolution() const {
+  const int64_t n = best_ ? RequestsPerStepAt(*best_) : 0;
+  return n > 0 ? std::max(epsilon_, 1 / std::sqrt(static_cast<double>(n))) : epsilon_;
+}
+
 Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.max_sustainable_qps = best_.value_or(0);
@@ -100,8 +109,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   std::string confirmation;
   if (confirmations_ > 0) {
     confirmation = absl::StrFormat(
-        "; %d confirmation hold(s) of %.3gx a step, %s", confirmations_, confirmation_hold_,
-        confirmed_ == best_ ? "the last at the best" : "the last did not hold");
+        "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s", confirmations_,
+        confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold");
   }
   done.summary = absl::StrFormat(
       "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s", why, steps_,
@@ -232,6 +241,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   const bool spiky = last_hold <= 1 && !last->passed && last->spikes > 0 && last->spikes <= tau_ &&
                      !sustained_breach;
   judged_.push_back({outcome, spiky, last_hold > 1 && !last->passed});
+  if (last_hold > 1) last_hold_passed_ = last->passed;
   const bool passed = PoolVerdicts();
   const bool noise = !passed && spiky;
   if (!passed && !noise) last_failure_at_ = steps_;
@@ -287,7 +297,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       return FinishOrConfirm("converged (CV of the last three best rates below epsilon)");
     }
   }
-  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= epsilon_ * *best_) {
+  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= Resolution() * *best_) {
     return FinishOrConfirm("converged (bracket below resolution)");
   }
   // The pooled tail curve of the neighbourhood puts the limit within half the resolution

@@ -21,9 +21,12 @@
 // variation of the last three recorded bests is below epsilon and a step has failed since
 // the first of them was recorded (convergence detection: the bests stay put while the
 // search keeps testing above them; bests that only climb by damped steps, every step a
-// pass, are not converged however close together they are); when the gap between the best and the
-// lowest failure is within epsilon of the best; when the pooled tail curve (below) crosses the
-// limit within epsilon / 2 above the best; or after max_steps steps.
+// pass, are not converged however close together they are); when the gap between the best
+// and the lowest failure is within the resolution of the best (epsilon, or 1 / sqrt(requests)
+// of a step there when that is wider: a step of 300 requests offers its rate to within about
+// 6%, and bracketing an LLM's limit to 2% with such steps only spends steps on noise); when
+// the pooled tail curve (below) crosses the limit within epsilon / 2 above the best; or after
+// max_steps steps.
 //
 // Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
 // every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).
@@ -147,6 +150,11 @@ class AdaptiveStrategy : public Strategy {
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
   std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
+  // Requests measured by the steps run at `rate` (the fewest of them; 0: none).
+  int64_t RequestsPerStepAt(double rate) const;
+  // The relative bracket a short step at the best can resolve: epsilon, or the scatter of its
+  // Poisson arrivals (1 / sqrt(requests)) when that is wider.
+  double Resolution() const;
   // A converged search's finish, unless the best has not been held yet (see the header).
   Decision FinishOrConfirm(const std::string& why);
 
@@ -185,6 +193,7 @@ class AdaptiveStrategy : public Strategy {
   double confirmation_hold_ = 0;  // the length of the last confirmation hold, in steps
   int confirmations_ = 0;
   std::optional<double> confirmed_;  // the best the last confirmation hold was run at
+  bool last_hold_passed_ = false;    // that hold's own verdict
   std::optional<Done> done_;
 };
 

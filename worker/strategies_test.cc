@@ -285,6 +285,10 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
   EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.max_sustainable_qps});
   EXPECT_EQ(run.holds.back(), AdaptiveStrategy::kConfirmationHold);
   EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
+  EXPECT_NE(run.done.summary.find(
+                absl::StrFormat("the last at %g qps held", run.done.max_sustainable_qps)),
+            std::string::npos)
+      << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
@@ -304,6 +308,55 @@ TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
     EXPECT_NE(run.done.summary.find(absl::StrFormat("of %gx a step", hold)), std::string::npos)
         << run.done.summary;
   }
+}
+
+TEST(AdaptiveStrategyTest, AnEstimateIsNoFinerThanItsStepsCanResolve) {
+  // Calm up to a cliff at 1000, then 30% of the requests over the limit (a congestion episode,
+  // a stall). The arrivals of a step of 300 requests scatter by 6%, so those steps cannot tell
+  // a cliff from a curve rising over several percent, and a calm step just below the first
+  // failure proves little: the estimate stays several percent below the cliff. Steps of 20000
+  // requests resolve it to about 1%.
+  struct Case {
+    int64_t requests;
+    double low, high;  // the estimate's bounds, as fractions of the cliff
+  };
+  for (const Case& c : {Case{300, 0.88, 0.975}, Case{20000, 0.975, 1.0}}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+      const auto n = static_cast<int64_t>(static_cast<double>(c.requests) * step.hold);
+      return WithTail(step.rate_qps, 2000, step.rate_qps <= 1000 ? 0 : 30, n);
+    });
+    EXPECT_TRUE(run.done.converged) << run.done.summary;
+    EXPECT_GE(run.done.max_sustainable_qps, c.low * 1000) << c.requests << ": " << run.done.summary;
+    EXPECT_LT(run.done.max_sustainable_qps, c.high * 1000)
+        << c.requests << ": " << run.done.summary;
+  }
+}
+
+TEST(AdaptiveStrategyTest, ABracketIsNoNarrowerThanItsStepsCanResolve) {
+  // The same smooth tail curve, read by steps of 300 requests (an LLM: arrivals scatter by
+  // 5.8%) and of 20000: the first search stops once its bracket is within that scatter
+  // instead of spending steps on noise; the second brackets to epsilon (2%).
+  const auto search = [](int64_t requests) {
+    auto s = Adaptive();
+    EXPECT_TRUE(s);
+    return DriveSteps(*s, [&](const RunStep& step) {
+      const auto n = static_cast<int64_t>(static_cast<double>(requests) * step.hold);
+      return WithTail(step.rate_qps, 2000, std::exp(12 * (step.rate_qps / 1000 - 1)), n);
+    });
+  };
+  const StrategyRun slow = search(300), fast = search(20000);
+  for (const StrategyRun* run : {&slow, &fast}) {
+    EXPECT_TRUE(run->done.converged) << run->done.summary;
+    EXPECT_LE(run->done.max_sustainable_qps, 1000) << run->done.summary;
+  }
+  EXPECT_LE(slow.done.confidence_high_qps - slow.done.confidence_low_qps,
+            slow.done.confidence_low_qps / std::sqrt(300.0));
+  EXPECT_LE(fast.done.confidence_high_qps - fast.done.confidence_low_qps,
+            0.02 * fast.done.confidence_low_qps);
+  EXPECT_LT(slow.rates.size(), fast.rates.size())
+      << ::testing::PrintToString(slow.rates) << " vs " << ::testing::PrintToString(fast.rates);
 }
 
 TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
