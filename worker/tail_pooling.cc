@@ -114,7 +114,12 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
   const double max_b = kCliffLogitSlope * weight / sqrt_weights;
   // The fit with the slope held at max_b: Newton steps on the first score equation alone.
   const auto fit_at_max_slope = [&]() -> std::optional<TailCurve> {
+    // Only for readings that rise with the rate (a falling neighbourhood has no crossing).
+    double rise = 0;
+    for (const Near& n : near) rise += n.weight * n.x * (n.fraction - over / weight);
+    if (!(rise > 0)) return std::nullopt;
     TailCurve capped = c;
+    capped.a = std::log(over / (weight - over));
     capped.b = max_b;
     for (int iter = 0; iter < 200; ++iter) {
       double g0 = 0, h00 = 0;

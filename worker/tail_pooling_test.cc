@@ -133,8 +133,9 @@ TEST(FitTailCurveTest, NoCurveWhenTheNeighbourhoodCannotFixOne) {
   EXPECT_FALSE(FitTailCurve({{100, 0, 10}, {200, 0, 10}, {300, 0, 10}}, 0, 1000));
   // None and all over the limit only: no slope to place a crossing on.
   EXPECT_FALSE(FitTailCurve({{560, 0, 1729}, {617, 0, 1870}, {823, 100, 2433}}, 0, 1000));
-  // Falling with the rate.
+  // Falling with the rate, gently or as a cliff.
   EXPECT_FALSE(FitTailCurve({{100, 2, 10}, {200, 1, 10}, {300, 0.5, 10}}, 0, 1000));
+  EXPECT_FALSE(FitTailCurve({{100, 100, 1000}, {101, 0.5, 1000}, {102, 0, 1000}}, 0, 1000));
 }
 
 }  // namespace
