@@ -107,8 +107,8 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kCurveBelow = 0.8;
   // Confirmation holds before a converged search finishes, and their length in steps: at
   // least kConfirmationHold, and long enough that kHoldTailEvents requests are expected over
-  // a p99 limit when the model sits exactly at it (steps at the best measured fewer requests:
-  // 2000 for p99), at most kMaxHold.
+  // a p99 limit when the model sits exactly at it (2000 requests for p99, counted from the
+  // requests of a step at the best), at most kMaxHold.
   static constexpr int kMaxConfirmations = 1;
   static constexpr double kConfirmationHold = 3;
   static constexpr double kHoldTailEvents = 20;

@@ -109,6 +109,7 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     n.x = n.x / c.center - 1;
     x_span = std::max(x_span, std::abs(n.x));
   }
+  const double pooled_logit = std::log(over / (weight - over));
   // The steepest curve the readings can show (see kCliffLogitSlope): the relative scatter of
   // a step's arrivals, 1 / sqrt(requests), averaged over the requests.
   const double max_b = kCliffLogitSlope * weight / sqrt_weights;
@@ -119,7 +120,7 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     for (const Near& n : near) rise += n.weight * n.x * (n.fraction - over / weight);
     if (!(rise > 0)) return std::nullopt;
     TailCurve capped = c;
-    capped.a = std::log(over / (weight - over));
+    capped.a = pooled_logit;
     capped.b = max_b;
     for (int iter = 0; iter < 200; ++iter) {
       double g0 = 0, h00 = 0;
@@ -140,7 +141,7 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
   //   sum w (fraction - mu) = 0,  sum w x (fraction - mu) = 0.
   // The log-likelihood is concave, so when the unconstrained fit runs past max_b (or off to a
   // vertical cliff: separated readings) the best curve within the cap has b = max_b.
-  c.a = std::log(over / (weight - over));
+  c.a = pooled_logit;
   c.b = 0;
   for (int iter = 0; iter < 200; ++iter) {
     double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
