@@ -89,8 +89,11 @@ Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
 int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {
   int64_t fewest = 0;
   for (const Judged& j : judged_) {
-    const int64_t n = j.outcome.tail_samples;
-    if (j.outcome.rate_qps == rate && n > 0) fewest = fewest > 0 ? std::min(fewest, n) : n;
+    const StepOutcome& o = j.outcome;
+    const int64_t n = o.measured_samples > 0 ? o.measured_samples : o.tail_samples;
+    if (o.rate_qps == rate && o.tail_samples > 0 && n > 0) {
+      fewest = fewest > 0 ? std::min(fewest, n) : n;
+    }
   }
   return fewest;
 }

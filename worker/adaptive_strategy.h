@@ -150,7 +150,8 @@ class AdaptiveStrategy : public Strategy {
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
   std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
-  // Requests measured by the steps run at `rate` (the fewest of them; 0: none).
+  // Requests measured by the steps run at `rate` (the fewest of them, each counting its
+  // measured part alone, without the steady lead; 0: none).
   int64_t RequestsPerStepAt(double rate) const;
   // The relative bracket a short step at the best can resolve: epsilon, or the scatter of its
   // Poisson arrivals (1 / sqrt(requests)) when that is wider.

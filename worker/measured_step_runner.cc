@@ -303,9 +303,14 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   if (settled) out.settle_time += lead;
   // Not steady when the measured part began: that part was more settling. Settle on in
   // chunks of their own until steady (or the cap, or an overload that only grows), then
-  // measure once more behind one continuous span.
-  if (settled && !steady_at_start && !overloaded_and_rising && out.settle_time < cap &&
-      (cancel == nullptr || !cancel->IsCancelled())) {
+  // measure once more behind one continuous span. After a rate change, not when that part
+  // would take the settling to its cap: what still drifts then is the queue at the new rate,
+  // and the second call would start from a drained queue behind a shorter lead than the
+  // first had (a slow model's step, a long hold): it could only be less settled. (On the
+  // test's first step the model's own warmup may be what drifts, and time cures that.)
+  const bool budget_left = first_step || out.settle_time + measured_duration < cap;
+  if (settled && !steady_at_start && !overloaded_and_rising && budget_left &&
+      out.settle_time < cap && (cancel == nullptr || !cancel->IsCancelled())) {
     demote(first_measured);
     out.settle_time += measured_duration;
     vanguard::v1::RunStepRequest chunk = request;
@@ -431,6 +436,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   };
   TailExceedance tail = tail_of(result.latency_histogram(), p99_limit_ms,
                                 &vanguard::v1::WindowMetrics::latency_histogram);
+  const int64_t measured_samples = TailOf(result.latency_histogram(), p99_limit_ms).samples;
   for (const Limit& l : limits) {
     if (!l.applies) continue;
     limit_ratio = std::max(limit_ratio, l.measured / l.limit);
@@ -471,6 +477,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.limit_ratio = limit_ratio;
   o.tail_ratio = tail.ratio;
   o.tail_samples = tail.samples;
+  o.measured_samples = measured_samples;
   o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !other_breach;
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {

@@ -16,8 +16,11 @@
 // If the detector was steady when the measured part began, that part is judged: one call.
 // Otherwise the part counts as settling, further chunks (calls of their own) run while the
 // windows still drift, until max_settle, and the step is measured in one more call behind a
-// continuous detector span. The test's first step, where the model's own warmup (JIT,
-// caches) also has to pass, compares two consecutive spans and may settle up to
+// continuous detector span; after a rate change, only when the first call's lead and
+// measured part leave settle time under max_settle (else the second call, starting from a
+// drained queue behind a shorter lead, could only be less settled than the first: the first
+// call's part is judged, the step not steady). The test's first step, where the model's own warmup
+// (JIT, caches) also has to pass, compares two consecutive spans and may settle up to
 // max_initial_settle. Settling stops early when the windows are OVERLOADED (hysteresis) and
 // latency is still rising as the measured part begins: the rate cannot be carried, and
 // waiting would only reach the cap (not on the test's first step: a cold model is

@@ -182,16 +182,40 @@ TEST_F(MeasuredStepRunnerTest, FirstStepComparesTwoLongSpans) {
 TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
   settle_p50 = [](int i) { return 100.0 * std::pow(0.9, i); };  // never steady
   MeasuredStepOptions options;
+  options.max_settle = absl::Seconds(17);
+  MeasuredStep step = MustRun(options);
+  EXPECT_FALSE(step.steady);
+  // 3 s warmup + the 10 s part it led, then 2 s chunks to the 17 s cap; then the 2 s span
+  // leading the measured part.
+  EXPECT_EQ(step.settle_time, absl::Seconds(17 + 2));
+  EXPECT_EQ(requests_.size(), 1u + 2u + 1u);
+}
+
+TEST_F(MeasuredStepRunnerTest, APartThatWouldSpendTheSettleBudgetIsKept) {
+  // Never steady, and the 3 s lead with the 10 s part it led already reach the 13 s cap: a
+  // second call would start from a drained queue behind a 2 s span, less settled than the
+  // first part was. That part is judged; the step is not steady.
+  settle_p50 = [](int i) { return 100.0 * std::pow(0.9, i); };
+  MeasuredStepOptions options;
   options.max_settle = absl::Seconds(13);
   MeasuredStep step = MustRun(options);
   EXPECT_FALSE(step.steady);
-  // 3 s warmup + the 10 s part it led reach the cap; then the 2 s span leading the
-  // measured part.
-  EXPECT_EQ(step.settle_time, absl::Seconds(13 + 2));
+  EXPECT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(step.settle_time, absl::Seconds(3));
+  ASSERT_EQ(step.windows.size(), 6u + 20u);
+  EXPECT_FALSE(step.windows[6].warmup());
+  // The test's first step still settles on (the model's own warmup may be what drifts).
+  requests_.clear();
+  options.max_initial_settle = absl::Seconds(13);
+  MustRun(options, nullptr, /*first=*/true);
   EXPECT_EQ(requests_.size(), 2u);
+}
+
+TEST_F(MeasuredStepRunnerTest, TheFirstStepSettlesLonger) {
+  settle_p50 = [](int i) { return 100.0 * std::pow(0.9, i); };  // never steady
+  MeasuredStepOptions options;
   // The first step of a test may wait longer (the model's own warmup): 5 s span + 10 s, then
   // 2 s chunks to the 23 s cap, then the 5 s span leading the measured part.
-  requests_.clear();
   options.max_initial_settle = absl::Seconds(23);
   EXPECT_EQ(MustRun(options, nullptr, /*first=*/true).settle_time, absl::Seconds(23 + 5));
   EXPECT_EQ(requests_.size(), 1u + 4u + 1u);

@@ -308,6 +308,17 @@ TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
     EXPECT_NE(run.done.summary.find(absl::StrFormat("of %gx a step", hold)), std::string::npos)
         << run.done.summary;
   }
+  // Steps whose tail also counts the steady lead before them (three times their measured
+  // 250 requests) are still steps of 250: the hold is as long.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [&](double r) {
+    StepOutcome o = WithTail(r, 800, r <= 800 ? 0.5 : 3, 750);
+    o.measured_samples = 250;
+    return o;
+  });
+  ASSERT_EQ(HoldRates(run).size(), 1u);
+  EXPECT_DOUBLE_EQ(run.holds.back(), 8);
 }
 
 TEST(AdaptiveStrategyTest, AnEstimateIsNoFinerThanItsStepsCanResolve) {
