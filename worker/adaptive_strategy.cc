@@ -89,11 +89,8 @@ Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
 int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {
   int64_t fewest = 0;
   for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    const int64_t n = o.measured_samples > 0 ? o.measured_samples : o.tail_samples;
-    if (o.rate_qps == rate && o.tail_samples > 0 && n > 0) {
-      fewest = fewest > 0 ? std::min(fewest, n) : n;
-    }
+    const int64_t n = j.outcome.tail_samples;
+    if (j.outcome.rate_qps == rate && n > 0) fewest = fewest > 0 ? std::min(fewest, n) : n;
   }
   return fewest;
 }
@@ -106,14 +103,20 @@ double AdaptiveStrategy::Resolution() const {
 Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.max_sustainable_qps = best_.value_or(0);
+  // The best moved above a hold that held by less than a step can resolve: not a difference
+  // the steps can show, and only the held rate was run long enough to claim.
+  const bool held_is_estimate = best_ && confirmed_ && last_hold_passed_ && *confirmed_ < *best_ &&
+                                *best_ - *confirmed_ <= Resolution() * *confirmed_;
+  if (held_is_estimate) done.max_sustainable_qps = *confirmed_;
   done.converged = converged;
-  done.confidence_low_qps = best_.value_or(0);
+  done.confidence_low_qps = done.max_sustainable_qps;
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
   std::string confirmation;
   if (confirmations_ > 0) {
     confirmation = absl::StrFormat(
-        "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s", confirmations_,
-        confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold");
+        "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s%s", confirmations_,
+        confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold",
+        held_is_estimate ? " and is the estimate (the best above it is within resolution)" : "");
   }
   done.summary = absl::StrFormat(
       "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s", why, steps_,
@@ -293,7 +296,13 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
       last_placement_after_pass_ = passed;
     }
   }
-  if (best_history_.size() >= 3 && lowest_failure_ &&
+  // The bests staying put, or the pooled curve, say the search has stopped learning only
+  // while it tests near them: with the lowest failure far above the best (a disturbance
+  // failed a low step and the search climbed past it), the limit may be anywhere between.
+  const bool bracket_near =
+      best_ && lowest_failure_ &&
+      *lowest_failure_ - *best_ <= kConvergedBracketEpsilons * epsilon_ * *best_;
+  if (best_history_.size() >= 3 && bracket_near &&
       last_failure_at_ > best_recorded_at_[best_recorded_at_.size() - 3]) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
     if (CoefficientOfVariation(last_three) < epsilon_) {
@@ -305,7 +314,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   }
   // The pooled tail curve of the neighbourhood puts the limit within half the resolution
   // above the best pass: a further step could only move the estimate by less than that.
-  if (best_ && lowest_failure_ && curve_ && curve_->Crossing() >= *best_ &&
+  if (bracket_near && curve_ && curve_->Crossing() >= *best_ &&
       curve_->Crossing() - *best_ <= 0.5 * epsilon_ * *best_) {
     return FinishOrConfirm("converged (pooled tail curve crosses the limit just above the best)");
   }

@@ -21,12 +21,16 @@
 // variation of the last three recorded bests is below epsilon and a step has failed since
 // the first of them was recorded (convergence detection: the bests stay put while the
 // search keeps testing above them; bests that only climb by damped steps, every step a
-// pass, are not converged however close together they are); when the gap between the best
-// and the lowest failure is within the resolution of the best (epsilon, or 1 / sqrt(requests)
+// pass, are not converged however close together they are) and the lowest failure lies
+// within kConvergedBracketEpsilons * epsilon of the best (bests that stay put say nothing
+// while the search tests far above them: a stall failed a low step, the pooled verdicts let
+// it pass later, and the limit may be anywhere up to the lowest failure); when the gap
+// between the best and the lowest failure is within the resolution of the best (epsilon,
+// or 1 / sqrt(requests)
 // of a step there when that is wider: a step of 300 requests offers its rate to within about
 // 6%, and bracketing an LLM's limit to 2% with such steps only spends steps on noise); when
-// the pooled tail curve (below) crosses the limit within epsilon / 2 above the best; or after
-// max_steps steps.
+// the pooled tail curve (below) crosses the limit within epsilon / 2 above the best (with the
+// same bound on the lowest failure); or after max_steps steps.
 //
 // Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
 // every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).
@@ -66,8 +70,10 @@
 // (2000 requests for p99), at most kMaxHold steps. A hold that fails
 // makes its rate a failure (whatever the pooled fit says) and the search goes on from the new
 // bracket (finishing at once when that is within resolution); at most kMaxConfirmations
-// holds per test, never beyond max_steps. Estimates lean conservative for it, at the cost of
-// one longer step.
+// holds per test, never beyond max_steps. When a hold held and the pooled verdicts then move
+// the best above the held rate by no more than the resolution (above), the held rate is the
+// estimate: the difference is not one the steps can show, and only the held rate was run long
+// enough to claim. Estimates lean conservative for it, at the cost of one longer step.
 //
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
@@ -105,6 +111,9 @@ class AdaptiveStrategy : public Strategy {
   // about where the limit is crossed, and an overloaded model's readings (most requests
   // over the limit) would bend a curve fitted through the crossing.
   static constexpr double kCurveBelow = 0.8;
+  // Convergence by the bests' CV or by the pooled curve needs the lowest failure within this
+  // many epsilons of the best (10% at the default epsilon).
+  static constexpr double kConvergedBracketEpsilons = 5;
   // Confirmation holds before a converged search finishes, and their length in steps: at
   // least kConfirmationHold, and long enough that kHoldTailEvents requests are expected over
   // a p99 limit when the model sits exactly at it (2000 requests for p99, counted from the
@@ -150,8 +159,7 @@ class AdaptiveStrategy : public Strategy {
   // The feedback placement above, or nullopt when the ratios cannot predict the limit.
   std::optional<double> FeedbackPlacement(bool after_pass) const;
   Decision Finish(bool converged, const std::string& why);
-  // Requests measured by the steps run at `rate` (the fewest of them, each counting its
-  // measured part alone, without the steady lead; 0: none).
+  // Requests measured by the steps run at `rate` (the fewest of them; 0: none).
   int64_t RequestsPerStepAt(double rate) const;
   // The relative bracket a short step at the best can resolve: epsilon, or the scatter of its
   // Poisson arrivals (1 / sqrt(requests)) when that is wider.

@@ -228,10 +228,6 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
            recent_p50.back() >= recent_p50.front();
   };
   bool overloaded_and_rising = false;
-  // The settle windows the detector judged steady just before the measured part, in the
-  // same call (see "Tail evidence" in the header); empty when the detector was not steady
-  // there.
-  std::vector<vanguard::v1::WindowMetrics> steady_lead;
   // One measured call: `lead` of warmup at the step's rate (settle windows, fed to the
   // detector), then the measured part. Sets *steady_at_start to whether the detector was
   // steady when the measured part began (and, watching, overloaded_and_rising to whether
@@ -245,20 +241,15 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     bool measuring = false;
     *steady_at_start = detector.steady();
     *first_measured = out.windows.size();
-    std::deque<vanguard::v1::WindowMetrics> last_span;  // this call's last settle span
-    steady_lead.clear();
     absl::StatusOr<ExecutedStep> executed =
         executor_->Execute(call, cancel, [&](const vanguard::v1::WindowMetrics& w) {
           if (w.warmup() && settled) {
-            last_span.push_back(w);
-            while (static_cast<int>(last_span.size()) > steady.windows) last_span.pop_front();
             settle_window(w);
             return;
           }
           if (!measuring && !w.warmup()) {
             measuring = true;
             *steady_at_start = detector.steady();
-            if (*steady_at_start) steady_lead.assign(last_span.begin(), last_span.end());
             if (watch_overload) overloaded_and_rising = settled && overloaded_rising();
             *first_measured = out.windows.size();
             assessor_->Reset();
@@ -395,8 +386,6 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     double limit;
     std::string breach;
     const std::string* histogram;  // the samples behind a p99 limit; null for gauges
-    // The same samples in each window (for the steady lead); null for gauges.
-    const std::string& (vanguard::v1::WindowMetrics::*window_histogram)() const = nullptr;
   };
   const Limit limits[] = {
       {slo_.max_queue_depth() > 0 && queue_samples > 0, queue_mean, slo_.max_queue_depth(),
@@ -405,38 +394,18 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
        absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()), nullptr},
       {ttft_limit_ms > 0 && result.has_ttft(), result.ttft().p99_ms(), ttft_limit_ms,
        absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms),
-       &result.ttft_histogram(), &vanguard::v1::WindowMetrics::ttft_histogram},
+       &result.ttft_histogram()},
       {inter_limit_ms > 0 && result.has_inter_chunk(), result.inter_chunk().p99_ms(),
        inter_limit_ms,
        absl::StrFormat("inter-token p99 %.1f ms > %g ms", result.inter_chunk().p99_ms(),
                        inter_limit_ms),
-       &result.inter_chunk_histogram(), &vanguard::v1::WindowMetrics::inter_chunk_histogram},
+       &result.inter_chunk_histogram()},
   };
   std::vector<std::string> gauge_breaches;
   double limit_ratio = out.judgement.health.worst_ratio;
   bool other_breach = false;  // a breach of a limit that is not a p99 tail
-  // The tail of one p99 limit: the measured part's, or with the steady lead before it when
-  // that reads worse. The lead is more of the same run at the same rate, so a disturbance
-  // the measured part missed counts; it never dilutes the measured part (its first windows
-  // may still hold a queue building up).
-  const auto tail_of = [&](const std::string& measured, double limit_ms,
-                           const std::string& (vanguard::v1::WindowMetrics::*window_histogram)()
-                               const) {
-    TailExceedance t = TailOf(measured, limit_ms);
-    if (steady_lead.empty() || t.samples == 0) return t;
-    std::vector<const std::string*> with_lead = {&measured};
-    for (const vanguard::v1::WindowMetrics& w : steady_lead) {
-      with_lead.push_back(&(w.*window_histogram)());
-    }
-    const TailExceedance pooled = TailOf(with_lead, limit_ms);
-    if (pooled.ratio <= t.ratio) return t;
-    TailExceedance with = pooled;
-    with.with_lead = true;
-    return with;
-  };
-  TailExceedance tail = tail_of(result.latency_histogram(), p99_limit_ms,
-                                &vanguard::v1::WindowMetrics::latency_histogram);
-  const int64_t measured_samples = TailOf(result.latency_histogram(), p99_limit_ms).samples;
+  // The tail of the p99 limits, over the measured part only (see "Tail evidence").
+  TailExceedance tail = TailOf(result.latency_histogram(), p99_limit_ms);
   for (const Limit& l : limits) {
     if (!l.applies) continue;
     limit_ratio = std::max(limit_ratio, l.measured / l.limit);
@@ -445,7 +414,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
       if (l.histogram == nullptr) other_breach = true;
     }
     if (l.histogram != nullptr) {
-      const TailExceedance t = tail_of(*l.histogram, l.limit, l.window_histogram);
+      const TailExceedance t = TailOf(*l.histogram, l.limit);
       if (t.samples > 0 && t.ratio > tail.ratio) tail = t;
     }
   }
@@ -460,9 +429,8 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   if (tail.samples > 0 && out.judgement.client_valid) {
     // What the pooled verdicts work from: the share of the requests over the tail limits,
     // relative to the 1% a p99 allows.
-    absl::StrAppend(&out.judgement.verdict,
-                    absl::StrFormat(" (tail %.2f of allowed, %d requests%s)", tail.ratio,
-                                    tail.samples, tail.with_lead ? " with the steady lead" : ""));
+    absl::StrAppend(&out.judgement.verdict, absl::StrFormat(" (tail %.2f of allowed, %d requests)",
+                                                            tail.ratio, tail.samples));
   }
   StepOutcome& o = out.outcome;
   o.rate_qps = rate;
@@ -477,7 +445,6 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.limit_ratio = limit_ratio;
   o.tail_ratio = tail.ratio;
   o.tail_samples = tail.samples;
-  o.measured_samples = measured_samples;
   o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !other_breach;
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {

@@ -36,12 +36,10 @@
 //
 // Tail evidence. The outcome's tail_ratio (the share of requests over a p99 limit, the
 // worst of latency, TTFT and inter-token, for the pooled verdicts) counts the measured part
-// and, when it reads worse, the measured part together with the settle windows the detector
-// judged steady just before it in the same call (the last span; windows carry their
-// histograms): the same continuous run at the same rate, so a rare disturbance (a stall, a
-// GC pause, a burst of arrivals) landing there is evidence too. It never dilutes the
-// measured part: the first windows of a call may still hold a queue building up, which
-// reads better than the steady state.
+// only. Counting the settle span before it as well whenever that read worse (as this runner
+// once did, so that a stall there would be evidence too) takes the worse of two readings:
+// near a limit set by rare stalls it read the long-run share about 45% high and failed a
+// step more often, and searches ended 5-10% low (tests/bench/search_sim.sh).
 //
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
@@ -162,7 +160,6 @@ class MeasuredStepRunner {
   struct TailExceedance {
     double ratio = 0;
     int64_t samples = 0;
-    bool with_lead = false;  // the steady lead before the measured part counted too
   };
   static TailExceedance TailOf(const std::string& histogram, double limit_ms);
   // The same over several serialized histograms merged (unreadable ones are skipped).

@@ -370,33 +370,27 @@ class TailEvidenceTest : public MeasuredStepRunnerTest {
   }
 };
 
-TEST_F(TailEvidenceTest, AStallInTheSteadyLeadCounts) {
-  // The detector's span is the last four settle windows (2 s); a stall in the window before
-  // it (index 1) is not steady evidence, one inside it is.
-  Script({0, 50, 0, 0, 0, 0}, /*measured_slow=*/2);
+TEST_F(TailEvidenceTest, OnlyTheMeasuredPartIsTailEvidence) {
+  // A stall in the settle span just before the measured part (window 3 of 6, steady) does
+  // not count: taking the worse of the part alone and the part with its lead reads a tail set
+  // by rare stalls high (see the header).
+  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/2);
   MeasuredStep step = MustRun({});
   ASSERT_EQ(requests_.size(), 1u);
   EXPECT_DOUBLE_EQ(step.outcome.tail_ratio, 0.2);  // 2 of 1000 over the limit / 1%
   EXPECT_EQ(step.outcome.tail_samples, 1000);
-
-  requests_.clear();
-  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/2);
-  step = MustRun({});
-  // (50 + 2) of 1400 requests over the limit, over the 1% allowed.
-  EXPECT_NEAR(step.outcome.tail_ratio, 52.0 / 1400 / 0.01, 1e-9);
-  EXPECT_EQ(step.outcome.tail_samples, 1400);
-  EXPECT_THAT(step.judgement.verdict, HasSubstr("with the steady lead"));
+  EXPECT_THAT(step.judgement.verdict, HasSubstr("(tail 0.20 of allowed, 1000 requests)"));
 }
 
-TEST_F(TailEvidenceTest, StreamsCountTheLeadsTimeToFirstToken) {
-  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/2, /*stream=*/true);
+TEST_F(TailEvidenceTest, StreamsAreJudgedOnTheMeasuredTimeToFirstToken) {
+  Script({0, 0, 0, 50, 0, 0}, /*measured_slow=*/20, /*stream=*/true);
   vanguard::v1::Slo slo = Slo();
   slo.mutable_ttft_p99()->set_nanos(100'000'000);
   MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, slo, {});
   auto step = runner.Run(Request(), false, nullptr, nullptr);
   ASSERT_TRUE(step.ok()) << step.status();
-  EXPECT_NEAR(step->outcome.tail_ratio, 52.0 / 1400 / 0.01, 1e-9);
-  EXPECT_EQ(step->outcome.tail_samples, 1400);
+  EXPECT_DOUBLE_EQ(step->outcome.tail_ratio, 2.0);  // 20 of 1000 slow to their first token
+  EXPECT_EQ(step->outcome.tail_samples, 1000);
 }
 
 TEST_F(TailEvidenceTest, ACalmerLeadNeverDilutesTheMeasuredPart) {
@@ -404,7 +398,6 @@ TEST_F(TailEvidenceTest, ACalmerLeadNeverDilutesTheMeasuredPart) {
   MeasuredStep step = MustRun({});
   EXPECT_DOUBLE_EQ(step.outcome.tail_ratio, 2.0);
   EXPECT_EQ(step.outcome.tail_samples, 1000);
-  EXPECT_THAT(step.judgement.verdict, ::testing::Not(HasSubstr("steady lead")));
 }
 
 TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) {

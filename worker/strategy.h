@@ -52,9 +52,6 @@ struct StepOutcome {
   // not known. The adaptive search pools these across steps (tail_pooling.h).
   double tail_ratio = 0;
   int64_t tail_samples = 0;
-  // Requests of the measured part alone (tail_samples may count the steady lead too): what a
-  // step of this length measures at this rate. 0: not known (then tail_samples stands in).
-  int64_t measured_samples = 0;
   // Every check other than those tail limits held.
   bool passed_apart_from_tail = false;
   vanguard::v1::HealthState health_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
