@@ -1,13 +1,15 @@
 // Capacity searches in virtual time: the adaptive search and binary search driven against a
-// batch profile's discrete-event scheduler (the simulator's own SlotScheduler, one continuous
-// timeline with its stalls and jitter), many seeds in seconds. What it leaves out: the
-// network, the client, steady-state detection and the per-window health (each step is a
-// fixed lead at its rate and a measured part, judged on p99, errors and throughput, its 0.5 s
-// windows scored by the worker's HealthAssessor). What it
-// keeps: the sampling noise of short steps against a model whose tail is set by rare events,
-// which is what decides how close a search can get. tests/bench/search_sim.sh runs it.
+// profile's own discrete-event scheduler (the simulator's SlotScheduler, or TokenScheduler
+// for generative profiles: one continuous timeline with its stalls and jitter), many seeds
+// in seconds. What it leaves out: the network, the client and steady-state detection (each
+// step is a lead at its rate and a measured part, stretched to request lifetimes as the
+// runner does, judged on its percentile limits, errors and throughput, its windows scored by
+// the worker's HealthAssessor). What it keeps: the sampling noise of short steps against a
+// model whose tail is set by rare events, which is what decides how close a search can get.
+// tests/bench/search_sim.sh runs it.
 //
 //   search_sim --profile=ranking --strategy=adaptive --seeds=50 [--truth=3022.7]
+//   search_sim --profile=ranking --fixed_rate=2800 --seeds=1000   # one rate's step statistics
 //
 // One line per seed (estimate, error, steps, virtual time), then
 // `profile=… strategy=… mae_pct=… bias_pct=… max_err_pct=… within_10_pct=… mean_time_s=…`.
