@@ -37,7 +37,7 @@
 #include "worker/proto_time.h"
 #include "worker/tail_pooling.h"
 
-ABSL_FLAG(std::string, profile, "ranking", "A batch-mode simulator profile (name or .json path)");
+ABSL_FLAG(std::string, profile, "ranking", "A simulator profile (name or .json path)");
 ABSL_FLAG(std::string, strategy, "adaptive", "adaptive or binary_search");
 ABSL_FLAG(int, seeds, 50, "Searches to run (model and arrival seeds 1..N)");
 ABSL_FLAG(int, first_seed, 1, "The first seed");
