@@ -59,22 +59,12 @@ double MeasuredStepRunner::Goodput(const vanguard::v1::StepResult& r, double p99
 
 MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string& histogram,
                                                               double limit_ms) {
-  return TailOf(std::vector<const std::string*>{&histogram}, limit_ms);
-}
-
-MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(
-    const std::vector<const std::string*>& histograms, double limit_ms) {
-  if (limit_ms <= 0) return {};
-  LatencyHistogram all;
-  for (const std::string* serialized : histograms) {
-    if (serialized->empty()) continue;
-    absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(*serialized);
-    if (h.ok()) all.Merge(*h);
-  }
-  if (all.count() == 0) return {};
-  return {static_cast<double>(all.CountAbove(limit_ms * 1000)) / static_cast<double>(all.count()) /
+  if (limit_ms <= 0 || histogram.empty()) return {};
+  absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(histogram);
+  if (!h.ok() || h->count() == 0) return {};
+  return {static_cast<double>(h->CountAbove(limit_ms * 1000)) / static_cast<double>(h->count()) /
               kTailAllowedFraction,
-          all.count()};
+          h->count()};
 }
 
 bool MeasuredStepRunner::LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows,

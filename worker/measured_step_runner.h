@@ -162,8 +162,6 @@ class MeasuredStepRunner {
     int64_t samples = 0;
   };
   static TailExceedance TailOf(const std::string& histogram, double limit_ms);
-  // The same over several serialized histograms merged (unreadable ones are skipped).
-  static TailExceedance TailOf(const std::vector<const std::string*>& histograms, double limit_ms);
 
   // Mean latency over the measured windows from `first` on rises by more than
   // kRisingLatencyDrift of its level (least-squares slope times span; at least 4 windows).
