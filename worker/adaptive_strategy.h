@@ -119,7 +119,7 @@ class AdaptiveStrategy : public Strategy {
   // a p99 limit when the model sits exactly at it (2000 requests for p99, counted from the
   // requests of a step at the best), at most kMaxHold.
   static constexpr int kMaxConfirmations = 1;
-  static constexpr double kConfirmationHold = 3;
+  static constexpr double kConfirmationHold = 2;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHold = 10;
 

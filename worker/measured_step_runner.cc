@@ -320,8 +320,9 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   // A pass close to the limit whose latency still climbs through the measured part is a
   // queue still building (near capacity it takes far longer than the settle cap to reach its
   // level): measure once more behind a continuous lead as long as everything so far, and
-  // judge that.
-  if (settled && options_.remeasure_rising_near_limit && out.judgement.passed &&
+  // judge that. Not a hold (hold > 1): its part is several parts long, so its later windows
+  // already saw the queue build about as long as a re-measure's lead would let it.
+  if (settled && options_.remeasure_rising_near_limit && hold <= 1 && out.judgement.passed &&
       out.judgement.health.state >= vanguard::v1::HEALTH_STATE_UNHEALTHY &&
       (cancel == nullptr || !cancel->IsCancelled()) && LatencyRising(out.windows, first_measured)) {
     demote(first_measured);

@@ -32,7 +32,9 @@
 // Re-measuring. A pass at UNHEALTHY or worse whose windows' mean latency still rises by more
 // than kRisingLatencyDrift through the measured part is a queue still building (near
 // capacity that takes far longer than any settle cap): it is measured once more behind a
-// continuous lead as long as everything before it, and judged on that part.
+// continuous lead as long as everything before it, and judged on that part. Not a hold
+// (hold > 1, a confirmation's long part): that already watched the queue for several parts,
+// and a second call would restart it from a drained queue.
 //
 // Tail evidence. The outcome's tail_ratio (the share of requests over a p99 limit, the
 // worst of latency, TTFT and inter-token, for the pooled verdicts) counts the measured part

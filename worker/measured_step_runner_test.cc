@@ -104,9 +104,9 @@ class MeasuredStepRunnerTest : public ::testing::Test {
   }
 
   MeasuredStep MustRun(MeasuredStepOptions options, MetricsCollector* collector = nullptr,
-                       bool first = false) {
+                       bool first = false, double hold = 1) {
     MeasuredStepRunner runner(&executor_, &judge_, &assessor_, collector, Slo(), options);
-    auto step = runner.Run(Request(), first, nullptr, nullptr);
+    auto step = runner.Run(Request(), first, nullptr, nullptr, hold);
     EXPECT_TRUE(step.ok()) << step.status();
     return std::move(*step);
   }
@@ -257,8 +257,9 @@ TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
   EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::ZeroDuration());
 }
 
-// Measured calls (10 s) pass at p99 85 ms (UNHEALTHY, limit 100); the mean latency of their
-// windows climbs 20 -> 40 ms in the first `rising_calls` of them and is flat after.
+// Measured calls (10 s, or longer for a hold) pass at p99 85 ms (UNHEALTHY, limit 100); the mean
+// latency of their windows climbs 20 -> 40 ms in the first `rising_calls` of them and is flat
+// after.
 class RemeasureTest : public MeasuredStepRunnerTest {
  protected:
   void Script(int rising_calls) {
@@ -269,7 +270,7 @@ class RemeasureTest : public MeasuredStepRunnerTest {
               auto script = std::make_shared<StreamScript>();
               const int lead = static_cast<int>(FromProtoDuration(r.warmup()) / Window(r));
               const int n = static_cast<int>(FromProtoDuration(r.duration()) / Window(r));
-              const bool measured = FromProtoDuration(r.duration()) == absl::Seconds(10);
+              const bool measured = FromProtoDuration(r.duration()) >= absl::Seconds(10);
               const bool rising = measured && measured_calls_++ < rising_calls;
               for (int i = 0; i < lead; ++i) {
                 vanguard::v1::RunStepEvent e = Window(10, 30);
@@ -307,7 +308,7 @@ TEST_F(RemeasureTest, APassNearTheLimitWithLatencyStillRisingIsMeasuredAgain) {
   EXPECT_TRUE(step.outcome.passed);
 }
 
-TEST_F(RemeasureTest, OnlyOnceAndNeverWhenFlat) {
+TEST_F(RemeasureTest, OnlyOnceNeverWhenFlatNorForAHold) {
   Script(/*rising_calls=*/100);
   MeasuredStep step = MustRun({});
   EXPECT_TRUE(step.remeasured);
@@ -317,6 +318,12 @@ TEST_F(RemeasureTest, OnlyOnceAndNeverWhenFlat) {
   step = MustRun({});
   EXPECT_FALSE(step.remeasured);
   EXPECT_EQ(measured_calls_, 1);
+  measured_calls_ = 0;
+  Script(/*rising_calls=*/1);
+  step = MustRun({}, nullptr, /*first=*/false, /*hold=*/2);  // a confirmation hold: 20 s
+  EXPECT_FALSE(step.remeasured);
+  EXPECT_EQ(measured_calls_, 1);
+  EXPECT_TRUE(step.outcome.passed);
   measured_calls_ = 0;
   Script(/*rising_calls=*/1);
   MeasuredStepOptions off;

@@ -293,7 +293,7 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
 
 TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
   // At the limit a p99 lets 1% of the requests over it: the hold runs until 20 of them would
-  // be, 2000 requests, however few a step measures; at least three steps, at most ten.
+  // be, 2000 requests, however few a step measures; at least two steps, at most ten.
   for (const auto& [per_step, hold] :
        std::vector<std::pair<int64_t, double>>{{3000, AdaptiveStrategy::kConfirmationHold},
                                                {250, 8},
