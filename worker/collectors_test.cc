@@ -112,6 +112,30 @@ TEST(SteadyStateDetectorTest, RelativeDriftOfALine) {
   EXPECT_EQ(SteadyStateDetector::RelativeDrift({5, 5, 5}), 0);
 }
 
+TEST(SteadyStateDetectorTest, ATrendCountsOnlyBeyondItsNoise) {
+  // A clean 33% rise over the span trends; the same fitted drift through scatter twice its
+  // size does not (p50s of half-second windows near capacity: 20, 25, 18, 28 ms).
+  EXPECT_TRUE(SteadyStateDetector::Trending({10, 11, 12, 13, 14}, 0.2));
+  EXPECT_GT(SteadyStateDetector::RelativeDrift({20, 25, 18, 28}), 0.2);
+  EXPECT_FALSE(SteadyStateDetector::Trending({20, 25, 18, 28}, 0.2));
+  // A steep consistent rise through some scatter still trends.
+  EXPECT_TRUE(SteadyStateDetector::Trending({20, 27, 31, 40}, 0.2));
+  // Falling: a drift, but not a rise.
+  EXPECT_TRUE(SteadyStateDetector::Trending({14, 13, 12, 11, 10}, 0.2));
+  EXPECT_FALSE(SteadyStateDetector::Trending({14, 13, 12, 11, 10}, 0.2, /*rising_only=*/true));
+  EXPECT_TRUE(SteadyStateDetector::Trending({10, 11, 12, 13, 14}, 0.2, /*rising_only=*/true));
+}
+
+TEST(SteadyStateDetectorTest, ScatterNearCapacityIsSteady) {
+  // Half-second p50s (ms) of a stationary run at 97% of capacity (nlp_encoder at 960 req/s),
+  // whose 4-window fits drift by more than 20% in 43% of spans. The last four here fit a
+  // 33% rise, well within their scatter.
+  EXPECT_GT(SteadyStateDetector::RelativeDrift({20, 22, 28, 27}), 0.3);
+  SteadyStateDetector d({.windows = 4});
+  for (double p50 : {21, 17, 21, 24, 20, 22, 28, 27}) d.Add(p50, 1.0);
+  EXPECT_TRUE(d.steady());
+}
+
 TEST(ControllerRateSourceTest, JsonFieldPath) {
   EXPECT_DOUBLE_EQ(*RateFromJson(R"({"target_qps": 420})", ""), 420);
   EXPECT_DOUBLE_EQ(*RateFromJson(R"({"spec":{"target":"12.5"}})", "spec.target"), 12.5);

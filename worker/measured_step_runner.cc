@@ -74,7 +74,8 @@ bool MeasuredStepRunner::LatencyRising(const std::vector<vanguard::v1::StepWindo
     if (windows[i].warmup() || windows[i].completed() == 0) continue;
     mean_ms.push_back(windows[i].latency().mean_ms());
   }
-  return mean_ms.size() >= 4 && SteadyStateDetector::RelativeDrift(mean_ms) > kRisingLatencyDrift;
+  return mean_ms.size() >= 4 &&
+         SteadyStateDetector::Trending(mean_ms, kRisingLatencyDrift, /*rising_only=*/true);
 }
 
 WindowSignals MeasuredStepRunner::SignalsOf(const vanguard::v1::WindowMetrics& w,

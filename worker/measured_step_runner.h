@@ -30,8 +30,8 @@
 // judged.
 //
 // Re-measuring. A pass at UNHEALTHY or worse whose windows' mean latency still rises by more
-// than kRisingLatencyDrift through the measured part is a queue still building (near
-// capacity that takes far longer than any settle cap): it is measured once more behind a
+// than kRisingLatencyDrift (beyond its noise) through the measured part is a queue still building
+// (near capacity that takes far longer than any settle cap): it is measured once more behind a
 // continuous lead as long as everything before it, and judged on that part. Not a hold
 // (hold > 1, a confirmation's long part): that already watched the queue for several parts,
 // and a second call would restart it from a drained queue.
@@ -166,7 +166,9 @@ class MeasuredStepRunner {
   static TailExceedance TailOf(const std::string& histogram, double limit_ms);
 
   // Mean latency over the measured windows from `first` on rises by more than
-  // kRisingLatencyDrift of its level (least-squares slope times span; at least 4 windows).
+  // kRisingLatencyDrift of its level (least-squares slope times span, beyond its sampling
+  // noise: SteadyStateDetector::Trending; at least 4 windows). A falling latency is not
+  // rising.
   static constexpr double kRisingLatencyDrift = 0.1;
   static bool LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows, size_t first);
 

@@ -5,20 +5,64 @@
 
 namespace vanguard::worker {
 
-double SteadyStateDetector::RelativeDrift(const std::deque<double>& v) {
+namespace {
+
+// The least-squares drift of a series over its span, relative to its mean (signed), and the
+// standard error of that estimate.
+struct Drift {
+  double relative = 0;
+  double standard_error = 0;
+};
+
+Drift DriftOf(const std::deque<double>& v) {
   const double n = static_cast<double>(v.size());
-  if (v.size() < 2) return 0;
+  if (v.size() < 2) return {};
   double mean = 0;
   for (double x : v) mean += x;
   mean /= n;
-  if (mean == 0) return 0;
+  if (mean == 0) return {};
   const double x_mean = (n - 1) / 2;
-  double num = 0, den = 0;
+  double num = 0, sxx = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     num += (static_cast<double>(i) - x_mean) * (v[i] - mean);
-    den += (static_cast<double>(i) - x_mean) * (static_cast<double>(i) - x_mean);
+    sxx += (static_cast<double>(i) - x_mean) * (static_cast<double>(i) - x_mean);
   }
-  return std::abs(num / den * (n - 1) / mean);
+  const double slope = num / sxx;
+  Drift d;
+  d.relative = slope * (n - 1) / std::abs(mean);
+  if (v.size() >= 3) {
+    double residuals = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double r = v[i] - (mean + slope * (static_cast<double>(i) - x_mean));
+      residuals += r * r;
+    }
+    d.standard_error = std::sqrt(residuals / (n - 2) / sxx) * (n - 1) / std::abs(mean);
+  }
+  return d;
+}
+
+// One-sided 90% quantile of Student's t with `df` degrees of freedom.
+double T90(size_t df) {
+  static constexpr double kTable[] = {3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415,
+                                      1.397, 1.383, 1.372, 1.363, 1.356, 1.350, 1.345,
+                                      1.341, 1.337, 1.333, 1.330, 1.328, 1.325};
+  constexpr size_t kRows = sizeof(kTable) / sizeof(kTable[0]);
+  if (df == 0) return 0;
+  return df <= kRows ? kTable[df - 1] : 1.282 + (1.325 - 1.282) * 20.0 / static_cast<double>(df);
+}
+
+}  // namespace
+
+double SteadyStateDetector::RelativeDrift(const std::deque<double>& v) {
+  return std::abs(DriftOf(v).relative);
+}
+
+bool SteadyStateDetector::Trending(const std::deque<double>& v, double tolerance,
+                                   bool rising_only) {
+  const Drift d = DriftOf(v);
+  const double drift = rising_only ? d.relative : std::abs(d.relative);
+  const size_t df = v.size() >= 3 ? v.size() - 2 : 0;
+  return drift - T90(df) * d.standard_error > tolerance;
 }
 
 bool SteadyStateDetector::Add(double latency_ms, double throughput_ratio) {
@@ -30,8 +74,8 @@ bool SteadyStateDetector::Add(double latency_ms, double throughput_ratio) {
   while (throughput_.size() > k) throughput_.pop_front();
   if (latency_.size() < keep) return steady_ = false;
   const std::deque<double> last(latency_.end() - static_cast<long>(k), latency_.end());
-  steady_ = RelativeDrift(last) <= options_.max_latency_drift &&
-            RelativeDrift(throughput_) <= options_.max_throughput_drift;
+  steady_ = !Trending(last, options_.max_latency_drift) &&
+            !Trending(throughput_, options_.max_throughput_drift);
   if (steady_ && options_.compare_blocks) {
     double before = 0, after = 0;
     for (size_t i = 0; i < k; ++i) {

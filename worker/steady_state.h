@@ -7,7 +7,13 @@
 // Over the last `windows` (5) samples, the least-squares slope of each series, times the
 // span (windows - 1) and relative to the series mean, must be within its tolerance: latency
 // (p50, which a few slow requests do not swing) 20%, throughput as achieved/offered 10%.
-// A linear fit rather than first-vs-last keeps one noisy window from deciding. With
+// A linear fit rather than first-vs-last keeps one noisy window from deciding, and a drift
+// counts only when it exceeds the tolerance beyond its own sampling noise (Trending: by
+// more than a one-sided 90% t quantile of its standard error, from the scatter about the
+// line). Near a model's capacity the p50 of half-second windows scatters by +-20% with
+// the queue: on a stationary run at 97% of capacity, 43% of 4-window spans drifted by more
+// than 20% on their fit alone (6-14% with the noise margin), and every such false alarm
+// cost a step its measured part and more settling. With
 // compare_blocks, the previous span's mean latency must also agree with the last one's
 // (used at the start of a test, where the model's own warmup decays slowly). The caller caps
 // how long it waits (see MeasuredStepRunner).
@@ -42,6 +48,12 @@ class SteadyStateDetector {
 
   // Relative drift over the span of `values`: slope * (n - 1) / |mean|; 0 when mean is 0.
   static double RelativeDrift(const std::deque<double>& values);
+  // Whether `values` drift by more than `tolerance` (relative, as above) beyond sampling
+  // noise: the drift minus kConfidenceT standard errors of it (from the residuals about the
+  // fitted line; none with fewer than three values) exceeds the tolerance. `rising_only`
+  // counts upward drifts only.
+  static bool Trending(const std::deque<double>& values, double tolerance,
+                       bool rising_only = false);
 
  private:
   SteadyStateOptions options_;
