@@ -128,7 +128,7 @@ TEST(SteadyStateDetectorTest, ATrendCountsOnlyBeyondItsNoise) {
 
 TEST(SteadyStateDetectorTest, ScatterNearCapacityIsSteady) {
   // Half-second p50s (ms) of a stationary run at 97% of capacity (nlp_encoder at 960 req/s),
-  // whose 4-window fits drift by more than 20% in 43% of spans. The last four here fit a
+  // whose 4-window fits drift by more than 20% in 42% of spans. The last four here fit a
   // 33% rise, well within their scatter.
   EXPECT_GT(SteadyStateDetector::RelativeDrift({20, 22, 28, 27}), 0.3);
   SteadyStateDetector d({.windows = 4});

@@ -11,9 +11,9 @@
 // counts only when it exceeds the tolerance beyond its own sampling noise (Trending: by
 // more than a one-sided 90% t quantile of its standard error, from the scatter about the
 // line). Near a model's capacity the p50 of half-second windows scatters by +-20% with
-// the queue: on a stationary run at 97% of capacity, 43% of 4-window spans drifted by more
-// than 20% on their fit alone (6-14% with the noise margin), and every such false alarm
-// cost a step its measured part and more settling. With
+// the queue, and on stationary runs at 95% of capacity 19-23% of 4-window spans drifted by
+// more than 20% on their fit alone (3.5% with the noise margin; tests/bench/steady.sh);
+// every such false alarm cost a step its measured part and more settling. With
 // compare_blocks, the previous span's mean latency must also agree with the last one's
 // (used at the start of a test, where the model's own warmup decays slowly). The caller caps
 // how long it waits (see MeasuredStepRunner).
