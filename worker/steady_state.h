@@ -49,9 +49,9 @@ class SteadyStateDetector {
   // Relative drift over the span of `values`: slope * (n - 1) / |mean|; 0 when mean is 0.
   static double RelativeDrift(const std::deque<double>& values);
   // Whether `values` drift by more than `tolerance` (relative, as above) beyond sampling
-  // noise: the drift minus kConfidenceT standard errors of it (from the residuals about the
-  // fitted line; none with fewer than three values) exceeds the tolerance. `rising_only`
-  // counts upward drifts only.
+  // noise: the drift less a one-sided 90% t quantile (n - 2 degrees of freedom) of its
+  // standard error (from the residuals about the fitted line; no margin with fewer than
+  // three values) exceeds the tolerance. `rising_only` counts upward drifts only.
   static bool Trending(const std::deque<double>& values, double tolerance,
                        bool rising_only = false);
 
