@@ -8,6 +8,7 @@
 // (SteadyStateDetector::RelativeDrift, the test before noise was taken into account) and the
 // share that SteadyStateDetector::Trending calls drifting (beyond the trend's own noise):
 //   spans=… bare_drifting_pct=… trending_pct=… p50_cv_pct=…
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <deque>
