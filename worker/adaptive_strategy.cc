@@ -102,12 +102,16 @@ double AdaptiveStrategy::Resolution() const {
 
 Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
-  done.max_sustainable_qps = best_.value_or(0);
+  double best = best_.value_or(0);
   // The best moved above a hold that held by less than a step can resolve: not a difference
   // the steps can show, and only the held rate was run long enough to claim.
-  const bool held_is_estimate = best_ && confirmed_ && last_hold_passed_ && *confirmed_ < *best_ &&
-                                *best_ - *confirmed_ <= Resolution() * *confirmed_;
-  if (held_is_estimate) done.max_sustainable_qps = *confirmed_;
+  const bool held_is_best = best_ && confirmed_ && last_hold_passed_ && *confirmed_ < *best_ &&
+                            *best_ - *confirmed_ <= Resolution() * *confirmed_;
+  if (held_is_best) best = *confirmed_;
+  done.best_pass_qps = best;
+  // The winner's curse (see the header): the resolution comes off a bracketed best.
+  const double correction = best_ && lowest_failure_ ? Resolution() : 0;
+  done.max_sustainable_qps = best * (1 - correction);
   done.converged = converged;
   done.confidence_low_qps = done.max_sustainable_qps;
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
@@ -116,10 +120,16 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
     confirmation = absl::StrFormat(
         "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s%s", confirmations_,
         confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold",
-        held_is_estimate ? " and is the estimate (the best above it is within resolution)" : "");
+        held_is_best ? " and stands for the best (the best above it is within resolution)" : "");
+  }
+  std::string estimate;
+  if (correction > 0) {
+    estimate =
+        absl::StrFormat("; estimate %.6g qps: the best pass %g qps less its resolution %.3g%%",
+                        done.max_sustainable_qps, best, 100 * correction);
   }
   done.summary = absl::StrFormat(
-      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s", why, steps_,
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s%s", why, steps_,
       best_.value_or(0),
       lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"),
       curve_
@@ -129,7 +139,7 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
           ? absl::StrFormat("; %d rate(s) failed because the load generator was invalid twice",
                             invalid_steps_)
           : std::string(),
-      confirmation);
+      confirmation, estimate);
   done_ = done;
   return done;
 }

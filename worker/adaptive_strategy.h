@@ -71,13 +71,23 @@
 // makes its rate a failure (whatever the pooled fit says) and the search goes on from the new
 // bracket (finishing at once when that is within resolution); at most kMaxConfirmations
 // holds per test, never beyond max_steps. When a hold held and the pooled verdicts then move
-// the best above the held rate by no more than the resolution (above), the held rate is the
-// estimate: the difference is not one the steps can show, and only the held rate was run long
-// enough to claim. Estimates lean conservative for it, at the cost of one longer step.
+// the best above the held rate by no more than the resolution (above), the held rate stands
+// for the best (the estimate is taken from it): the difference is not one the steps can show,
+// and only the held rate was run long enough to claim. Estimates lean conservative for it, at
+// the cost of one longer step.
 //
 // Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
 // never at or above a rate that already failed (it goes halfway to it instead), so the
-// search does not repeat a known failure. Estimate: best; CI [best, lowest failure above it].
+// search does not repeat a known failure.
+//
+// Estimate (beyond the paper): the best less its resolution (above), once a failure brackets
+// it; CI [estimate, lowest failure]. The best is the highest of several passes near the limit,
+// each a noisy reading that places its rate only to within the resolution, so the highest of
+// them leans above the capacity (the winner's curse): by up to a resolution when a step there
+// passed on a lucky sample. Taking the resolution off reports the rate the steps show to hold
+// with their noise allowed for, which leans conservative, as a capacity plan needs; the summary
+// names the best pass too. Without a failure above (max_qps holds, the step limit before any
+// failure) the best is the estimate.
 //
 // A step whose client was not valid is rerun once; invalid again, it counts as a failure
 // (a rate whose load cannot even be generated on schedule is not claimed).
@@ -182,12 +192,12 @@ class AdaptiveStrategy : public Strategy {
   double best_ratio_ = 0;
   double failure_ratio_ = 0;
   std::vector<Judged> judged_;
-  std::optional<TailCurve> curve_;
+  std::optional<TailCurve> curve_;  // the neighbourhood's fitted tail curve, when it has one
   // Whether the last feedback placement followed a pass (the lower end moved) or a failure,
   // and the Illinois weights of the two ends' log ratios.
   std::optional<bool> last_placement_after_pass_;
   double low_scale_ = 1;
-  double high_scale_ = 1;  // the neighbourhood's fitted tail curve, when it has one
+  double high_scale_ = 1;
   std::vector<double> best_history_;
   std::vector<int> best_recorded_at_;  // steps_ when each best_history_ entry was recorded
   int last_failure_at_ = 0;            // steps_ of the latest step judged a failure

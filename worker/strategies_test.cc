@@ -281,13 +281,13 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
   ASSERT_TRUE(s);
   StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
   ASSERT_TRUE(run.done.converged) << run.done.summary;
-  // One hold, the last step (it held: the search finished on it), at the estimate.
-  EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.max_sustainable_qps});
+  // One hold, the last step (it held: the search finished on it), at the best pass.
+  EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.best_pass_qps});
   EXPECT_EQ(run.holds.back(), AdaptiveStrategy::kConfirmationHold);
   EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
-  EXPECT_NE(run.done.summary.find(
-                absl::StrFormat("the last at %g qps held", run.done.max_sustainable_qps)),
-            std::string::npos)
+  EXPECT_NE(
+      run.done.summary.find(absl::StrFormat("the last at %g qps held", run.done.best_pass_qps)),
+      std::string::npos)
       << run.done.summary;
 }
 
@@ -310,6 +310,37 @@ TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
   }
 }
 
+TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
+  // Steps of 3000 requests resolve a rate to epsilon (2%: their arrivals scatter by 1.8%),
+  // steps of 300 to 1 / sqrt(300) = 5.8%: the estimate is the best pass less that much, and
+  // the confidence interval runs from the estimate to the lowest failure.
+  for (const auto& [per_step, resolution] : std::vector<std::pair<int64_t, double>>{
+           {3000, AdaptiveStrategy::kDefaultConvergenceCv}, {300, 1 / std::sqrt(300.0)}}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+      const auto n = static_cast<int64_t>(static_cast<double>(per_step) * step.hold);
+      return WithTail(step.rate_qps, 2000, step.rate_qps <= 800 ? 0.5 : 3, n);
+    });
+    ASSERT_TRUE(run.done.converged) << run.done.summary;
+    EXPECT_LE(run.done.best_pass_qps, 800) << run.done.summary;
+    EXPECT_GT(run.done.best_pass_qps, (1 - resolution) * 800) << run.done.summary;
+    EXPECT_NEAR(run.done.max_sustainable_qps, run.done.best_pass_qps * (1 - resolution), 1e-6)
+        << per_step;
+    EXPECT_DOUBLE_EQ(run.done.confidence_low_qps, run.done.max_sustainable_qps);
+    EXPECT_GT(run.done.confidence_high_qps, 800);
+    EXPECT_NE(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
+  }
+  // Without a failure above it (max_qps holds the SLO) the best is the estimate.
+  auto s = Adaptive(100, 500);
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 2000, 0.5); });
+  EXPECT_FALSE(run.done.converged) << run.done.summary;
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 500) << run.done.summary;
+  EXPECT_DOUBLE_EQ(run.done.best_pass_qps, 500);
+  EXPECT_EQ(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, AHeldRateIsTheEstimateWhenTheBestMovesAboveItByLessThanAStepResolves) {
   // Steps of 300 requests (an LLM) resolve a rate to about 6%. Calm up to 990, a marginal
   // reading (1.1 of allowed) up to 1010, overloaded above; a long hold reads calm. Where the
@@ -324,7 +355,7 @@ TEST(AdaptiveStrategyTest, AHeldRateIsTheEstimateWhenTheBestMovesAboveItByLessTh
   });
   ASSERT_TRUE(run.done.converged) << run.done.summary;
   ASSERT_EQ(HoldRates(run).size(), 1u) << run.done.summary;
-  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, HoldRates(run)[0]) << run.done.summary;
+  EXPECT_DOUBLE_EQ(run.done.best_pass_qps, HoldRates(run)[0]) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, NoConvergenceWhileTheLowestFailureIsFarAboveTheBest) {
@@ -405,9 +436,8 @@ TEST(AdaptiveStrategyTest, AnEstimateIsNoFinerThanItsStepsCanResolve) {
       return WithTail(step.rate_qps, 2000, step.rate_qps <= 1000 ? 0 : 30, n);
     });
     EXPECT_TRUE(run.done.converged) << run.done.summary;
-    EXPECT_GE(run.done.max_sustainable_qps, c.low * 1000) << c.requests << ": " << run.done.summary;
-    EXPECT_LT(run.done.max_sustainable_qps, c.high * 1000)
-        << c.requests << ": " << run.done.summary;
+    EXPECT_GE(run.done.best_pass_qps, c.low * 1000) << c.requests << ": " << run.done.summary;
+    EXPECT_LT(run.done.best_pass_qps, c.high * 1000) << c.requests << ": " << run.done.summary;
   }
 }
 
@@ -428,10 +458,11 @@ TEST(AdaptiveStrategyTest, ABracketIsNoNarrowerThanItsStepsCanResolve) {
     EXPECT_TRUE(run->done.converged) << run->done.summary;
     EXPECT_LE(run->done.max_sustainable_qps, 1000) << run->done.summary;
   }
-  EXPECT_LE(slow.done.confidence_high_qps - slow.done.confidence_low_qps,
-            slow.done.confidence_low_qps / std::sqrt(300.0));
-  EXPECT_LE(fast.done.confidence_high_qps - fast.done.confidence_low_qps,
-            0.02 * fast.done.confidence_low_qps);
+  // The bracket the search closed: from its best pass to the lowest failure.
+  EXPECT_LE(slow.done.confidence_high_qps - slow.done.best_pass_qps,
+            slow.done.best_pass_qps / std::sqrt(300.0));
+  EXPECT_LE(fast.done.confidence_high_qps - fast.done.best_pass_qps,
+            0.02 * fast.done.best_pass_qps);
   EXPECT_LT(slow.rates.size(), fast.rates.size())
       << ::testing::PrintToString(slow.rates) << " vs " << ::testing::PrintToString(fast.rates);
 }
@@ -496,15 +527,15 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
       return o;
     });
     EXPECT_TRUE(fed.done.converged) << capacity << ": " << fed.done.summary;
-    EXPECT_LE(fed.done.max_sustainable_qps, capacity) << capacity;
-    EXPECT_GE(fed.done.max_sustainable_qps, 0.98 * capacity) << capacity;
+    EXPECT_LE(fed.done.best_pass_qps, capacity) << capacity;
+    EXPECT_GE(fed.done.best_pass_qps, 0.98 * capacity) << capacity;
     // After the first failure, the prediction (exact for this model) closes the bracket in
     // at most two more steps; then the best is held once to confirm it.
     size_t first_failure = 0;
     while (fed.rates[first_failure] <= capacity) ++first_failure;
     EXPECT_LE(fed.rates.size() - first_failure - 1, 3u)
         << capacity << ": " << ::testing::PrintToString(fed.rates);
-    EXPECT_EQ(fed.rates.back(), fed.done.max_sustainable_qps);
+    EXPECT_EQ(fed.rates.back(), fed.done.best_pass_qps);
     EXPECT_EQ(fed.holds.back(), AdaptiveStrategy::kConfirmationHold);
     EXPECT_LT(fed.rates.size(), blind.rates.size()) << capacity;
     EXPECT_GE(blind.done.max_sustainable_qps, 0.95 * capacity) << capacity;
@@ -692,7 +723,8 @@ TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
         StrategyRun run = Drive(
             *s, [&](double r) { return StallingPredictor(r, capacity, step++, phase, pooled); });
         EXPECT_LE(run.rates.size(), 20u) << capacity << " phase " << phase;
-        const double error = run.done.max_sustainable_qps / capacity - 1;
+        // The search's best pass (the estimate takes the resolution off it as well).
+        const double error = run.done.best_pass_qps / capacity - 1;
         error_sum[pooled] += error;
         abs_error_sum[pooled] += std::abs(error);
         // Judged step by step, a stall is a spike (noise) and calm steps pass up to where
@@ -751,8 +783,8 @@ TEST(AdaptiveStrategyTest, ACalmPassAboveAStallIsNotTheBest) {
     EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(step(200, 3.0, 1))).rate_qps, 250);
     const Decision d = a.Next(step(250, 0.5, 0));
     ASSERT_TRUE(std::holds_alternative<Done>(d));
-    // Judged alone (no tail samples), the calm step is the estimate.
-    EXPECT_DOUBLE_EQ(std::get<Done>(d).max_sustainable_qps, report_tail ? 100 : 250);
+    // Judged alone (no tail samples), the calm step is the best.
+    EXPECT_DOUBLE_EQ(std::get<Done>(d).best_pass_qps, report_tail ? 100 : 250);
   }
 }
 

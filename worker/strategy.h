@@ -90,6 +90,9 @@ struct RunStep {
 // The test is finished.
 struct Done {
   double max_sustainable_qps = 0;
+  // The adaptive search: the highest rate judged to pass (the estimate takes the search's
+  // resolution off it once a failure brackets it). 0 from the other strategies.
+  double best_pass_qps = 0;
   // True when the estimate is bracketed by a pass and a failure as the strategy intends.
   bool converged = false;
   double confidence_low_qps = 0;
