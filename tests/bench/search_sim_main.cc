@@ -176,10 +176,16 @@ class VirtualModel {
       }
       collect();
     }
+    // The step's requests run to completion (the replayer's call waits for them), and the
+    // next step starts after the last of them: its arrivals must not land in the past of the
+    // model's clock, where the scheduler would stamp them all at once (a burst no schedule
+    // sent).
+    absl::Duration drained = end;
     for (;;) {
       const std::optional<absl::Duration> next =
           generative_ ? tokens_.NextEventTime() : scheduler_.NextEventTime();
       if (!next) break;
+      drained = std::max(drained, *next);
       if (generative_) {
         tokens_.AdvanceTo(*next, &events);
       } else {
@@ -187,7 +193,7 @@ class VirtualModel {
       }
       collect();
     }
-    now_ = std::max(end, now_) + absl::Milliseconds(500);
+    now_ = std::max(drained, now_) + absl::Milliseconds(500);
 
     StepOutcome o;
     o.rate_qps = rate;
