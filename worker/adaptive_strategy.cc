@@ -213,13 +213,25 @@ bool AdaptiveStrategy::PoolVerdicts() {
     best_history_.push_back(*best_);
     best_recorded_at_.push_back(steps_);
   }
-  if (best != kNone && failure != kNone && fitted[best] > 0 && fitted[best] < 1 &&
-      fitted[failure] > 1) {
+  // Which ratios feedback placement interpolates: the pooled tail ratios when both ends have
+  // one (below 1 at the best, above 1 at the failure) and the best's step could have read its
+  // own, else the steps' limit ratios when those are usable. A fit that puts less than one of
+  // the best's requests over the limit is an extrapolation (a pass that read none fits to a
+  // tiny share), and its log, far below the failure's, would keep every prediction next to
+  // the failure; the limit ratios (the binding metric over its limit, measured at every rate)
+  // place it then. Unreadable tail ratios are still better than none.
+  const bool tails_usable = best != kNone && failure != kNone && fitted[best] > 0 &&
+                            fitted[best] < 1 && fitted[failure] > 1;
+  const bool readable =
+      tails_usable && fitted[best] * static_cast<double>(judged_[best].outcome.tail_samples) *
+                              kTailAllowedFraction >=
+                          1;
+  best_ratio_ = best != kNone ? judged_[best].outcome.limit_ratio : 0;
+  failure_ratio_ = failure != kNone ? judged_[failure].outcome.limit_ratio : 0;
+  const bool limits_usable = best_ratio_ > 0 && best_ratio_ < 1 && failure_ratio_ > 1;
+  if (tails_usable && (readable || !limits_usable)) {
     best_ratio_ = fitted[best];
     failure_ratio_ = fitted[failure];
-  } else {
-    best_ratio_ = best != kNone ? judged_[best].outcome.limit_ratio : 0;
-    failure_ratio_ = failure != kNone ? judged_[failure].outcome.limit_ratio : 0;
   }
   return pass.back();
 }

@@ -188,7 +188,8 @@ class AdaptiveStrategy : public Strategy {
   std::optional<double> best_;
   std::optional<double> lowest_failure_;
   // The ratios feedback placement interpolates: the pooled tail ratios at best_ and
-  // lowest_failure_ when both are usable, else the steps' limit ratios.
+  // lowest_failure_ when both are usable and the best's step could read its own (see
+  // PoolVerdicts), else the steps' limit ratios.
   double best_ratio_ = 0;
   double failure_ratio_ = 0;
   std::vector<Judged> judged_;

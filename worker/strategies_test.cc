@@ -450,7 +450,10 @@ TEST(AdaptiveStrategyTest, ABracketIsNoNarrowerThanItsStepsCanResolve) {
     EXPECT_TRUE(s);
     return DriveSteps(*s, [&](const RunStep& step) {
       const auto n = static_cast<int64_t>(static_cast<double>(requests) * step.hold);
-      return WithTail(step.rate_qps, 2000, std::exp(12 * (step.rate_qps / 1000 - 1)), n);
+      const double tail = std::exp(12 * (step.rate_qps / 1000 - 1));
+      StepOutcome o = WithTail(step.rate_qps, 2000, tail, n);
+      o.limit_ratio = std::pow(tail, 0.25);  // the p99 over its limit, rising more slowly
+      return o;
     });
   };
   const StrategyRun slow = search(300), fast = search(20000);
@@ -571,6 +574,46 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementDoesNotCrawlFromOneEnd) {
     EXPECT_LE(run.rates.size() - first_failure, 7u)
         << capacity << ": " << ::testing::PrintToString(run.rates);
   }
+}
+
+TEST(AdaptiveStrategyTest, APassThatReadNoTailIsPlacedByItsLimitRatio) {
+  // The readings of an end-to-end search of the embedding profile (capacity 4400 req/s, p99
+  // limit 5 ms): the passes read no request over the limit, the failure at 4781 read 31 times
+  // the allowed share. The pooled fit gives the pass at 4170 a tiny tail ratio, whose log
+  // kept every prediction next to the failure (4748, 4666, 4584, 4479, 4373: five failures
+  // in a row). Its step could not have read a ratio that small, so the p99 ratios (3.4 ms and
+  // 11.7 ms over 5 ms) place the next step instead, near where the p99 reaches its limit.
+  struct Reading {
+    double tail;
+    int64_t requests;
+    double p99_ms;
+    HealthState state;
+  };
+  auto s = Adaptive(250, 7500);
+  ASSERT_TRUE(s);
+  Decision d = s->Next(std::nullopt);
+  for (const Reading& r : {Reading{0, 731, 1.3, vanguard::v1::HEALTH_STATE_HEALTHY},
+                           Reading{0, 6115, 1.7, vanguard::v1::HEALTH_STATE_HEALTHY},
+                           Reading{0, 11622, 3.1, vanguard::v1::HEALTH_STATE_WARN},
+                           Reading{31.14, 14400, 11.7, vanguard::v1::HEALTH_STATE_OVERLOADED},
+                           Reading{0, 12263, 3.4, vanguard::v1::HEALTH_STATE_WARN}}) {
+    ASSERT_TRUE(std::holds_alternative<RunStep>(d));
+    StepOutcome o;
+    o.rate_qps = std::get<RunStep>(d).rate_qps;
+    o.achieved_qps = o.offered_qps = o.rate_qps;
+    o.p99_ms = r.p99_ms;
+    o.limit_ratio = r.p99_ms / 5;
+    o.tail_ratio = r.tail;
+    o.tail_samples = r.requests;
+    o.passed_apart_from_tail = true;
+    o.passed = r.tail <= 1;
+    o.health_state = o.window_state = r.state;
+    d = s->Next(o);
+  }
+  ASSERT_TRUE(std::holds_alternative<RunStep>(d));
+  const double next = std::get<RunStep>(d).rate_qps;
+  EXPECT_GT(next, 4300);
+  EXPECT_LT(next, 4500);
 }
 
 TEST(AdaptiveStrategyTest, FirstStepsFollowAlgorithmOne) {
