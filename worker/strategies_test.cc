@@ -341,11 +341,13 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
   EXPECT_EQ(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
 }
 
-TEST(AdaptiveStrategyTest, AHeldRateIsTheEstimateWhenTheBestMovesAboveItByLessThanAStepResolves) {
+TEST(AdaptiveStrategyTest,
+     AHeldRateStandsForTheBestWhenTheBestMovesAboveItByLessThanAStepResolves) {
   // Steps of 300 requests (an LLM) resolve a rate to about 6%. Calm up to 990, a marginal
   // reading (1.1 of allowed) up to 1010, overloaded above; a long hold reads calm. Where the
   // hold's calm reading moves the pooled best above the held rate by less than that, the held
-  // rate is the estimate: only it was run long enough to claim.
+  // rate stands for the best (the estimate is taken from it): only it was run long enough to
+  // claim.
   auto s = Adaptive();
   ASSERT_TRUE(s);
   StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
