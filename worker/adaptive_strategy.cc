@@ -41,8 +41,8 @@ absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
         absl::StrCat("adaptive.max_steps must be in [0, 1000], got ", config.max_steps()));
   }
   const int max_steps = config.max_steps() == 0 ? kDefaultMaxSteps : config.max_steps();
-  return std::unique_ptr<AdaptiveStrategy>(
-      new AdaptiveStrategy(config.min_qps(), config.max_qps(), alpha, tau, epsilon, max_steps));
+  return std::unique_ptr<AdaptiveStrategy>(new AdaptiveStrategy(
+      config.min_qps(), config.max_qps(), alpha, tau, epsilon, max_steps, config.confirm_best()));
 }
 
 double AdaptiveStrategy::Place(double target) const {
@@ -70,7 +70,8 @@ std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const
 }
 
 Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
-  if (best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations && steps_ < max_steps_) {
+  if (confirm_best_ && best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations &&
+      steps_ < max_steps_) {
     ++confirmations_;
     confirmed_ = best_;
     q_ = *best_;

@@ -142,13 +142,14 @@ class AdaptiveStrategy : public Strategy {
 
  private:
   AdaptiveStrategy(double min_qps, double max_qps, double alpha, int tau, double epsilon,
-                   int max_steps)
+                   int max_steps, bool confirm_best)
       : min_qps_(min_qps),
         max_qps_(max_qps),
         alpha_(alpha),
         tau_(tau),
         epsilon_(epsilon),
         max_steps_(max_steps),
+        confirm_best_(confirm_best),
         q_(min_qps),
         step_((max_qps - min_qps) / 4),
         initial_step_(step_) {}
@@ -181,6 +182,7 @@ class AdaptiveStrategy : public Strategy {
   const int tau_;
   const double epsilon_;
   const int max_steps_;
+  const bool confirm_best_;  // confirmation holds are run (see the header)
 
   double q_;
   double step_;
