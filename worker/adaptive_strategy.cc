@@ -69,7 +69,39 @@ std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const
   return std::clamp(aim, low + inside, high - inside);
 }
 
+bool AdaptiveStrategy::FailureLooksLikeADisturbance() const {
+  if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return false;
+  const StepOutcome* failure = nullptr;
+  const StepOutcome* top = nullptr;    // the best's step
+  const StepOutcome* below = nullptr;  // the highest passing step below the best
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (o.rate_qps == *lowest_failure_) {
+      if (failure != nullptr) return false;  // measured more than once already
+      failure = &o;
+    } else if (o.rate_qps == *best_) {
+      top = &o;
+    } else if (o.passed && o.rate_qps < *best_ &&
+               (below == nullptr || o.rate_qps > below->rate_qps)) {
+      below = &o;
+    }
+  }
+  if (failure == nullptr || top == nullptr || below == nullptr) return false;
+  if (!(failure->limit_ratio > 0 && top->limit_ratio > 0 && below->limit_ratio > 0)) return false;
+  const double rise_below =
+      std::log(top->limit_ratio / below->limit_ratio) / (top->rate_qps / below->rate_qps - 1);
+  const double jump = std::log(failure->limit_ratio / top->limit_ratio);
+  return jump > kReadingNoise + kSteepening * std::max(rise_below, 1.0) *
+                                    (failure->rate_qps / top->rate_qps - 1);
+}
+
 Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
+  if (!failure_checked_ && steps_ < max_steps_ && FailureLooksLikeADisturbance()) {
+    failure_checked_ = *lowest_failure_;
+    checking_failure_ = true;
+    q_ = *lowest_failure_;
+    return RunStep{q_};
+  }
   if (confirm_best_ && best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations &&
       steps_ < max_steps_) {
     ++confirmations_;
@@ -122,6 +154,12 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
         "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s%s", confirmations_,
         confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold",
         held_is_best ? " and stands for the best (the best above it is within resolution)" : "");
+  }
+  if (failure_checked_) {
+    confirmation += absl::StrFormat(
+        "; the failure at %g qps measured again (its limit ratio jumped far above the curve "
+        "below the best)",
+        *failure_checked_);
   }
   std::string estimate;
   if (correction > 0) {
@@ -259,6 +297,12 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
   retried_invalid_client_ = false;
   const double last_hold = hold_;
   hold_ = 1;
+  // A failure measured again is a second reading, not a move: it leaves the step size, the
+  // dampening and the run of healthy passes alone.
+  const bool rechecked = checking_failure_;
+  checking_failure_ = false;
+  const double step_before = step_;
+  const int highest_level_before = highest_level_, healthy_run_before = healthy_run_;
   ++steps_;
   outcome.rate_qps = q_;
   last = &outcome;
@@ -305,6 +349,11 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
     next = q_ - step_;
     step_ *= alpha_;
     if (best_ && next <= *best_) next = *best_ + step_;
+  }
+  if (rechecked) {
+    step_ = step_before;
+    highest_level_ = highest_level_before;
+    healthy_run_ = healthy_run_before;
   }
   if (!noise) {
     // The same end of the bracket moved on the step before too: the end that stayed counts

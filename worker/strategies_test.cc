@@ -374,7 +374,8 @@ TEST(AdaptiveStrategyTest,
 TEST(AdaptiveStrategyTest, NoConvergenceWhileTheLowestFailureIsFarAboveTheBest) {
   // A search of the ranking profile in virtual time (tests/bench/search_sim, seed 33; its
   // capacity ~3000 is set by 30 ms stalls): a stall fails the climb's step at 1495.5, the
-  // steps below and the hold at 1492 pass, the pooled verdicts then let 1495.5 pass, the climb
+  // steps below and the hold at 1492 pass (1495.5, measured again first, meets a stall again
+  // here), the pooled verdicts then let 1495.5 pass, the climb
   // meets a stall again at 2806 and passes 3463. Bests 1461.7, 1492.1, 1495.5 stay put and
   // the pooled curve crosses just above them, but with the lowest failure at 3463 the limit
   // may be anywhere up there: the search goes on (it ended at 1495.5, -50%, without the rule).
@@ -396,6 +397,8 @@ TEST(AdaptiveStrategyTest, NoConvergenceWhileTheLowestFailureIsFarAboveTheBest) 
       {1282.8, 0, 3926, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.556, 0},
       {1461.7, 0, 4383, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.575, 0},
       {1492.1, 0, 4422, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.583, 0},
+      // Measured again (its ratio jumps far above the curve below), it meets a stall again.
+      {1495.5, 1.78, 4552, HEALTH_STATE_OVERLOADED, HEALTH_STATE_WARN, 1.166, 0},
       {1492.1, 0, 13524, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.575, 0},
       {2806.4, 1.84, 8308, HEALTH_STATE_OVERLOADED, HEALTH_STATE_WARN, 1.141, 1},
       {3463.5, 0.30, 10380, HEALTH_STATE_CRITICAL, HEALTH_STATE_UNHEALTHY, 0.956, 1},
@@ -429,6 +432,43 @@ TEST(AdaptiveStrategyTest, NoConvergenceWhileTheLowestFailureIsFarAboveTheBest) 
   });
   EXPECT_GT(run.rates.size(), trace.size()) << run.done.summary;
   EXPECT_GT(run.done.max_sustainable_qps, 0.9 * 3000) << run.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AFailureThatJumpsFarAboveTheCurveBelowIsMeasuredAgain) {
+  // search_sim's ranking seed 33 without a hold: a 30 ms stall fails the climb's step at
+  // 1495.5 (limit ratio 1.166) while the steps below read a flat 0.45-0.58; the bracket closes
+  // at [1492.1, 1495.5], a jump no smooth curve makes over 0.2%. The failure is measured
+  // once more before the search ends on it; calm there, the climb goes on (calm up to 3000
+  // from then on, overloaded above). The search ended at 1462, -51%, without the re-check.
+  const std::vector<std::pair<double, double>> trace = {
+      {181.3, 0.449}, {1495.5, 1.166}, {1282.8, 0.556}, {1461.7, 0.575}, {1492.1, 0.583}};
+  auto s = Adaptive(181.274, 5438.2);
+  ASSERT_TRUE(s);
+  size_t i = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    StepOutcome o;
+    const bool scripted = i < trace.size();
+    const double ratio = scripted ? trace[i].second : step.rate_qps <= 3000 ? 0.85 : 1.3;
+    if (scripted) EXPECT_NEAR(step.rate_qps, trace[i].first, 0.002 * trace[i].first) << i;
+    ++i;
+    const bool stall = ratio > 1 && scripted;
+    o.limit_ratio = ratio;
+    o.tail_ratio = stall ? 1.78 : ratio > 1 ? 3 : 0;
+    o.tail_samples = static_cast<int64_t>(3 * step.rate_qps);
+    o.health_state =
+        ratio > 1 ? vanguard::v1::HEALTH_STATE_OVERLOADED : vanguard::v1::HEALTH_STATE_HEALTHY;
+    o.window_state = stall ? vanguard::v1::HEALTH_STATE_WARN : o.health_state;
+    o.passed_apart_from_tail = true;
+    o.passed = o.tail_ratio <= 1;
+    o.achieved_qps = o.offered_qps = step.rate_qps;
+    return o;
+  });
+  ASSERT_GT(run.rates.size(), trace.size());
+  EXPECT_NEAR(run.rates[trace.size()], 1495.5, 0.2) << ::testing::PrintToString(run.rates);
+  EXPECT_EQ(run.holds[trace.size()], 1);  // a step like any other, not a hold
+  EXPECT_GT(run.done.best_pass_qps, 0.9 * 3000) << run.done.summary;
+  EXPECT_LE(run.done.best_pass_qps, 3000) << run.done.summary;
+  EXPECT_NE(run.done.summary.find("measured again"), std::string::npos) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, AnEstimateIsNoFinerThanItsStepsCanResolve) {

@@ -42,7 +42,8 @@ ABSL_FLAG(double, max_qps, 1000, "Rate range: high end");
 ABSL_FLAG(std::string, strategy, "adaptive",
           "sweep, binary_search, adaptive, ladder, direct_controller or stability");
 ABSL_FLAG(std::string, variant, "full",
-          "full, no_warmup (no fixed warmup, no steady-state detection), closed_loop, p99_only");
+          "full, no_warmup (no fixed warmup, no steady-state detection), closed_loop, p99_only, "
+          "confirm_best (adaptive: a confirmation hold before finishing)");
 ABSL_FLAG(double, step_seconds, 4, "Measured part of each step (s)");
 ABSL_FLAG(double, warmup_seconds, 2, "Fixed warmup of each step (s), the registry default");
 ABSL_FLAG(double, direct_target_qps, 0, "direct_controller: the autoscaler's target rate");
@@ -149,6 +150,8 @@ int main(int argc, char** argv) {
     options.measured.closed_loop = true;
   } else if (variant == "p99_only") {
     options.health.p99_only = true;
+  } else if (variant == "confirm_best") {
+    spec->mutable_adaptive()->set_confirm_best(true);
   } else if (variant != "full") {
     std::cerr << "unknown --variant " << variant << "\n";
     return 2;

@@ -46,6 +46,8 @@ ABSL_FLAG(double, lead_s, 2, "Lead at the step's rate before its measured part, 
 ABSL_FLAG(double, truth, 0,
           "The profile's true capacity (req/s); 0: computed here (60 s x 8 replications)");
 ABSL_FLAG(bool, verbose, false, "Print every step");
+ABSL_FLAG(bool, confirm_best, false,
+          "adaptive: hold the best once before finishing (AdaptiveStrategy.confirm_best)");
 ABSL_FLAG(std::string, lead_evidence, "none",
           "How a step's tail counts the last 2 s of its lead: none (the measured part only, as "
           "the runner does), worse (with the lead when that reads worse, the runner's old "
@@ -307,6 +309,7 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, double lo, doubl
     v1::AdaptiveStrategy c;
     c.set_min_qps(lo);
     c.set_max_qps(hi);
+    c.set_confirm_best(absl::GetFlag(FLAGS_confirm_best));
     return *worker::AdaptiveStrategy::Create(c);
   }
   if (name == "binary_search") {
