@@ -75,6 +75,7 @@ const std::set<std::string>& CommandFlagNames(CommandKind kind) {
                                                         "max_attempts",
                                                         "request_id",
                                                         "spec_file",
+                                                        "confirm_best",
                                                         "wait",
                                                         "watch"};
   static const auto* list = new std::set<std::string>{"state", "model", "limit"};
@@ -469,6 +470,10 @@ absl::Status ParseSearch(const FlagSet& flags, const std::string& strategy, v1::
       return FlagError(sweep_only, absl::StrCat("belongs to --strategy=sweep, not ", strategy));
     }
   }
+  if (flags.Has("confirm_best") && strategy != "adaptive") {
+    return FlagError("confirm_best",
+                     absl::StrCat("belongs to --strategy=adaptive, not ", strategy));
+  }
   const bool ladder = strategy == "ladder";
   if (!ladder) {
     for (const char* name : {"min_qps", "max_qps"}) {
@@ -491,6 +496,8 @@ absl::Status ParseSearch(const FlagSet& flags, const std::string& strategy, v1::
   } else if (strategy == "adaptive") {
     spec->mutable_adaptive()->set_min_qps(*min_qps);
     spec->mutable_adaptive()->set_max_qps(*max_qps);
+    ASSIGN_OR_RETURN(bool confirm_best, flags.Bool("confirm_best"));
+    spec->mutable_adaptive()->set_confirm_best(confirm_best);
   } else {
     v1::LadderStrategy* l = spec->mutable_ladder();
     if (min_qps.has_value()) l->set_start_qps(*min_qps);
@@ -506,6 +513,9 @@ absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
       return BadValue("strategy", *strategy, "must be sweep, binary, adaptive or ladder");
     }
     return ParseSearch(flags, *strategy, spec);
+  }
+  if (flags.Has("confirm_best")) {
+    return FlagError("confirm_best", "belongs to --strategy=adaptive, not sweep");
   }
   const bool has_rates = flags.Has("rates");
   const bool has_range = flags.Has("min_qps") || flags.Has("max_qps") || flags.Has("steps");
@@ -835,7 +845,8 @@ Commands:
   models list [--name=N] [--limit=N]
       List registered model versions.
   submit --model=N [--version=V] (--rates=R1,R2,... | --min_qps=A --max_qps=B --steps=K |
-         --strategy=binary|adaptive --min_qps=A --max_qps=B | --strategy=ladder [--max_qps=B])
+         --strategy=binary|adaptive --min_qps=A --max_qps=B [--confirm_best] |
+         --strategy=ladder [--max_qps=B])
          [--stop_after_failures=1] [--step_duration=10s] [--step_warmup=2s]
          [--request_timeout=10s] [--schedule=constant|poisson] [--priority=0|oncall|ci|scheduled]
          [--max_attempts=3] [--request_id=KEY] [--spec_file=test.json] [--wait | --watch]

@@ -117,6 +117,23 @@ TEST(SubmitSpecTest, StrategyFlagSelectsTheSearch) {
   EXPECT_EQ(adaptive->submit.spec.adaptive().min_qps(), 10);
   EXPECT_EQ(adaptive->submit.spec.adaptive().max_qps(), 90);
   EXPECT_FALSE(adaptive->submit.spec.has_sweep());
+  EXPECT_FALSE(adaptive->submit.spec.adaptive().confirm_best());
+  absl::StatusOr<ParsedCommand> confirming = Parse({"submit"}, {{"model", "m"},
+                                                                {"strategy", "adaptive"},
+                                                                {"min_qps", "10"},
+                                                                {"max_qps", "90"},
+                                                                {"confirm_best", "true"}});
+  ASSERT_TRUE(confirming.ok()) << confirming.status();
+  EXPECT_TRUE(confirming->submit.spec.adaptive().confirm_best());
+  ExpectUsageError({"submit"},
+                   {{"model", "m"},
+                    {"strategy", "binary"},
+                    {"min_qps", "1"},
+                    {"max_qps", "2"},
+                    {"confirm_best", "true"}},
+                   "--confirm_best");
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"rates", "1,2"}, {"confirm_best", "true"}},
+                   "--confirm_best");
 
   absl::StatusOr<ParsedCommand> binary = Parse(
       {"submit"}, {{"model", "m"}, {"strategy", "binary"}, {"min_qps", "1"}, {"max_qps", "2"}});

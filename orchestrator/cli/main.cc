@@ -102,6 +102,9 @@ ABSL_FLAG(std::string, request_id, "",
           "submit: idempotency key; submitting again with the same key returns the same test.");
 ABSL_FLAG(std::string, spec_file, "",
           "submit: read a vanguard.v1.TestSpec in protobuf JSON; flags override it.");
+ABSL_FLAG(bool, confirm_best, false,
+          "submit: adaptive: hold the best once more as one long step before finishing "
+          "(more conservative, slower; docs/strategies.md).");
 ABSL_FLAG(bool, wait, false,
           "submit: poll until the test ends, progress on stderr, then print it; exit 0 if it "
           "SUCCEEDED, 3 if it FAILED or was CANCELLED.");
