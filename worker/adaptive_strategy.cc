@@ -69,37 +69,51 @@ std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const
   return std::clamp(aim, low + inside, high - inside);
 }
 
-bool AdaptiveStrategy::FailureLooksLikeADisturbance() const {
-  if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return false;
+std::optional<double> AdaptiveStrategy::DisturbedFailure() const {
+  // On the steps' own readings: the lowest failure, the highest pass below it (top) and the
+  // highest pass below that.
   const StepOutcome* failure = nullptr;
-  const StepOutcome* top = nullptr;    // the best's step
-  const StepOutcome* below = nullptr;  // the highest passing step below the best
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
-    if (o.rate_qps == *lowest_failure_) {
-      if (failure != nullptr) return false;  // measured more than once already
+    if (!o.passed && !j.noise && (failure == nullptr || o.rate_qps < failure->rate_qps)) {
       failure = &o;
-    } else if (o.rate_qps == *best_) {
+    }
+  }
+  if (failure == nullptr) return std::nullopt;
+  const StepOutcome* top = nullptr;
+  const StepOutcome* below = nullptr;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (o.rate_qps == failure->rate_qps && &o != failure) return std::nullopt;  // measured twice
+    if (!o.passed || o.rate_qps >= failure->rate_qps) continue;
+    if (top == nullptr || o.rate_qps > top->rate_qps) {
+      if (top != nullptr && top->rate_qps < o.rate_qps) below = top;
       top = &o;
-    } else if (o.passed && o.rate_qps < *best_ &&
-               (below == nullptr || o.rate_qps > below->rate_qps)) {
+    } else if (o.rate_qps < top->rate_qps && (below == nullptr || o.rate_qps > below->rate_qps)) {
       below = &o;
     }
   }
-  if (failure == nullptr || top == nullptr || below == nullptr) return false;
-  if (!(failure->limit_ratio > 0 && top->limit_ratio > 0 && below->limit_ratio > 0)) return false;
+  if (top == nullptr || below == nullptr) return std::nullopt;
+  if (!(failure->limit_ratio > 0 && top->limit_ratio > 0 && below->limit_ratio > 0)) {
+    return std::nullopt;
+  }
   const double rise_below =
       std::log(top->limit_ratio / below->limit_ratio) / (top->rate_qps / below->rate_qps - 1);
   const double jump = std::log(failure->limit_ratio / top->limit_ratio);
-  return jump > kReadingNoise + kSteepening * std::max(rise_below, 1.0) *
-                                    (failure->rate_qps / top->rate_qps - 1);
+  if (jump > kReadingNoise + kSteepening * std::max(rise_below, 1.0) *
+                                 (failure->rate_qps / top->rate_qps - 1)) {
+    return failure->rate_qps;
+  }
+  return std::nullopt;
 }
 
 Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
-  if (!failure_checked_ && steps_ < max_steps_ && FailureLooksLikeADisturbance()) {
-    failure_checked_ = *lowest_failure_;
+  std::optional<double> disturbed;
+  if (!failure_checked_ && steps_ < max_steps_) disturbed = DisturbedFailure();
+  if (disturbed) {
+    failure_checked_ = *disturbed;
     checking_failure_ = true;
-    q_ = *lowest_failure_;
+    q_ = *disturbed;
     return RunStep{q_};
   }
   if (confirm_best_ && best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations &&
@@ -157,8 +171,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   }
   if (failure_checked_) {
     confirmation += absl::StrFormat(
-        "; the failure at %g qps measured again (its limit ratio jumped far above the curve "
-        "below the best)",
+        "; the failure at %g qps measured again (its limit ratio jumped far above the passes "
+        "below it)",
         *failure_checked_);
   }
   std::string estimate;

@@ -94,15 +94,16 @@
 // failure) the best is the estimate.
 //
 // A failure that reads like a disturbance is measured again (beyond the paper). Before a
-// converged search ends on its lowest failure, that failure's limit ratio is compared with the
-// curve below the best: near a capacity cliff log(ratio) rises steeply but smoothly, while a
-// rare stall lifts one step's p99 far above its neighbours' (ranking in virtual time: 1.17 of
-// the limit at 1495.5 req/s against 0.58 at 1492.1, the capacity ~3000). When the failure's
-// log ratio exceeds the best's by more than a reading's noise (kReadingNoise) plus
-// kSteepening times the rise of log(ratio) per relative rate below the best (at least 1) over
-// the bracket, the failure rate is run once more as an ordinary step, judged with the first
-// reading (pooled), and the search goes on from what they show; once per test. The second
-// reading is not a move: it leaves the step size, the dampening and the healthy run alone.
+// converged search finishes, the lowest step that failed on its own reading is compared with
+// the two highest passes below it: near a capacity cliff log(limit ratio) rises steeply but
+// smoothly with the rate, while a rare stall lifts one step's p99 far above its neighbours'
+// (ranking in virtual time: 1.17 of the limit at 1495.5 req/s against 0.58 at 1492.1, the
+// capacity ~3000). When that failure's log ratio exceeds the pass's just below it by more
+// than a reading's noise (kReadingNoise) plus kSteepening times the rise of log(ratio) per
+// relative rate between the two passes (at least 1) over the gap, the failure's rate is run
+// once more as an ordinary step, judged with the first reading (pooled), and the search goes
+// on from what they show; once per test. The second reading is not a move: it leaves the step
+// size, the dampening and the healthy run alone.
 //
 // A step whose client was not valid is rerun once; invalid again, it counts as a failure
 // (a rate whose load cannot even be generated on schedule is not claimed).
@@ -147,9 +148,9 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kConfirmationHold = 2;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHold = 10;
-  // A lowest failure is measured again before a search ends on it when its log limit ratio
-  // exceeds the best's by more than kReadingNoise plus kSteepening times the rise below the
-  // best (per relative rate, at least 1) over the bracket.
+  // A failure is measured again before a search ends when its log limit ratio exceeds the
+  // pass's below it by more than kReadingNoise plus kSteepening times the rise between the two
+  // passes below it (per relative rate, at least 1) over the gap (see the header).
   static constexpr double kReadingNoise = 0.3;
   static constexpr double kSteepening = 10;
 
@@ -195,9 +196,10 @@ class AdaptiveStrategy : public Strategy {
   // The relative bracket a short step at the best can resolve: epsilon, or the scatter of its
   // Poisson arrivals (1 / sqrt(requests)) when that is wider.
   double Resolution() const;
-  // Whether the lowest failure's limit ratio jumps from the best's by more than a reading's
-  // noise and a steepening curve allow (see the header).
-  bool FailureLooksLikeADisturbance() const;
+  // The rate of the lowest step that failed on its own reading when its limit ratio jumps
+  // from the passes below by more than a reading's noise and a steepening curve allow (see
+  // the header); nullopt otherwise.
+  std::optional<double> DisturbedFailure() const;
   // A converged search's finish, unless the best has not been held yet (see the header).
   Decision FinishOrConfirm(const std::string& why);
 
