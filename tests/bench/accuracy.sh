@@ -20,7 +20,9 @@
 # stability (6 segments at 90% of the true capacity: drift flags expected 0), then the
 # ablation of the adaptive search: no_warmup (no fixed warmup, no steady-state detection),
 # closed_loop (fixed concurrency instead of open-loop arrivals), p99_only (single-metric
-# health check). ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
+# health check). The variant confirm_best runs the adaptive search with its confirmation hold
+# (AdaptiveStrategy.confirm_best; not in the default list: ACCURACY_RUNS="confirm_best:adaptive"
+# adds it). ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
 # ACCURACY_WARMUP_S (2) set the step and warmup lengths; ACCURACY_RUNS="variant:strategy ..."
 # replaces the list of runs. ACCURACY_SEEDS ("1") lists seeds of the simulated models'
 # randomness (jitter, stalls) and of the load schedules: every run is repeated per seed, and
@@ -183,4 +185,4 @@ echo "  stability at 90% of the true capacity: held on $stability_ok profiles, $
 truth_spread=$(for p in $profiles; do echo "${TRUTH_SPREAD[$p]}"; done | sort -g | tail -1)
 echo "  ground truth: two independent long truths per profile differ by at most ${truth_spread}%"
 echo "wall time ${bench_s} s"
-echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) sweep_mae_pct=$(agg full sweep mae) ladder_mae_pct=$(agg full ladder mae) direct_verified=$direct_ok stability_held=$stability_ok stability_drift_flags=$drift_total truth_spread_max_pct=$truth_spread wall_s=$bench_s"
+echo "adaptive_mae_pct=$(agg full adaptive mae) adaptive_max_err_pct=$(agg full adaptive max) binary_mae_pct=$(agg full binary_search mae) adaptive_time_vs_binary=$ratio no_warmup_mae_pct=$(agg no_warmup adaptive mae) closed_loop_mae_pct=$(agg closed_loop adaptive mae) p99_only_mae_pct=$(agg p99_only adaptive mae) confirm_best_mae_pct=$(agg confirm_best adaptive mae) adaptive_bias_pct=$(agg full adaptive bias) sweep_mae_pct=$(agg full sweep mae) ladder_mae_pct=$(agg full ladder mae) direct_verified=$direct_ok stability_held=$stability_ok stability_drift_flags=$drift_total truth_spread_max_pct=$truth_spread wall_s=$bench_s"
