@@ -87,7 +87,7 @@ std::optional<double> AdaptiveStrategy::DisturbedFailure() const {
     if (o.rate_qps == failure->rate_qps && &o != failure) return std::nullopt;  // measured twice
     if (!o.passed || o.rate_qps >= failure->rate_qps) continue;
     if (top == nullptr || o.rate_qps > top->rate_qps) {
-      if (top != nullptr && top->rate_qps < o.rate_qps) below = top;
+      if (top != nullptr) below = top;
       top = &o;
     } else if (o.rate_qps < top->rate_qps && (below == nullptr || o.rate_qps > below->rate_qps)) {
       below = &o;
