@@ -200,7 +200,8 @@ class AdaptiveStrategy : public Strategy {
   // from the passes below by more than a reading's noise and a steepening curve allow (see
   // the header); nullopt otherwise.
   std::optional<double> DisturbedFailure() const;
-  // A converged search's finish, unless the best has not been held yet (see the header).
+  // A converged search's finish, unless a failure that looks like a disturbance has not been
+  // measured again yet or (confirm_best) the best has not been held yet (see the header).
   Decision FinishOrConfirm(const std::string& why);
 
   const double min_qps_, max_qps_, alpha_;

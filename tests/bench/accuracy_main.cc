@@ -151,6 +151,10 @@ int main(int argc, char** argv) {
   } else if (variant == "p99_only") {
     options.health.p99_only = true;
   } else if (variant == "confirm_best") {
+    if (!spec->has_adaptive()) {  // mutable_adaptive() would replace the strategy asked for
+      std::cerr << "--variant=confirm_best needs --strategy=adaptive\n";
+      return 2;
+    }
     spec->mutable_adaptive()->set_confirm_best(true);
   } else if (variant != "full") {
     std::cerr << "unknown --variant " << variant << "\n";
