@@ -317,6 +317,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
 
   last_steps_.clear();
   last_result_.reset();
+  last_done_.reset();
   // A test this worker cannot run fails at once rather than after its lease expires.
   StrategyContext context;
   if (test.spec().has_direct_controller() &&
@@ -395,6 +396,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       *request.mutable_result() =
           BuildTestResult(*done, steps_taken, clock_->Monotonic() - started);
       last_result_ = request.result();
+      last_done_ = *done;
       Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", test_id,
                           done->max_sustainable_qps,
                           done->converged ? "converged" : "not converged", done->summary));

@@ -135,6 +135,8 @@ class TestRunner {
   const std::vector<StepRecord>& last_steps() const { return last_steps_; }
   // The result the last Run completed its test with (unset if it completed none).
   const std::optional<vanguard::v1::TestResult>& last_result() const { return last_result_; }
+  // What the strategy finished the last Run's test with (unset if it completed none).
+  const std::optional<Done>& last_done() const { return last_done_; }
 
  private:
   bool stopped() const;
@@ -161,6 +163,7 @@ class TestRunner {
 
   std::vector<StepRecord> last_steps_;
   std::optional<vanguard::v1::TestResult> last_result_;
+  std::optional<Done> last_done_;
 
   mutable absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;

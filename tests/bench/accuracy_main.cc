@@ -174,10 +174,20 @@ int main(int argc, char** argv) {
   const v1::TestResult& r = *runner.last_result();
   double estimate = r.max_sustainable_qps();
   if (variant == "closed_loop") {
-    // A closed loop offers no rate: its estimate is what the best step achieved.
+    // A closed loop offers no rate (its steps' targets only set their concurrency): its
+    // estimate is what the best pass achieved, less the share the search takes off the best
+    // pass (the adaptive search's resolution). The fewest achieved where the best rate ran
+    // more than once.
+    const double best = runner.last_done() && runner.last_done()->best_pass_qps > 0
+                            ? runner.last_done()->best_pass_qps
+                            : estimate;
+    double achieved = -1;
     for (const w::StepRecord& s : runner.last_steps()) {
-      if (s.step.target_qps() == estimate) estimate = s.step.achieved_qps();
+      if (s.step.target_qps() == best && (achieved < 0 || s.step.achieved_qps() < achieved)) {
+        achieved = s.step.achieved_qps();
+      }
     }
+    if (achieved >= 0 && best > 0) estimate = achieved * (estimate / best);
   }
   std::cout << absl::StrFormat(
       "strategy=%s variant=%s estimate=%.2f converged=%d steps=%d test_s=%.1f ci_low=%.2f "
