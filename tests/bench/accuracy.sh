@@ -21,8 +21,9 @@
 # ablation of the adaptive search: no_warmup (no fixed warmup, no steady-state detection),
 # closed_loop (fixed concurrency instead of open-loop arrivals), p99_only (single-metric
 # health check). The variant confirm_best runs the adaptive search with its confirmation hold
-# (AdaptiveStrategy.confirm_best); it is not in the default list: name it in ACCURACY_RUNS, e.g.
-# ACCURACY_RUNS="full:adaptive confirm_best:adaptive full:binary_search". ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
+# (AdaptiveStrategy.confirm_best); it is not in the default list: name it in ACCURACY_RUNS,
+# e.g. ACCURACY_RUNS="full:adaptive confirm_best:adaptive full:binary_search".
+# ACCURACY_PROFILES restricts profiles; ACCURACY_STEP_S (3) and
 # ACCURACY_WARMUP_S (2) set the step and warmup lengths; ACCURACY_RUNS="variant:strategy ..."
 # replaces the list of runs. ACCURACY_SEEDS ("1") lists seeds of the simulated models'
 # randomness (jitter, stalls) and of the load schedules: every run is repeated per seed, and
