@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/histogram.h"
 #include "worker/proto_time.h"
+#include "worker/tail_confidence.h"
 #include "worker/tail_pooling.h"
 
 namespace vanguard::worker {
@@ -25,6 +30,44 @@ double LimitMs(const google::protobuf::Duration& d) {
 absl::Duration RoundUp(absl::Duration d, absl::Duration unit) {
   return unit * std::ceil(absl::FDivDuration(d, unit));
 }
+
+bool Cancelled(const CancellationToken* cancel) {
+  return cancel != nullptr && cancel->IsCancelled();
+}
+
+// Means of the gauges over the measured windows (one scrape each; a failed scrape is a
+// missing sample).
+struct GaugeMeans {
+  int windows = 0;
+  int queue_samples = 0, gpu_samples = 0, memory_samples = 0;
+  double queue = 0, gpu = 0, memory = 0;
+};
+
+GaugeMeans MeanGauges(const std::vector<GaugeReading>& readings) {
+  GaugeMeans m;
+  m.windows = static_cast<int>(readings.size());
+  for (const GaugeReading& g : readings) {
+    if (g.memory_bytes) {
+      ++m.memory_samples;
+      m.memory += *g.memory_bytes;
+    }
+    if (g.queue_depth) {
+      ++m.queue_samples;
+      m.queue += *g.queue_depth;
+    }
+    if (g.gpu_utilization) {
+      ++m.gpu_samples;
+      m.gpu += *g.gpu_utilization;
+    }
+  }
+  if (m.queue_samples > 0) m.queue /= m.queue_samples;
+  if (m.gpu_samples > 0) m.gpu /= m.gpu_samples;
+  if (m.memory_samples > 0) m.memory /= m.memory_samples;
+  return m;
+}
+
+// The p99 quantities whose tails are judged: latency, TTFT, inter-token.
+enum TailSource { kLatencyTail = 0, kTtftTail = 1, kInterTokenTail = 2, kTailSources = 3 };
 
 }  // namespace
 
@@ -130,159 +173,316 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
   return out;
 }
 
+namespace {
+
+// What the limits beyond the judge's read: the scraped gauges (means over the measured
+// windows) and, for streams, TTFT and inter-token p99 over the whole measured part; each feeds
+// the limit ratio and a breach fails the step. The tail is the worst p99 tail (over the
+// measured part only; see "Tail evidence") and which quantity it is.
+struct LimitReading {
+  double limit_ratio = 0;
+  std::vector<std::string> breaches;
+  bool other_breach = false;  // a breach of a limit that is not a p99 tail
+  MeasuredStepRunner::TailExceedance tail;
+  TailSource tail_source = kLatencyTail;
+};
+
+LimitReading ReadLimits(const vanguard::v1::Slo& slo, const vanguard::v1::StepResult& result,
+                        const GaugeMeans& gauges, double judged_worst_ratio,
+                        const double (&tail_limit_ms)[kTailSources]) {
+  const double ttft_limit_ms = tail_limit_ms[kTtftTail];
+  const double inter_limit_ms = tail_limit_ms[kInterTokenTail];
+  struct Limit {
+    bool applies;
+    double measured;
+    double limit;
+    std::string breach;
+    const std::string* histogram;  // the samples behind a p99 limit; null for gauges
+    TailSource source;
+  };
+  const Limit limits[] = {
+      {slo.max_queue_depth() > 0 && gauges.queue_samples > 0, gauges.queue, slo.max_queue_depth(),
+       absl::StrFormat("queue mean %.2f > %g", gauges.queue, slo.max_queue_depth()), nullptr,
+       kLatencyTail},
+      {slo.max_gpu_utilization() > 0 && gauges.gpu_samples > 0, gauges.gpu,
+       slo.max_gpu_utilization(),
+       absl::StrFormat("GPU utilization %.2f > %g", gauges.gpu, slo.max_gpu_utilization()), nullptr,
+       kLatencyTail},
+      {ttft_limit_ms > 0 && result.has_ttft(), result.ttft().p99_ms(), ttft_limit_ms,
+       absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms),
+       &result.ttft_histogram(), kTtftTail},
+      {inter_limit_ms > 0 && result.has_inter_chunk(), result.inter_chunk().p99_ms(),
+       inter_limit_ms,
+       absl::StrFormat("inter-token p99 %.1f ms > %g ms", result.inter_chunk().p99_ms(),
+                       inter_limit_ms),
+       &result.inter_chunk_histogram(), kInterTokenTail},
+  };
+  LimitReading r;
+  r.limit_ratio = judged_worst_ratio;
+  r.tail = MeasuredStepRunner::TailOf(result.latency_histogram(), tail_limit_ms[kLatencyTail]);
+  for (const Limit& l : limits) {
+    if (!l.applies) continue;
+    r.limit_ratio = std::max(r.limit_ratio, l.measured / l.limit);
+    if (l.measured > l.limit) {
+      r.breaches.push_back(l.breach);
+      if (l.histogram == nullptr) r.other_breach = true;
+    }
+    if (l.histogram != nullptr) {
+      const MeasuredStepRunner::TailExceedance t =
+          MeasuredStepRunner::TailOf(*l.histogram, l.limit);
+      if (t.samples > 0 && t.ratio > r.tail.ratio) {
+        r.tail = t;
+        r.tail_source = l.source;
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+// One Run's state: the plan (Plan), the detectors, and what has been recorded so far.
+struct MeasuredStepRunner::StepRun {
+  StepRun(vanguard::v1::RunStepRequest r, bool first, CancellationToken* c,
+          const std::function<void(const vanguard::v1::StepWindow&)>& w, double h)
+      : request(std::move(r)), first_step(first), cancel(c), on_window(w), hold(h) {}
+
+  vanguard::v1::RunStepRequest request;
+  const bool first_step;
+  CancellationToken* const cancel;
+  const std::function<void(const vanguard::v1::StepWindow&)>& on_window;
+  const double hold;
+
+  // The plan.
+  double rate = 0;
+  double p99_limit_ms = 0;
+  absl::Duration warmup;    // the request's fixed warmup
+  absl::Duration window;    // every call's window length (zero: the replayer's default)
+  absl::Duration measured;  // the measured part
+  absl::Duration lead;      // the first call's lead
+  absl::Duration cap;       // settle cap (SettleCap may extend it on the first step)
+  absl::Duration span;      // the drift test's span, leading a measured call after settling
+  bool settled = false;     // steady-state detection runs (see the header)
+  SteadyStateOptions steady;
+
+  std::optional<SteadyStateDetector> detector;
+  std::optional<WarmupDetector> model_warmup;  // the first step, detection on
+  absl::Duration watched;                      // settle time fed to model_warmup
+  // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
+  // predictor cannot carry (rising while overloaded: settling would only hit the cap).
+  std::deque<double> recent_p50;
+
+  GaugeReading gauges;  // the last scrape
+  std::vector<GaugeReading> measured_gauges;
+  // Per measured window of the latest call: samples and those over each tail limit.
+  std::vector<TailUnit> tail_units[kTailSources];
+  double tail_limit_ms[kTailSources] = {0, 0, 0};
+
+  bool steady_at_start = false;
+  size_t first_measured = 0;
+  bool overloaded_and_rising = false;
+  int64_t failures_before = 0;
+  absl::StatusOr<ExecutedStep> executed = absl::UnknownError("not run");
+  MeasuredStep out;
+};
+
 absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
     const std::function<void(const vanguard::v1::StepWindow&)>& on_window, double hold) {
-  MeasuredStep out;
-  const double rate = request.rate_qps();
-  const double p99_limit_ms = LimitMs(slo_.p99_latency());
+  StepRun run(std::move(request), first_step, cancel, on_window, hold);
+  Plan(run);
+  assessor_->Reset();
+  run.executed = MeasureCall(run, run.lead, /*watch_overload=*/true);
+  if (!run.executed.ok()) return run.executed.status();
+  if (run.settled) run.out.settle_time += run.lead;
+  if (absl::Status s = SettleThenMeasure(run); !s.ok()) return s;
+  run.out.steady = run.settled && Steady(run);
+  run.out.overloaded_while_settling = run.overloaded_and_rising;
+  if (run.out.steady && !run.recent_p50.empty()) {
+    double p50_sum = 0;
+    for (double p50 : run.recent_p50) p50_sum += p50;
+    request_lifetime_ = absl::Microseconds(1000 * p50_sum / run.recent_p50.size());
+  }
+  JudgeCall(run);
+  if (absl::Status s = RemeasureIfRising(run); !s.ok()) return s;
+  JudgeOutcome(run);
+  if (run.model_warmup) {
+    run.out.model_warming = run.model_warmup->falling();
+    run.out.model_warmup = run.model_warmup->warm() || run.model_warmup->falling()
+                               ? run.model_warmup->warmup()
+                               : absl::ZeroDuration();
+  }
+  if (collector_ != nullptr) {
+    run.out.scrape_failures = collector_->scrape_failures() - run.failures_before;
+  }
+  return std::move(run.out);
+}
+
+void MeasuredStepRunner::Plan(StepRun& run) const {
+  vanguard::v1::RunStepRequest& request = run.request;
+  run.rate = request.rate_qps();
+  run.p99_limit_ms = LimitMs(slo_.p99_latency());
   if (options_.closed_loop) {
-    request.set_concurrency(std::max(1, static_cast<int>(std::ceil(rate * p99_limit_ms / 1000.0))));
+    request.set_concurrency(
+        std::max(1, static_cast<int>(std::ceil(run.rate * run.p99_limit_ms / 1000.0))));
     request.set_rate_qps(0);  // a closed loop has no rate
     request.set_schedule(vanguard::v1::SCHEDULE_UNSPECIFIED);
   }
-  const absl::Duration warmup = FromProtoDuration(request.warmup());
+  run.warmup = FromProtoDuration(request.warmup());
   // Every window holds a request lifetime and, at low rates, min_requests_per_window
   // arrivals: whole 100 ms, at most max_window.
-  absl::Duration window = options_.window;
-  if (window > absl::ZeroDuration()) {
+  run.window = options_.window;
+  if (run.window > absl::ZeroDuration()) {
     absl::Duration wanted = request_lifetime_;
-    if (rate > 0) {
-      wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / rate));
+    if (run.rate > 0) {
+      wanted = std::max(wanted, absl::Seconds(options_.min_requests_per_window / run.rate));
     }
-    if (wanted > window) {
-      window = std::min(RoundUp(wanted, absl::Milliseconds(100)),
-                        std::max(options_.max_window, options_.window));
+    if (wanted > run.window) {
+      run.window = std::min(RoundUp(wanted, absl::Milliseconds(100)),
+                            std::max(options_.max_window, options_.window));
     }
+    *request.mutable_window() = ToProtoDuration(run.window);
   }
-  if (window > absl::ZeroDuration()) *request.mutable_window() = ToProtoDuration(window);
-  const int64_t failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
-  std::vector<GaugeReading> measured_gauges;
-  GaugeReading gauges;
+  run.failures_before = collector_ != nullptr ? collector_->scrape_failures() : 0;
 
   // At least measured_lifetimes request lifetimes measured (see the header), in whole
   // windows: a part shorter than its window would close none.
   const absl::Duration requested = FromProtoDuration(request.duration());
   const absl::Duration lifetimes = request_lifetime_ * options_.measured_lifetimes;
-  absl::Duration measured_duration = requested;
+  run.measured = requested;
   if (lifetimes > requested) {
-    measured_duration = std::min(lifetimes, std::max(options_.max_measured, requested));
+    run.measured = std::min(lifetimes, std::max(options_.max_measured, requested));
   }
-  if (hold > 1) measured_duration *= hold;
-  if (window > absl::ZeroDuration()) measured_duration = RoundUp(measured_duration, window);
-  *request.mutable_duration() = ToProtoDuration(measured_duration);
+  if (run.hold > 1) run.measured *= run.hold;
+  if (run.window > absl::ZeroDuration()) run.measured = RoundUp(run.measured, run.window);
+  *request.mutable_duration() = ToProtoDuration(run.measured);
 
   // Settling (see the header). Every measured call carries its own settle span as warmup:
   // between two replayer calls the arrivals pause while the last responses come back, so the
   // predictor's queue drains, and a part measured in a call of its own would start from an
   // empty queue however long the settling before it was.
-  const bool settled =
-      options_.fixed_warmup && options_.steady_state_detection && warmup > absl::ZeroDuration();
-  SteadyStateOptions steady = options_.steady;
-  if (first_step) {
-    steady.compare_blocks = true;
-    // The same span in time however long the windows are.
-    steady.windows =
-        std::max(steady.windows, static_cast<int>(std::ceil(absl::FDivDuration(
-                                     options_.window * options_.first_step_windows, window))));
+  run.settled =
+      options_.fixed_warmup && options_.steady_state_detection && run.warmup > absl::ZeroDuration();
+  run.steady = options_.steady;
+  run.span = run.window * run.steady.windows;
+  run.detector.emplace(run.steady);
+  if (run.first_step && run.settled && options_.detect_model_warmup) {
+    run.model_warmup.emplace(options_.model_warmup);
   }
-  const absl::Duration span = window * steady.windows;
-  SteadyStateDetector detector(steady);
-  // Latency of the current span, to tell a backlog draining (falling: wait) from a rate the
-  // predictor cannot carry (rising while overloaded: settling would only hit the cap).
-  std::deque<double> recent_p50;
-  // One settle window's latency and throughput into the detector and the recent span.
-  const auto watch = [&](double p50_ms, double offered_qps, double achieved_qps) {
-    const double ratio = offered_qps > 0 ? achieved_qps / offered_qps : 1.0;
-    detector.Add(p50_ms, options_.closed_loop ? 1.0 : ratio);
-    recent_p50.push_back(p50_ms);
-    while (static_cast<int>(recent_p50.size()) > steady.windows) recent_p50.pop_front();
-  };
-  const auto settle_window = [&](const vanguard::v1::WindowMetrics& w) {
-    out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &gauges));
-    watch(w.latency().p50_ms(), w.offered_qps(), w.achieved_qps());
-    assessor_->Observe(SignalsOf(w, gauges));
-    if (on_window) on_window(out.windows.back());
-  };
-  const auto remember_lifetime = [&] {
-    double p50_sum = 0;
-    for (double p50 : recent_p50) p50_sum += p50;
-    if (!recent_p50.empty()) {
-      request_lifetime_ = absl::Microseconds(1000 * p50_sum / recent_p50.size());
-    }
-  };
-  const auto overloaded_rising = [&] {
-    // Not on the test's first step: a model still warming up (JIT, autotuning) is
-    // overloaded at a rate it carries once warm, and waiting (up to the cap) is the point.
-    return !first_step && assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
-           static_cast<int>(recent_p50.size()) == steady.windows &&
-           recent_p50.back() >= recent_p50.front();
-  };
-  bool overloaded_and_rising = false;
-  // One measured call: `lead` of warmup at the step's rate (settle windows, fed to the
-  // detector), then the measured part. Sets *steady_at_start to whether the detector was
-  // steady when the measured part began (and, watching, overloaded_and_rising to whether
-  // the settle windows showed an overload that only grows).
-  const auto measure = [&](absl::Duration lead, bool watch_overload, bool* steady_at_start,
-                           size_t* first_measured) -> absl::StatusOr<ExecutedStep> {
-    vanguard::v1::RunStepRequest call = request;
-    *call.mutable_warmup() = ToProtoDuration(lead);
-    if (lead > absl::ZeroDuration()) assessor_->Reset();
-    measured_gauges.clear();
-    bool measuring = false;
-    *steady_at_start = detector.steady();
-    *first_measured = out.windows.size();
-    absl::StatusOr<ExecutedStep> executed =
-        executor_->Execute(call, cancel, [&](const vanguard::v1::WindowMetrics& w) {
-          if (w.warmup() && settled) {
-            settle_window(w);
-            return;
-          }
-          if (!measuring && !w.warmup()) {
-            measuring = true;
-            *steady_at_start = detector.steady();
-            if (watch_overload) overloaded_and_rising = settled && overloaded_rising();
-            *first_measured = out.windows.size();
-            assessor_->Reset();
-          }
-          out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &gauges));
-          if (!w.warmup()) measured_gauges.push_back(gauges);
-          if (on_window) on_window(out.windows.back());
-        });
-    if (executed.ok() && !measuring) *steady_at_start = detector.steady();
-    return executed;
-  };
-  // The measured windows from `first` on become settle windows (fed to the detector).
-  const auto demote = [&](size_t first) {
-    for (size_t i = first; i < out.windows.size(); ++i) {
-      vanguard::v1::StepWindow& w = out.windows[i];
-      w.set_warmup(true);
-      w.clear_health_score();
-      w.clear_health_state();
-      watch(w.latency().p50_ms(), w.offered_qps(), w.achieved_qps());
-    }
-  };
-
-  absl::Duration lead = warmup;  // detection off: the replayer runs the fixed warmup inside
-  if (!options_.fixed_warmup) lead = absl::ZeroDuration();
-  if (settled) {
+  run.lead = run.warmup;  // detection off: the replayer runs the fixed warmup inside
+  if (!options_.fixed_warmup) run.lead = absl::ZeroDuration();
+  if (run.settled) {
     // A queue near capacity takes many request lifetimes to build up to its steady level, and
     // a median latency that does not drift says nothing about the tail building: the first
     // settle span lasts settle_lifetimes of them too (see the header).
     const absl::Duration settle_lifetimes = request_lifetime_ * options_.settle_lifetimes;
-    lead = std::max(
-        {warmup, span,
-         std::min(RoundUp(settle_lifetimes, window), std::max(options_.max_settle, warmup))});
+    run.lead = std::max({run.warmup, run.span,
+                         std::min(RoundUp(settle_lifetimes, run.window),
+                                  std::max(options_.max_settle, run.warmup))});
+    // The model's warmup needs its evidence before a verdict: the first call's lead.
+    if (run.model_warmup) {
+      run.lead = std::max(run.lead,
+                          run.model_warmup->evidence_needed(
+                              run.window > absl::ZeroDuration() ? run.window : absl::Seconds(1)));
+    }
   }
-  const absl::Duration cap =
-      std::max(first_step ? options_.max_initial_settle : options_.max_settle, warmup);
-  assessor_->Reset();
-  bool steady_at_start = false;
-  size_t first_measured = 0;
+  run.cap =
+      std::max(run.first_step ? options_.max_initial_settle : options_.max_settle, run.warmup);
+  for (std::vector<TailUnit>& units : run.tail_units) units.clear();
+  run.tail_limit_ms[kLatencyTail] = run.p99_limit_ms;
+  run.tail_limit_ms[kTtftTail] = LimitMs(slo_.ttft_p99());
+  run.tail_limit_ms[kInterTokenTail] = LimitMs(slo_.inter_token_p99());
+}
+
+void MeasuredStepRunner::Watch(StepRun& run, const vanguard::v1::StepWindow& w) const {
+  const double p50_ms = w.latency().p50_ms();
+  const double ratio = w.offered_qps() > 0 ? w.achieved_qps() / w.offered_qps() : 1.0;
+  run.detector->Add(p50_ms, options_.closed_loop ? 1.0 : ratio);
+  run.recent_p50.push_back(p50_ms);
+  while (static_cast<int>(run.recent_p50.size()) > run.steady.windows) run.recent_p50.pop_front();
+  if (run.model_warmup) {
+    const absl::Duration length = run.window > absl::ZeroDuration() ? run.window : absl::Seconds(1);
+    run.model_warmup->Add(run.watched, length, w.completed() > 0 ? p50_ms : 0);
+    run.watched += length;
+  }
+}
+
+void MeasuredStepRunner::SettleWindow(StepRun& run, const vanguard::v1::WindowMetrics& w) {
+  run.out.windows.push_back(RecordWindow(w, /*settle=*/true, absl::Now(), &run.gauges));
+  Watch(run, run.out.windows.back());
+  assessor_->Observe(SignalsOf(w, run.gauges));
+  if (run.on_window) run.on_window(run.out.windows.back());
+}
+
+void MeasuredStepRunner::Demote(StepRun& run, size_t first) const {
+  for (size_t i = first; i < run.out.windows.size(); ++i) {
+    vanguard::v1::StepWindow& w = run.out.windows[i];
+    w.set_warmup(true);
+    w.clear_health_score();
+    w.clear_health_state();
+    Watch(run, w);
+  }
+}
+
+bool MeasuredStepRunner::Steady(const StepRun& run) const {
+  return run.detector->steady() && (!run.model_warmup || run.model_warmup->warm());
+}
+
+absl::Duration MeasuredStepRunner::SettleCap(const StepRun& run) const {
+  if (run.model_warmup && !run.model_warmup->warm()) {
+    return std::max(run.cap, options_.model_warmup.max_warmup);
+  }
+  return run.cap;
+}
+
+bool MeasuredStepRunner::OverloadedRising(const StepRun& run) const {
+  // Not on the test's first step: a model still warming up (JIT, autotuning) is overloaded
+  // at a rate it carries once warm, and waiting (up to the cap) is the point.
+  return !run.first_step && assessor_->state() == vanguard::v1::HEALTH_STATE_OVERLOADED &&
+         static_cast<int>(run.recent_p50.size()) == run.steady.windows &&
+         run.recent_p50.back() >= run.recent_p50.front();
+}
+
+absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl::Duration lead,
+                                                             bool watch_overload) {
+  vanguard::v1::RunStepRequest call = run.request;
+  *call.mutable_warmup() = ToProtoDuration(lead);
+  if (lead > absl::ZeroDuration()) assessor_->Reset();
+  run.measured_gauges.clear();
+  for (std::vector<TailUnit>& units : run.tail_units) units.clear();
+  bool measuring = false;
+  run.steady_at_start = Steady(run);
+  run.first_measured = run.out.windows.size();
   absl::StatusOr<ExecutedStep> executed =
-      measure(lead, /*watch_overload=*/true, &steady_at_start, &first_measured);
-  if (!executed.ok()) return executed.status();
-  if (settled) out.settle_time += lead;
+      executor_->Execute(call, run.cancel, [&](const vanguard::v1::WindowMetrics& w) {
+        if (w.warmup() && run.settled) {
+          SettleWindow(run, w);
+          return;
+        }
+        if (!measuring && !w.warmup()) {
+          measuring = true;
+          run.steady_at_start = Steady(run);
+          if (watch_overload) run.overloaded_and_rising = run.settled && OverloadedRising(run);
+          run.first_measured = run.out.windows.size();
+          assessor_->Reset();
+        }
+        run.out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &run.gauges));
+        if (!w.warmup()) {
+          run.measured_gauges.push_back(run.gauges);
+          run.tail_units[kLatencyTail].push_back(
+              TailUnitOf(w.latency_histogram(), run.tail_limit_ms[kLatencyTail]));
+          run.tail_units[kTtftTail].push_back(
+              TailUnitOf(w.ttft_histogram(), run.tail_limit_ms[kTtftTail]));
+          run.tail_units[kInterTokenTail].push_back(
+              TailUnitOf(w.inter_chunk_histogram(), run.tail_limit_ms[kInterTokenTail]));
+        }
+        if (run.on_window) run.on_window(run.out.windows.back());
+      });
+  if (executed.ok() && !measuring) run.steady_at_start = Steady(run);
+  return executed;
+}
+
+absl::Status MeasuredStepRunner::SettleThenMeasure(StepRun& run) {
   // Not steady when the measured part began: that part was more settling. Settle on in
   // chunks of their own until steady (or the cap, or an overload that only grows), then
   // measure once more behind one continuous span. After a rate change, not when that part
@@ -290,126 +490,95 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   // and the second call would start from a drained queue behind a shorter lead than the
   // first had (a slow model's step, a long hold): it could only be less settled. (On the
   // test's first step the model's own warmup may be what drifts, and time cures that.)
-  const bool budget_left = first_step || out.settle_time + measured_duration < cap;
-  if (settled && !steady_at_start && !overloaded_and_rising && budget_left &&
-      out.settle_time < cap && (cancel == nullptr || !cancel->IsCancelled())) {
-    demote(first_measured);
-    out.settle_time += measured_duration;
-    vanguard::v1::RunStepRequest chunk = request;
-    *chunk.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
-    chunk.set_seed(request.seed() ^ 0x5e771e5e771eULL);
-    while (!detector.steady() && out.settle_time < cap) {
-      if ((overloaded_and_rising = overloaded_rising())) break;
-      *chunk.mutable_duration() =
-          ToProtoDuration(std::min(options_.settle_chunk, cap - out.settle_time));
-      chunk.set_seed(chunk.seed() + 1);
-      absl::StatusOr<ExecutedStep> s = executor_->Execute(chunk, cancel, settle_window);
-      if (!s.ok()) return s.status();
-      out.settle_time += FromProtoDuration(chunk.duration());
-    }
-    request.set_seed(request.seed() + 1);
-    executed = measure(span, /*watch_overload=*/false, &steady_at_start, &first_measured);
-    if (!executed.ok()) return executed.status();
-    out.settle_time += span;
+  const bool budget_left = run.first_step || run.out.settle_time + run.measured < run.cap;
+  if (!run.settled || run.steady_at_start || run.overloaded_and_rising || !budget_left ||
+      run.out.settle_time >= SettleCap(run) || Cancelled(run.cancel)) {
+    return absl::OkStatus();
   }
-  out.steady = settled && detector.steady();
-  out.overloaded_while_settling = overloaded_and_rising;
-  if (out.steady) remember_lifetime();
-  out.executed = std::move(*executed);
-  out.judgement = judge_->Judge(out.executed.result,
-                                options_.closed_loop ? out.executed.result.achieved_qps() : rate);
+  Demote(run, run.first_measured);
+  run.out.settle_time += run.measured;
+  vanguard::v1::RunStepRequest chunk = run.request;
+  *chunk.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  chunk.set_seed(run.request.seed() ^ 0x5e771e5e771eULL);
+  while (!Steady(run) && run.out.settle_time < SettleCap(run)) {
+    if ((run.overloaded_and_rising = OverloadedRising(run))) break;
+    *chunk.mutable_duration() =
+        ToProtoDuration(std::min(options_.settle_chunk, SettleCap(run) - run.out.settle_time));
+    chunk.set_seed(chunk.seed() + 1);
+    absl::StatusOr<ExecutedStep> s = executor_->Execute(
+        chunk, run.cancel, [&](const vanguard::v1::WindowMetrics& w) { SettleWindow(run, w); });
+    if (!s.ok()) return s.status();
+    run.out.settle_time += FromProtoDuration(chunk.duration());
+  }
+  run.request.set_seed(run.request.seed() + 1);
+  run.executed = MeasureCall(run, run.span, /*watch_overload=*/false);
+  if (!run.executed.ok()) return run.executed.status();
+  run.out.settle_time += run.span;
+  return absl::OkStatus();
+}
+
+void MeasuredStepRunner::JudgeCall(StepRun& run) {
+  run.out.executed = std::move(*run.executed);
+  run.out.judgement =
+      judge_->Judge(run.out.executed.result,
+                    options_.closed_loop ? run.out.executed.result.achieved_qps() : run.rate);
+}
+
+absl::Status MeasuredStepRunner::RemeasureIfRising(StepRun& run) {
   // A pass close to the limit whose latency still climbs through the measured part is a
   // queue still building (near capacity it takes far longer than the settle cap to reach its
   // level): measure once more behind a continuous lead as long as everything so far, and
   // judge that. Not a hold (hold > 1): its part is several parts long, so its later windows
   // already saw the queue build about as long as a re-measure's lead would let it.
-  if (settled && options_.remeasure_rising_near_limit && hold <= 1 && out.judgement.passed &&
-      out.judgement.health.state >= vanguard::v1::HEALTH_STATE_UNHEALTHY &&
-      (cancel == nullptr || !cancel->IsCancelled()) && LatencyRising(out.windows, first_measured)) {
-    demote(first_measured);
-    const absl::Duration again = std::min(lead + measured_duration, std::max(cap, lead));
-    out.settle_time += measured_duration + again;
-    out.remeasured = true;
-    request.set_seed(request.seed() + 2);
-    executed = measure(again, /*watch_overload=*/false, &steady_at_start, &first_measured);
-    if (!executed.ok()) return executed.status();
-    out.executed = std::move(*executed);
-    out.judgement = judge_->Judge(out.executed.result,
-                                  options_.closed_loop ? out.executed.result.achieved_qps() : rate);
+  if (!run.settled || !options_.remeasure_rising_near_limit || run.hold > 1 ||
+      !run.out.judgement.passed ||
+      run.out.judgement.health.state < vanguard::v1::HEALTH_STATE_UNHEALTHY ||
+      Cancelled(run.cancel) || !LatencyRising(run.out.windows, run.first_measured)) {
+    return absl::OkStatus();
   }
+  Demote(run, run.first_measured);
+  const absl::Duration again = std::min(run.lead + run.measured, std::max(run.cap, run.lead));
+  run.out.settle_time += run.measured + again;
+  run.out.remeasured = true;
+  run.request.set_seed(run.request.seed() + 2);
+  run.executed = MeasureCall(run, again, /*watch_overload=*/false);
+  if (!run.executed.ok()) return run.executed.status();
+  JudgeCall(run);
+  return absl::OkStatus();
+}
+
+bool MeasuredStepRunner::BacklogRising(const StepRun& run) {
+  std::deque<double> queue;
+  for (const GaugeReading& g : run.measured_gauges) {
+    if (g.queue_depth) queue.push_back(*g.queue_depth);
+  }
+  if (queue.size() >= 4) {
+    double mean = 0;
+    for (double q : queue) mean += q;
+    mean /= static_cast<double>(queue.size());
+    return SteadyStateDetector::Trending(queue, kRisingLatencyDrift, /*rising_only=*/true) &&
+           SteadyStateDetector::RelativeDrift(queue) * std::abs(mean) >= kRisingQueueDepth;
+  }
+  return LatencyRising(run.out.windows, run.first_measured);
+}
+
+void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
+  MeasuredStep& out = run.out;
   // Closed loop: the step is reported at the rate the strategy asked for (the knob the
   // concurrency was derived from); the request keeps the concurrency it ran with.
-  out.executed.request.set_rate_qps(rate);
+  out.executed.request.set_rate_qps(run.rate);
   // What the caller sees as the step's request: the measured part, plus the warmup it had.
-  if (settled) *out.executed.request.mutable_warmup() = ToProtoDuration(out.settle_time);
+  if (run.settled) *out.executed.request.mutable_warmup() = ToProtoDuration(out.settle_time);
   const vanguard::v1::StepResult& result = out.executed.result;
   if (out.judgement.passed && result.latency().p50_ms() > 0) {
     request_lifetime_ = absl::Microseconds(1000 * result.latency().p50_ms());
   }
 
-  // Gauges over the measured windows (one scrape each; a failed scrape is a missing sample).
-  const int measured = static_cast<int>(measured_gauges.size());
-  int queue_samples = 0, gpu_samples = 0, memory_samples = 0;
-  double queue_sum = 0, gpu_sum = 0, memory_sum = 0;
-  for (const GaugeReading& g : measured_gauges) {
-    if (g.memory_bytes) {
-      ++memory_samples;
-      memory_sum += *g.memory_bytes;
-    }
-    if (g.queue_depth) {
-      ++queue_samples;
-      queue_sum += *g.queue_depth;
-    }
-    if (g.gpu_utilization) {
-      ++gpu_samples;
-      gpu_sum += *g.gpu_utilization;
-    }
-  }
-  const double queue_mean = queue_samples > 0 ? queue_sum / queue_samples : 0;
-  const double gpu_mean = gpu_samples > 0 ? gpu_sum / gpu_samples : 0;
-  // The limits beyond the judge's: scraped gauges (means over the measured windows) and, for
-  // streams, TTFT and inter-token p99 over the whole measured part. Each feeds the step's
-  // limit ratio; a breach fails the step.
-  const double ttft_limit_ms = LimitMs(slo_.ttft_p99());
-  const double inter_limit_ms = LimitMs(slo_.inter_token_p99());
-  struct Limit {
-    bool applies;
-    double measured;
-    double limit;
-    std::string breach;
-    const std::string* histogram;  // the samples behind a p99 limit; null for gauges
-  };
-  const Limit limits[] = {
-      {slo_.max_queue_depth() > 0 && queue_samples > 0, queue_mean, slo_.max_queue_depth(),
-       absl::StrFormat("queue mean %.2f > %g", queue_mean, slo_.max_queue_depth()), nullptr},
-      {slo_.max_gpu_utilization() > 0 && gpu_samples > 0, gpu_mean, slo_.max_gpu_utilization(),
-       absl::StrFormat("GPU utilization %.2f > %g", gpu_mean, slo_.max_gpu_utilization()), nullptr},
-      {ttft_limit_ms > 0 && result.has_ttft(), result.ttft().p99_ms(), ttft_limit_ms,
-       absl::StrFormat("TTFT p99 %.1f ms > %g ms", result.ttft().p99_ms(), ttft_limit_ms),
-       &result.ttft_histogram()},
-      {inter_limit_ms > 0 && result.has_inter_chunk(), result.inter_chunk().p99_ms(),
-       inter_limit_ms,
-       absl::StrFormat("inter-token p99 %.1f ms > %g ms", result.inter_chunk().p99_ms(),
-                       inter_limit_ms),
-       &result.inter_chunk_histogram()},
-  };
-  std::vector<std::string> gauge_breaches;
-  double limit_ratio = out.judgement.health.worst_ratio;
-  bool other_breach = false;  // a breach of a limit that is not a p99 tail
-  // The tail of the p99 limits, over the measured part only (see "Tail evidence").
-  TailExceedance tail = TailOf(result.latency_histogram(), p99_limit_ms);
-  for (const Limit& l : limits) {
-    if (!l.applies) continue;
-    limit_ratio = std::max(limit_ratio, l.measured / l.limit);
-    if (l.measured > l.limit) {
-      gauge_breaches.push_back(l.breach);
-      if (l.histogram == nullptr) other_breach = true;
-    }
-    if (l.histogram != nullptr) {
-      const TailExceedance t = TailOf(*l.histogram, l.limit);
-      if (t.samples > 0 && t.ratio > tail.ratio) tail = t;
-    }
-  }
+  const GaugeMeans gauges = MeanGauges(run.measured_gauges);
+  const LimitReading limits =
+      ReadLimits(slo_, result, gauges, out.judgement.health.worst_ratio, run.tail_limit_ms);
+  const std::vector<std::string>& gauge_breaches = limits.breaches;
+  const TailExceedance& tail = limits.tail;
   if (!gauge_breaches.empty() && out.judgement.client_valid) {
     out.judgement.verdict =
         out.judgement.passed
@@ -417,15 +586,15 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
             : absl::StrCat(out.judgement.verdict, "; ", absl::StrJoin(gauge_breaches, "; "));
     out.judgement.passed = false;
   }
-
   if (tail.samples > 0 && out.judgement.client_valid) {
     // What the pooled verdicts work from: the share of the requests over the tail limits,
     // relative to the 1% a p99 allows.
     absl::StrAppend(&out.judgement.verdict, absl::StrFormat(" (tail %.2f of allowed, %d requests)",
                                                             tail.ratio, tail.samples));
   }
+
   StepOutcome& o = out.outcome;
-  o.rate_qps = rate;
+  o.rate_qps = run.rate;
   o.passed = out.judgement.passed;
   o.client_valid = out.judgement.client_valid;
   o.achieved_qps = result.achieved_qps();
@@ -434,21 +603,25 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   o.p99_ms = result.latency().p99_ms();
   o.error_rate = out.judgement.error_rate;
   o.health_score = out.judgement.health.score;
-  o.limit_ratio = limit_ratio;
+  o.limit_ratio = limits.limit_ratio;
   o.tail_ratio = tail.ratio;
   o.tail_samples = tail.samples;
-  o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !other_breach;
+  const TailConfidence confidence =
+      TailConfidenceOf(run.tail_units[limits.tail_source], kTailAllowedFraction);
+  o.tail_ratio_se = confidence.ratio_se;
+  o.tail_units = confidence.units;
+  o.backlog_rising = BacklogRising(run);
+  o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !limits.other_breach;
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {
     o.window_state = assessor_->worst_state();
     o.spikes = assessor_->spikes();
   }
-  o.goodput = Goodput(result, p99_limit_ms);
-  o.queue_mean = queue_mean;
-  o.queue_samples_fraction = measured > 0 ? static_cast<double>(queue_samples) / measured : 0;
-  if (memory_samples > 0) o.memory_bytes = memory_sum / memory_samples;
-  if (collector_ != nullptr) out.scrape_failures = collector_->scrape_failures() - failures_before;
-  return out;
+  o.goodput = Goodput(result, run.p99_limit_ms);
+  o.queue_mean = gauges.queue;
+  o.queue_samples_fraction =
+      gauges.windows > 0 ? static_cast<double>(gauges.queue_samples) / gauges.windows : 0;
+  if (gauges.memory_samples > 0) o.memory_bytes = gauges.memory;
 }
 
 }  // namespace vanguard::worker

@@ -19,15 +19,22 @@
 // continuous detector span; after a rate change, only when the first call's lead and
 // measured part leave settle time under max_settle (else the second call, starting from a
 // drained queue behind a shorter lead, could only be less settled than the first: the first
-// call's part is judged, the step not steady). The test's first step, where the model's own warmup
-// (JIT, caches) also has to pass, compares two consecutive spans and may settle up to
-// max_initial_settle. Settling stops early when the windows are OVERLOADED (hysteresis) and
-// latency is still rising as the measured part begins: the rate cannot be carried, and
-// waiting would only reach the cap (not on the test's first step: a cold model is
-// overloaded at rates it carries once warm, and a direct-controller or stability test starts
-// at its target rate). A backlog left by an earlier overloaded step drains with falling
-// latency, and is waited for. Settle windows are kept (StepWindow.warmup = true) but not
-// judged.
+// call's part is judged, the step not steady). Settling stops early when the windows are
+// OVERLOADED (hysteresis) and latency is still rising as the measured part begins: the rate
+// cannot be carried, and waiting would only reach the cap (not on the test's first step: a
+// cold model is overloaded at rates it carries once warm, and a direct-controller or
+// stability test starts at its target rate). A backlog left by an earlier overloaded step
+// drains with falling latency, and is waited for. Settle windows are kept
+// (StepWindow.warmup = true) but not judged.
+//
+// The model's own warmup. On the test's first step, whatever its rate, the model may still
+// be warming (JIT, autotuning, cache fill) for minutes, its latency falling slowly: too
+// slowly for the steady-state test's few windows to see. Its settle windows also feed a
+// WarmupDetector (spans of 10 s; see warmup_detector.h), the first call's lead lasts at
+// least the detector's evidence (40 s), and the step is steady only when the detector says
+// warm as well. While the latency still falls the step may settle up to the detector's
+// max_warmup instead of max_initial_settle. MeasuredStep.model_warmup says how long the
+// latency kept falling.
 //
 // Re-measuring. A pass at UNHEALTHY or worse whose windows' mean latency still rises by more
 // than kRisingLatencyDrift (beyond its noise) through the measured part is a queue still building
@@ -41,7 +48,12 @@
 // only. Counting the settle span before it as well whenever that read worse (as this runner
 // once did, so that a stall there would be evidence too) takes the worse of two readings:
 // near a limit set by rare stalls it read the long-run share about 45% high and failed a
-// step more often, and searches ended 5-10% low (tests/bench/search_sim.sh).
+// step more often, and searches ended 5-10% low (tests/bench/search_sim.sh). Its
+// uncertainty (tail_ratio_se, tail_units) is by batch means over the measured windows of the
+// judged call (tail_confidence.h), from each window's histogram of the same quantity
+// (latency, TTFT or inter-token, whichever set tail_ratio) against the same limit: stalls
+// make requests' latencies correlated, windows are the units. Windows without histograms
+// (older replayers) give tail_units 0.
 //
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its
@@ -58,7 +70,10 @@
 // SLO's max_queue_depth / max_gpu_utilization (means over the measured windows) and, for
 // streams, the step's TTFT and inter-token p99 against ttft_p99 / inter_token_p99. The
 // outcome's health_state is the judge's step-level state, window_state the worst state the
-// per-window hysteresis reached, spikes the isolated breaching windows.
+// per-window hysteresis reached, spikes the isolated breaching windows. backlog_rising: over
+// the judged call's measured windows, the scraped queue gauge (when at least 4 windows have
+// it) rises by more than kRisingLatencyDrift of its mean beyond noise and by at least
+// kRisingQueueDepth requests; without the gauge, LatencyRising on the windows' mean latency.
 //
 // Closed loop (ablation only): options.closed_loop runs each step with a fixed concurrency
 // instead of a rate, N = ceil(rate * p99 limit) (Little's law at the latency budget); the
@@ -83,6 +98,7 @@
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
 #include "worker/strategy.h"
+#include "worker/warmup_detector.h"
 
 namespace vanguard::worker {
 
@@ -92,12 +108,13 @@ struct MeasuredStepOptions {
   // Steady-state detection after the fixed warmup (see Settling above); off: the replayer
   // runs the fixed warmup inside the measured call.
   bool steady_state_detection = true;
-  // Drift test after a rate change; the test's first step also compares two spans.
+  // Drift test of every step's settle windows.
   SteadyStateOptions steady = {.windows = 4};
-  // The first step's span (two of them are compared), in windows of `window`: long enough
-  // that a model warming up over tens of seconds visibly differs between them. Longer
-  // windows (see below) keep the span in time, with at least steady.windows of them.
-  int first_step_windows = 10;
+  // The test's first step also waits for the model's own warmup (see above); its cap
+  // (max_warmup) applies while the latency still falls. Off: the first step settles like any
+  // other, up to max_initial_settle.
+  bool detect_model_warmup = true;
+  WarmupDetectorOptions model_warmup;
   // Window length of every replayer call (settle and measured): short windows let the
   // drift test and the hysteresis see enough windows in a short step.
   absl::Duration window = absl::Milliseconds(500);
@@ -134,6 +151,12 @@ struct MeasuredStep {
   // measured again and judged on the second part (the first is among the settle windows).
   bool remeasured = false;
   int64_t scrape_failures = 0;
+  // The test's first step only (with detection on): how long the model's latency kept
+  // falling from the first settle window on (WarmupDetector::warmup(); 0: warm from the
+  // start). model_warming: it was still falling when the step was measured (the cap was
+  // reached), so model_warmup is a lower bound (the time watched).
+  absl::Duration model_warmup = absl::ZeroDuration();
+  bool model_warming = false;
 };
 
 class MeasuredStepRunner {
@@ -171,8 +194,50 @@ class MeasuredStepRunner {
   // rising.
   static constexpr double kRisingLatencyDrift = 0.1;
   static bool LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows, size_t first);
+  // The least rise of the fitted queue gauge through the measured part that counts as a
+  // backlog building (a fraction of a queued request is noise of the gauge).
+  static constexpr double kRisingQueueDepth = 1.0;
 
  private:
+  struct StepRun;  // one Run's state and plan (measured_step_runner.cc)
+
+  // The phases of Run, in order.
+  // Plan: the window length, the measured part (lifetime stretching, hold), the first call's
+  // lead and the settle cap; rewrites run.request (window, duration, closed loop).
+  void Plan(StepRun& run) const;
+  // One replayer call: `lead` of settle windows at the step's rate, then the measured part
+  // (recorded, scored, tail units kept). Sets run.steady_at_start / first_measured and, when
+  // watching, run.overloaded_and_rising.
+  absl::StatusOr<ExecutedStep> MeasureCall(StepRun& run, absl::Duration lead, bool watch_overload);
+  // The first call's part began before steady: it becomes settling, chunks settle on until
+  // steady (or the cap, or a growing overload), then the step is measured behind one span.
+  absl::Status SettleThenMeasure(StepRun& run);
+  // A pass near the limit whose latency still rises: measured again behind a lead as long as
+  // everything before it, and judged on that part (see Re-measuring).
+  absl::Status RemeasureIfRising(StepRun& run);
+  // The judged call's verdict plus the gauges and stream limits, into run.out.judgement;
+  // then run.out.outcome (tail evidence and its confidence, backlog, gauges).
+  void JudgeOutcome(StepRun& run);
+
+  // Helpers of the phases.
+  // One settle window into the detectors (the steady-state one; on the first step also the
+  // model-warmup one) and the recent span.
+  void Watch(StepRun& run, const vanguard::v1::StepWindow& w) const;
+  // A settle window as the replayer sent it: recorded, watched, assessed, reported.
+  void SettleWindow(StepRun& run, const vanguard::v1::WindowMetrics& w);
+  // The measured windows from `first` on become settle windows (watched).
+  void Demote(StepRun& run, size_t first) const;
+  // Steady as the step needs: the drift test, and on the first step the model warm.
+  bool Steady(const StepRun& run) const;
+  // The settle cap now: max_warmup on the first step while the model's latency still falls.
+  absl::Duration SettleCap(const StepRun& run) const;
+  // OVERLOADED with latency not falling over the recent span (never on the first step).
+  bool OverloadedRising(const StepRun& run) const;
+  // The judge's verdict on the judged call.
+  void JudgeCall(StepRun& run);
+  // Whether the backlog grew through the judged call's measured part (see Judging).
+  static bool BacklogRising(const StepRun& run);
+
   WindowSignals SignalsOf(const vanguard::v1::WindowMetrics& w, const GaugeReading& gauges) const;
   // Scrapes the gauges (into *gauges_out) and, for a measured window, scores its health.
   vanguard::v1::StepWindow RecordWindow(const vanguard::v1::WindowMetrics& w, bool settle,

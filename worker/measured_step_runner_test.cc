@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "gmock/gmock.h"
@@ -163,20 +164,61 @@ TEST_F(MeasuredStepRunnerTest, NotSettledTheMeasuredPartIsSettlingAndAContinuous
   EXPECT_TRUE(step.outcome.passed);
 }
 
-TEST_F(MeasuredStepRunnerTest, FirstStepComparesTwoLongSpans) {
-  // A slow warmup: 30 -> 10 ms over 60 windows (30 s), flat after. Two-window spans of 4
-  // would call it steady early; the first step waits for two flat 10-window spans.
+TEST_F(MeasuredStepRunnerTest, FirstStepWaitsForTheModelsWarmup) {
+  // A model warming up: 30 -> 10 ms over 60 windows (30 s), flat after. Four-window spans
+  // would call it steady early; the first step's WarmupDetector (10 s spans) sees it fall
+  // until 30 s and says warm once its horizon (50 s) is flat: at 80 s.
   settle_p50 = [](int i) { return i < 60 ? 30.0 - i / 3.0 : 10.0; };
   MeasuredStep step = MustRun({}, nullptr, /*first=*/true);
   EXPECT_TRUE(step.steady);
-  // The decay ends at 30 s; its last few windows barely move, so steady at ~35-41 s, plus
-  // the 5 s span that leads the measured part.
-  EXPECT_GE(step.settle_time, absl::Seconds(40));
-  EXPECT_LE(step.settle_time, absl::Seconds(46));
-  // The same decay after a rate change (4-window spans) is called steady far sooner.
+  EXPECT_EQ(step.model_warmup, absl::Seconds(30));
+  EXPECT_FALSE(step.model_warming);
+  // The 40 s lead (the detector's evidence), the 10 s part it led, chunks to 80 s, then the
+  // 2 s span leading the measured part.
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(40));
+  EXPECT_EQ(step.settle_time, absl::Seconds(80 + 2));
+  // The same decay after a rate change is called steady far sooner, and no warmup is
+  // reported but on the first step.
   requests_.clear();
   settle_window_ = 0;
-  EXPECT_LT(MustRun({}).settle_time, absl::Seconds(30));
+  step = MustRun({});
+  EXPECT_LT(step.settle_time, absl::Seconds(30));
+  EXPECT_EQ(step.model_warmup, absl::ZeroDuration());
+}
+
+TEST_F(MeasuredStepRunnerTest, AWarmModelIsMeasuredRightAfterTheWarmupEvidence) {
+  settle_p50 = [](int i) { return 10.0 + (i % 3); };  // flat, a little noise
+  MeasuredStep step = MustRun({}, nullptr, /*first=*/true);
+  ASSERT_EQ(requests_.size(), 1u);  // one call: the 40 s lead, then the measured part
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(40));
+  EXPECT_TRUE(step.steady);
+  EXPECT_EQ(step.model_warmup, absl::ZeroDuration());
+  EXPECT_FALSE(step.model_warming);
+}
+
+TEST_F(MeasuredStepRunnerTest, AModelStillWarmingAtItsCapIsReportedAsSuch) {
+  settle_p50 = [](int i) { return 100.0 * std::pow(0.99, i); };  // falling all along
+  MeasuredStepOptions options;
+  // While the latency falls the first step settles up to the warmup's cap, beyond
+  // max_initial_settle.
+  options.model_warmup.max_warmup = absl::Seconds(70);
+  options.max_initial_settle = absl::Seconds(50);
+  MeasuredStep step = MustRun(options, nullptr, /*first=*/true);
+  EXPECT_FALSE(step.steady);
+  EXPECT_TRUE(step.model_warming);
+  EXPECT_EQ(step.settle_time, absl::Seconds(70 + 2));
+  // All it watched (the settling and the span leading the measured part): a lower bound.
+  EXPECT_EQ(step.model_warmup, absl::Seconds(72));
+  // Without warmup detection the first step's four-window drift test calls this slow
+  // decline (3% per 2 s) steady at once: measured after the 3 s warmup.
+  requests_.clear();
+  settle_window_ = 0;
+  options.detect_model_warmup = false;
+  step = MustRun(options, nullptr, /*first=*/true);
+  EXPECT_TRUE(step.steady);
+  EXPECT_EQ(step.settle_time, absl::Seconds(3));
+  EXPECT_FALSE(step.model_warming);
+  EXPECT_EQ(step.model_warmup, absl::ZeroDuration());
 }
 
 TEST_F(MeasuredStepRunnerTest, SettlingIsCapped) {
@@ -207,6 +249,7 @@ TEST_F(MeasuredStepRunnerTest, APartThatWouldSpendTheSettleBudgetIsKept) {
   // The test's first step still settles on (the model's own warmup may be what drifts).
   requests_.clear();
   options.max_initial_settle = absl::Seconds(13);
+  options.detect_model_warmup = false;
   MustRun(options, nullptr, /*first=*/true);
   EXPECT_EQ(requests_.size(), 2u);
 }
@@ -214,11 +257,12 @@ TEST_F(MeasuredStepRunnerTest, APartThatWouldSpendTheSettleBudgetIsKept) {
 TEST_F(MeasuredStepRunnerTest, TheFirstStepSettlesLonger) {
   settle_p50 = [](int i) { return 100.0 * std::pow(0.9, i); };  // never steady
   MeasuredStepOptions options;
-  // The first step of a test may wait longer (the model's own warmup): 5 s span + 10 s, then
-  // 2 s chunks to the 23 s cap, then the 5 s span leading the measured part.
+  options.detect_model_warmup = false;
+  // The first step of a test may wait longer (the model's own warmup): 3 s warmup + 10 s,
+  // then 2 s chunks to the 23 s cap, then the 2 s span leading the measured part.
   options.max_initial_settle = absl::Seconds(23);
-  EXPECT_EQ(MustRun(options, nullptr, /*first=*/true).settle_time, absl::Seconds(23 + 5));
-  EXPECT_EQ(requests_.size(), 1u + 4u + 1u);
+  EXPECT_EQ(MustRun(options, nullptr, /*first=*/true).settle_time, absl::Seconds(23 + 2));
+  EXPECT_EQ(requests_.size(), 1u + 5u + 1u);
 }
 
 TEST_F(MeasuredStepRunnerTest, OverloadWithRisingLatencyStopsSettling) {
@@ -246,6 +290,7 @@ TEST_F(MeasuredStepRunnerTest, FirstStepWaitsOutOverloadOfAColdModel) {
   EXPECT_FALSE(step.overloaded_while_settling);
   EXPECT_TRUE(step.steady);
   EXPECT_GT(step.settle_time, absl::Seconds(10));
+  EXPECT_EQ(step.model_warmup, absl::Seconds(10));  // the first span rose and fell
 }
 
 TEST_F(MeasuredStepRunnerTest, WithoutWarmupHandlingTheStepIsMeasuredAtOnce) {
@@ -407,6 +452,90 @@ TEST_F(TailEvidenceTest, ACalmerLeadNeverDilutesTheMeasuredPart) {
   EXPECT_EQ(step.outcome.tail_samples, 1000);
 }
 
+// One call with a flat 3 s lead; each measured window holds 50 requests, slow[i % size] of
+// them over the 100 ms limit (its own histogram), the result the sum of them.
+class TailConfidenceTest : public MeasuredStepRunnerTest {
+ protected:
+  void Script(std::vector<int> slow) {
+    ON_CALL(replayer_, RunStepRaw(_, _))
+        .WillByDefault([=, this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+          requests_.push_back(r);
+          auto script = std::make_shared<StreamScript>();
+          const int lead = static_cast<int>(FromProtoDuration(r.warmup()) / Window(r));
+          const int n = static_cast<int>(FromProtoDuration(r.duration()) / Window(r));
+          int total_slow = 0;
+          for (int i = 0; i < lead + n; ++i) {
+            vanguard::v1::RunStepEvent e = Window(10, 30);
+            e.mutable_window()->set_warmup(i < lead);
+            if (i >= lead) {
+              const int s = slow[(i - lead) % slow.size()];
+              total_slow += s;
+              e.mutable_window()->set_latency_histogram(Requests(50, s));
+            }
+            script->events.push_back(e);
+          }
+          vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40);
+          result.set_latency_histogram(Requests(50 * n, total_slow));
+          script->events.push_back(ResultEvent(result));
+          return NewScriptedReader(script);
+        });
+  }
+};
+
+TEST_F(TailConfidenceTest, AStallReadsFarLessCertainThanTheSameCountSpread) {
+  // 20 windows, 20 slow requests of 1000 either way: tail ratio 2.
+  Script({2, 0});
+  const StepOutcome spread = MustRun({}).outcome;
+  EXPECT_DOUBLE_EQ(spread.tail_ratio, 2.0);
+  EXPECT_EQ(spread.tail_units, 20);
+  // Window counts 2, 0, 2, ... of 50 about a share of 2%: sqrt(20 / (20 * 19)) / 50 / 1%.
+  EXPECT_NEAR(spread.tail_ratio_se, 0.459, 0.001);
+  std::vector<int> stall(20, 0);
+  stall[5] = 20;
+  Script(stall);
+  const StepOutcome stalled = MustRun({}).outcome;
+  EXPECT_DOUBLE_EQ(stalled.tail_ratio, 2.0);
+  EXPECT_NEAR(stalled.tail_ratio_se, 2.0, 0.001);
+  EXPECT_GT(stalled.tail_ratio_se, 4 * spread.tail_ratio_se);
+}
+
+TEST_F(TailConfidenceTest, WindowsWithoutHistogramsGiveNoUnits) {
+  const StepOutcome o = MustRun({}).outcome;  // the fixture's windows carry no histograms
+  EXPECT_EQ(o.tail_units, 0);
+  EXPECT_EQ(o.tail_ratio_se, 0);
+}
+
+TEST_F(RemeasureTest, ARisingMeanLatencyIsABacklogBuilding) {
+  MeasuredStepOptions off;
+  off.remeasure_rising_near_limit = false;
+  Script(/*rising_calls=*/1);
+  EXPECT_TRUE(MustRun(off).outcome.backlog_rising);
+  measured_calls_ = 0;
+  Script(/*rising_calls=*/0);
+  EXPECT_FALSE(MustRun(off).outcome.backlog_rising);
+}
+
+TEST_F(MeasuredStepRunnerTest, ARisingQueueGaugeIsABacklogBuilding) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  options.window = absl::Seconds(1);
+  int scrape = 0;
+  double growth = 0.5;  // queued requests per window
+  MetricsCollector collector(
+      [&]() -> absl::StatusOr<std::string> {
+        return absl::StrCat("vllm:num_requests_waiting ", 2 + growth * scrape++, "\n");
+      },
+      GaugeMappingFor({}));
+  // Three warmup windows scraped, then ten measured: 4.5 more queued over the part.
+  EXPECT_TRUE(MustRun(options, &collector).outcome.backlog_rising);
+  scrape = 0;
+  growth = 0.05;  // 0.45 more: within a request of flat
+  EXPECT_FALSE(MustRun(options, &collector).outcome.backlog_rising);
+  scrape = 0;
+  growth = 0;
+  EXPECT_FALSE(MustRun(options, &collector).outcome.backlog_rising);
+}
+
 TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) {
   MeasuredStepOptions options;
   options.steady_state_detection = false;
@@ -552,8 +681,8 @@ TEST_F(MeasuredStepRunnerTest, LowRatesLengthenWindowsToHoldArrivals) {
   ASSERT_TRUE(runner.Run(request, /*first_step=*/true, nullptr, nullptr).ok());
   ASSERT_FALSE(requests_.empty());
   EXPECT_EQ(Window(requests_[0]), absl::Milliseconds(2500));
-  // The first step's span keeps its length in time (10 x 0.5 s): 4 windows of 2.5 s.
-  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(10));
+  // The first step's lead is the model-warmup evidence: four 10 s spans of 2.5 s windows.
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::Seconds(40));
   EXPECT_EQ(Window(requests_.back()), absl::Milliseconds(2500));
 }
 
