@@ -258,6 +258,14 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ValidateDuration(spec.sustain_horizon(), "spec.sustain_horizon",
+                                        DurationRule::kNonNegative);
+      !s.ok()) {
+    return s;
+  }
+  if (spec.sustain_horizon().seconds() > 24 * 3600) {
+    return Invalid("spec.sustain_horizon", "must be at most 24 h");
+  }
   if (!v1::Schedule_IsValid(spec.schedule())) {
     return Invalid("spec.schedule", "must be a known schedule");
   }

@@ -54,6 +54,16 @@ struct StepOutcome {
   int64_t tail_samples = 0;
   // Every check other than those tail limits held.
   bool passed_apart_from_tail = false;
+  // Uncertainty of tail_ratio by batch means: its standard error over the step's
+  // independent units (its judged windows, not its requests: a stall that holds many
+  // requests at once makes their latencies correlated). tail_units: the units counted;
+  // tail_ratio_se is 0 and meaningless when tail_units < 2.
+  double tail_ratio_se = 0;
+  int tail_units = 0;
+  // The backlog grew through the measured part beyond its noise (queue gauge, else mean
+  // latency): near saturation a queue builds for minutes, so a pass with a growing backlog
+  // is not evidence the rate holds over the sustained horizon.
+  bool backlog_rising = false;
   vanguard::v1::HealthState health_state = vanguard::v1::HEALTH_STATE_UNSPECIFIED;
   // Windows of the judged part that breached (H >= 0.8) while both neighbours did not:
   // isolated spikes, which the adaptive search may treat as noise.
@@ -102,8 +112,16 @@ struct Done {
   double reserve_qps = 0;
   double survivor_qps = 0;
   std::vector<double> ramp_max_qps;
-  // Stability: the drift checks that fired.
+  // Stability: the drift checks that fired. Adaptive: evidence that expired because a later
+  // reading contradicted it (the model changed during the test).
   std::vector<std::string> drift_flags;
+  // The range's top held: the capacity is at least max_sustainable_qps, not equal to it.
+  bool at_least = false;
+  // How the estimate was verified, in words (e.g. the hold at the estimate and its reading).
+  std::string verification;
+  // When !converged: about how much more measuring a run would need to decide, in seconds;
+  // 0: not known or not needed.
+  double more_time_needed_s = 0;
 };
 
 using Decision = std::variant<RunStep, Done>;

@@ -16,7 +16,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <atomic>
+#include <map>
 #include <memory>
+#include <thread>
+#include <queue>
+#include <functional>
 #include <random>
 #include <string>
 #include <variant>
@@ -26,8 +31,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "tests/simulator/ground_truth.h"
+#include "tests/simulator/model_generator.h"
 #include "tests/simulator/profile.h"
 #include "tests/simulator/slot_scheduler.h"
 #include "tests/simulator/token_scheduler.h"
@@ -52,6 +60,26 @@ ABSL_FLAG(std::string, lead_evidence, "none",
           "How a step's tail counts the last 2 s of its lead: none (the measured part only, as "
           "the runner does), worse (with the lead when that reads worse, the runner's old "
           "rule), pooled (always with it)");
+ABSL_FLAG(std::string, range, "saturation",
+          "Profile searches: saturation ([saturation/20, 1.5 x saturation]) or wide "
+          "([min(5, truth/2), 20 x truth], what a new user types)");
+ABSL_FLAG(bool, cold, false,
+          "Profile searches: the test starts when the model does (its warmup ahead), with the "
+          "runner's first-step warmup phase");
+ABSL_FLAG(int, generated, 0,
+          "Instead of a profile: search N generated models (tests/simulator/model_generator.h), "
+          "each cold at the start, within a user-style range, against its long-run truth");
+ABSL_FLAG(uint64_t, gen_seed, 0, "--generated: the first model's seed; 0: from the clock");
+ABSL_FLAG(double, horizon_s, 300, "--generated: the horizon the truth holds over, seconds");
+ABSL_FLAG(int, threads, 2, "--generated: threads");
+ABSL_FLAG(int, repeat_models, 20,
+          "--generated: models searched 5 more times with other seeds for repeat_cv_pct");
+ABSL_FLAG(std::string, variants, "adaptive,binary",
+          "--generated: comma-separated searches: adaptive, binary, and the ablations "
+          "no_warmup, closed_loop, p99_only, template, no_batching_awareness");
+ABSL_FLAG(std::string, write_profiles, "",
+          "--generated: write the models to this directory (<name>.json profiles and "
+          "models.tsv: name, truth, min_qps, max_qps, binding, description) and exit");
 ABSL_FLAG(double, fixed_rate, 0,
           "Instead of searching: run --seeds steps at this rate on one timeline and print the "
           "pooled tail ratio and the share of steps that fail");
@@ -67,21 +95,84 @@ using worker::RunStep;
 using worker::StepOutcome;
 using worker::Strategy;
 
+// The step's tail evidence by batch means over its windows (the units a stall cannot make
+// dependent the way it makes the requests inside one dependent): the standard error of the
+// pooled tail ratio, sum(over) / (sum(n) * allowed), as a ratio estimator over windows; and
+// whether the windows' mean latency rises through the part (least squares, by more than 10% of
+// its level and two standard errors of the slope).
+void FillWindowEvidence(const std::vector<std::vector<double>>& windows, double limit_ms,
+                        double allowed, StepOutcome* o) {
+  std::vector<double> n, over, mean;
+  for (const std::vector<double>& w : windows) {
+    if (w.empty()) continue;
+    n.push_back(static_cast<double>(w.size()));
+    over.push_back(static_cast<double>(
+        std::count_if(w.begin(), w.end(), [&](double ms) { return ms > limit_ms; })));
+    double sum = 0;
+    for (double ms : w) sum += ms;
+    mean.push_back(sum / static_cast<double>(w.size()));
+  }
+  const size_t k = n.size();
+  o->tail_units = static_cast<int>(k);
+  if (k < 2) return;
+  double total_n = 0, total_over = 0;
+  for (size_t i = 0; i < k; ++i) total_n += n[i], total_over += over[i];
+  const double ratio = total_over / total_n / allowed;
+  double sq = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double residual = over[i] / allowed - ratio * n[i];
+    sq += residual * residual;
+  }
+  const double mean_n = total_n / static_cast<double>(k);
+  o->tail_ratio_se = std::sqrt(sq / static_cast<double>(k * (k - 1))) / mean_n;
+  if (k < 4) return;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double x = static_cast<double>(i);
+    sx += x, sy += mean[i], sxx += x * x, sxy += x * mean[i];
+  }
+  const double kk = static_cast<double>(k);
+  const double slope = (kk * sxy - sx * sy) / (kk * sxx - sx * sx);
+  const double level = sy / kk, intercept = (sy - slope * sx) / kk;
+  double rss = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double r = mean[i] - intercept - slope * static_cast<double>(i);
+    rss += r * r;
+  }
+  const double slope_se = std::sqrt(rss / (kk - 2) / (sxx - sx * sx / kk));
+  o->backlog_rising = slope * (kk - 1) > 0.1 * level && slope > 2 * slope_se;
+}
+
+// How the virtual client and judge deviate from the runner's (the ablations).
+struct ModelVariant {
+  bool cold = false;           // the test starts when the model does (its warmup ahead)
+  bool template_cost = false;  // every request costs the nominal (one template request)
+  bool closed_loop = false;    // fixed concurrency ceil(rate * latency limit)
+  bool p99_only = false;       // judged on p99 at the SLO's latency limit, nothing else
+  bool window_evidence = true;  // tail_ratio_se by batch means and the backlog trend
+};
+
+
 // One continuous model timeline: steps run one after another, the queue draining between
 // them as it does between two replayer calls.
 class VirtualModel {
  public:
-  VirtualModel(const Profile& profile, uint64_t seed)
+  VirtualModel(const Profile& profile, uint64_t seed, ModelVariant variant = {})
       : profile_(profile),
+        variant_(variant),
         generative_(profile.mode == sim::ProfileMode::kGenerative),
         scheduler_(WithSeed(profile.batch, seed)),
         tokens_(WithSeed(profile.generative, seed)),
         arrivals_(seed * 7919 + 17),
+        costs_(seed * 104723 + 5),
         assessor_(*worker::HealthAssessor::Create(SloOf(profile))) {
-    // After the model's own warmup.
-    now_ =
-        generative_ ? profile.generative.perturbations.warmup : profile.batch.perturbations.warmup;
+    // After the model's own warmup, unless the test starts with the model.
+    now_ = variant.cold ? absl::ZeroDuration()
+           : generative_ ? profile.generative.perturbations.warmup
+                         : profile.batch.perturbations.warmup;
   }
+
+  absl::Duration now() const { return now_; }
 
   static v1::Slo SloOf(const Profile& profile) {
     v1::Slo slo;
@@ -161,22 +252,33 @@ class VirtualModel {
       }
       events.clear();
     };
-    absl::Duration t = start;
-    for (uint64_t id = next_id_;; ++id) {
-      t += absl::Seconds(gap(arrivals_));
-      if (t >= end) {
-        next_id_ = id;
-        break;
-      }
+    const auto arrive = [&](uint64_t id, absl::Duration t) {
       const bool rejected_here =
           generative_
               ? tokens_.Arrive(id, t, 0, &events) == sim::TokenScheduler::Admission::kRejected
-              : scheduler_.Arrive(id, t, &done) == SlotScheduler::Admission::kRejected;
+              : scheduler_.Arrive(id, t, &done, variant_.template_cost
+                                                    ? 1.0
+                                                    : sim::DrawCost(profile_, costs_)) ==
+                    SlotScheduler::Admission::kRejected;
       if (judged(t)) {
         ++scheduled;
         rejected += rejected_here ? 1 : 0;
       }
-      collect();
+      return rejected_here;
+    };
+    if (variant_.closed_loop && !generative_) {
+      RunClosedLoop(rate, start, end, arrive, done, collect);
+    } else {
+      absl::Duration t = start;
+      for (uint64_t id = next_id_;; ++id) {
+        t += absl::Seconds(gap(arrivals_));
+        if (t >= end) {
+          next_id_ = id;
+          break;
+        }
+        arrive(id, t);
+        collect();
+      }
     }
     // The step's requests run to completion (the replayer's call waits for them), and the
     // next step starts after the last of them: its arrivals must not land in the past of the
@@ -205,7 +307,7 @@ class VirtualModel {
     // truth), never as a shortfall of throughput.
     o.achieved_qps = static_cast<double>(latency_ms.size()) / seconds;
     o.error_rate = scheduled > 0 ? static_cast<double>(rejected + failed) / scheduled : 1;
-    const double percentile = profile_.slo.latency_percentile;
+    const double percentile = variant_.p99_only ? 99 : profile_.slo.latency_percentile;
     const double allowed = (100 - percentile) / 100;
     // A percentile limit over samples: the percentile and the tail ratio (share over the
     // limit / the share allowed).
@@ -251,12 +353,18 @@ class VirtualModel {
       o.tail_ratio = pooled;
       o.tail_samples = static_cast<int64_t>(n_with_lead);
     }
-    const bool errors_ok = o.error_rate <= profile_.slo.max_error_rate;
+    const bool errors_ok = variant_.p99_only || o.error_rate <= profile_.slo.max_error_rate;
     const bool throughput_ok = o.achieved_qps >= 0.99 * o.offered_qps * (1 - o.error_rate);
     o.passed_apart_from_tail = errors_ok && throughput_ok;
     const double worst_percentile = std::max(latency.at_percentile, ttft.at_percentile);
     o.passed = o.passed_apart_from_tail && worst_percentile <= 1;
-    o.limit_ratio = std::max(worst_percentile, o.error_rate / profile_.slo.max_error_rate);
+    o.limit_ratio = std::max(worst_percentile, variant_.p99_only
+                                                   ? 0.0
+                                                   : o.error_rate / profile_.slo.max_error_rate);
+    if (variant_.window_evidence && !generative_) {
+      FillWindowEvidence(windows, absl::ToDoubleMilliseconds(profile_.slo.latency_limit), allowed,
+                         &o);
+    }
     if (o.passed && o.p50_ms > 0) lifetime_ = absl::Milliseconds(o.p50_ms);
     if (!throughput_ok) o.limit_ratio = std::max(o.limit_ratio, 1.01);
     o.health_score = o.limit_ratio;
@@ -283,6 +391,38 @@ class VirtualModel {
   }
 
  private:
+  // Closed loop: n = ceil(rate * latency limit) requests outstanding from `start`, each
+  // completion sending the next at once (a rejected one retries 1 ms later); no sends from
+  // `end` on.
+  template <typename Arrive, typename Collect>
+  void RunClosedLoop(double rate, absl::Duration start, absl::Duration end, Arrive& arrive,
+                     std::vector<SlotScheduler::Completion>& done, Collect& collect) {
+    const int n = std::max(
+        1, static_cast<int>(std::ceil(rate * absl::ToDoubleSeconds(profile_.slo.latency_limit))));
+    std::priority_queue<absl::Duration, std::vector<absl::Duration>, std::greater<>> sends;
+    for (int i = 0; i < n; ++i) sends.push(start);
+    const auto resend = [&] {
+      for (const SlotScheduler::Completion& c : done) sends.push(c.finish);
+    };
+    for (;;) {
+      const std::optional<absl::Duration> next = scheduler_.NextEventTime();
+      if (!sends.empty() && (!next || sends.top() <= *next)) {
+        const absl::Duration t = sends.top();
+        sends.pop();
+        if (t >= end) break;
+        if (arrive(next_id_++, t)) sends.push(t + absl::Milliseconds(1));
+        resend();
+        collect();
+      } else if (next) {
+        scheduler_.AdvanceTo(*next, &done);
+        resend();
+        collect();
+      } else {
+        break;
+      }
+    }
+  }
+
   static constexpr absl::Duration kWindow = absl::Milliseconds(500);
   // The lead's steady span the runner may count in a step's tail (4 windows).
   static constexpr absl::Duration kLeadSpan = absl::Seconds(2);
@@ -294,11 +434,13 @@ class VirtualModel {
   }
 
   const Profile& profile_;
+  const ModelVariant variant_;
   const bool generative_;
   SlotScheduler scheduler_;
   sim::TokenScheduler tokens_;
   absl::Duration lifetime_ = absl::ZeroDuration();  // p50 latency of the last passing step
   std::mt19937_64 arrivals_;
+  std::mt19937_64 costs_;
   absl::Duration now_;
   uint64_t next_id_ = 0;
   worker::HealthAssessor assessor_;
@@ -321,7 +463,294 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, double lo, doubl
   return nullptr;
 }
 
+
+// --- Held-out models (--generated=N) ------------------------------------------------------
+
+// One search against one virtual model: the decisions, the steps, the virtual time.
+struct SearchRun {
+  Done done;
+  double seconds = 0;
+  int steps = 0;
+  double longest_hold = 1;  // the longest hold the strategy asked for, in steps
+  double warmup_s = 0;      // the first-step warmup phase
+  std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
+};
+
+// The first step's warmup phase, as the runner has it: spans at the search's first rate while
+// the median latency still falls (a model warming up), until two spans in a row no longer
+// fall by 4%, at most 300 s. Returns the seconds it ran.
+double WarmUpAt(VirtualModel& model, double rate) {
+  const absl::Duration span =
+      std::clamp(absl::Seconds(30 / rate), absl::Seconds(10), absl::Seconds(60));
+  double previous = 0, seconds = 0;
+  int flat = 0;
+  while (seconds < 300 && flat < 2) {
+    const StepOutcome o = model.Run(rate, absl::ZeroDuration(), span);
+    seconds += absl::ToDoubleSeconds(span);
+    if (previous > 0) flat = o.p50_ms > previous * 0.96 ? flat + 1 : 0;
+    previous = o.p50_ms;
+  }
+  return seconds;
+}
+
+SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead,
+                    absl::Duration step, bool warmup_phase, bool verbose) {
+  SearchRun run;
+  std::optional<StepOutcome> last;
+  for (;;) {
+    const Decision d = search.Next(last);
+    if (const Done* finished = std::get_if<Done>(&d)) {
+      run.done = *finished;
+      return run;
+    }
+    const RunStep& next = std::get<RunStep>(d);
+    if (warmup_phase && run.steps == 0) {
+      run.warmup_s = WarmUpAt(model, next.rate_qps);
+      run.seconds += run.warmup_s;
+    }
+    const absl::Duration step_lead = lead == absl::ZeroDuration() ? lead : model.Lead(lead);
+    const absl::Duration measured = model.Measured(step) * next.hold;
+    last = model.Run(next.rate_qps, step_lead, measured);
+    run.seconds += absl::ToDoubleSeconds(step_lead + measured);
+    run.longest_hold = std::max(run.longest_hold, next.hold);
+    run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
+    ++run.steps;
+    if (verbose) {
+      std::printf("    step %d: %.2f%s -> p99 %.1f ms (%.3f of the limit), tail %.2f+-%.2f of %lld "
+                  "(%d units)%s, %s\n",
+                  run.steps, next.rate_qps,
+                  next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "",
+                  last->p99_ms, last->limit_ratio, last->tail_ratio, last->tail_ratio_se,
+                  static_cast<long long>(last->tail_samples), last->tail_units,
+                  last->backlog_rising ? " backlog rising" : "", last->passed ? "pass" : "FAIL");
+    }
+  }
+}
+
+// What one variant of the search is: the strategy and the client/judge deviations.
+struct SearchVariant {
+  std::string name;      // printed: adaptive, binary, ablation_<x>
+  std::string strategy;  // adaptive or binary_search
+  ModelVariant model;
+  bool warmup_phase = true;   // the first step's warmup phase and each step's lead
+};
+
+std::vector<SearchVariant> Variants(const std::string& list) {
+  std::vector<SearchVariant> out;
+  for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    SearchVariant v{std::string(name), "adaptive", {.cold = true}};
+    if (name == "binary") {
+      v.strategy = "binary_search";
+    } else if (name == "no_warmup") {
+      v.warmup_phase = false;
+    } else if (name == "closed_loop") {
+      v.model.closed_loop = true;
+    } else if (name == "p99_only") {
+      v.model.p99_only = true;
+    } else if (name == "template") {
+      v.model.template_cost = true;
+    } else if (name == "no_batching_awareness") {
+      v.model.window_evidence = false;
+    } else if (name != "adaptive") {
+      std::fprintf(stderr, "unknown variant %s\n", std::string(name).c_str());
+      std::exit(2);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The estimate a variant reports: a closed loop offers no rate, so its estimate is the
+// throughput its best pass achieved, less the share the search took off the best.
+double EstimateOf(const SearchVariant& v, const SearchRun& run) {
+  if (!v.model.closed_loop || run.done.best_pass_qps <= 0) return run.done.max_sustainable_qps;
+  for (const auto& [rate, achieved] : run.achieved) {
+    if (rate == run.done.best_pass_qps) {
+      return achieved * run.done.max_sustainable_qps / run.done.best_pass_qps;
+    }
+  }
+  return run.done.max_sustainable_qps;
+}
+
+// Runs f(i) for i in [0, n) on `threads` threads.
+template <typename F>
+void ParallelFor(int n, int threads, F f) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) f(i);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+struct Agreement {
+  double mae = 0, bias = 0, p95 = 0, over5 = 0, loa_low = 0, loa_high = 0, r2 = 0, max_abs = 0;
+};
+
+// Errors in percent of the truth; r2 of log(estimate) on log(truth).
+Agreement Agree(const std::vector<double>& estimates, const std::vector<double>& truths) {
+  Agreement a;
+  std::vector<double> errors, abs_errors;
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (size_t i = 0; i < estimates.size(); ++i) {
+    const double e = 100 * (estimates[i] - truths[i]) / truths[i];
+    errors.push_back(e);
+    abs_errors.push_back(std::abs(e));
+    a.over5 += e > 5 ? 1 : 0;
+    const double x = std::log(truths[i]), y = std::log(std::max(estimates[i], 1e-6));
+    sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+  }
+  const double n = static_cast<double>(errors.size());
+  if (n == 0) return a;
+  for (double e : errors) a.bias += e / n;
+  for (double e : abs_errors) a.mae += e / n;
+  double var = 0;
+  for (double e : errors) var += (e - a.bias) * (e - a.bias) / std::max(1.0, n - 1);
+  a.loa_low = a.bias - 1.96 * std::sqrt(var);
+  a.loa_high = a.bias + 1.96 * std::sqrt(var);
+  std::sort(abs_errors.begin(), abs_errors.end());
+  a.p95 = abs_errors[std::min(abs_errors.size() - 1,
+                              static_cast<size_t>(std::ceil(0.95 * n)) - 1)];
+  a.max_abs = abs_errors.back();
+  a.over5 = 100 * a.over5 / n;
+  const double cov = sxy - sx * sy / n, vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+  a.r2 = vx > 0 && vy > 0 ? cov * cov / (vx * vy) : 0;
+  return a;
+}
+
+// Writes each model as DIR/<name>.json (a profile the simulated predictor loads) and one
+// line per model to DIR/models.tsv: name, truth_rps, min_qps, max_qps, binding, description.
+int WriteProfiles(const std::vector<sim::GeneratedModel>& models, const std::string& dir) {
+  std::FILE* index = std::fopen((dir + "/models.tsv").c_str(), "w");
+  if (index == nullptr) {
+    std::fprintf(stderr, "cannot write %s/models.tsv\n", dir.c_str());
+    return 1;
+  }
+  for (const sim::GeneratedModel& m : models) {
+    absl::StatusOr<std::string> json = sim::BatchProfileToJson(m.profile);
+    std::FILE* f = std::fopen((dir + "/" + m.profile.name + ".json").c_str(), "w");
+    if (!json.ok() || f == nullptr) {
+      std::fprintf(stderr, "cannot write %s\n", m.profile.name.c_str());
+      return 1;
+    }
+    std::fputs(json->c_str(), f);
+    std::fclose(f);
+    std::fprintf(index, "%s\t%.6g\t%.6g\t%.6g\t%s\t%s\n", m.profile.name.c_str(), m.truth_rps,
+                 m.min_qps, m.max_qps, m.binding.c_str(), m.description.c_str());
+  }
+  std::fclose(index);
+  return 0;
+}
+
+int RunGenerated() {
+  const int n = absl::GetFlag(FLAGS_generated);
+  uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
+  if (seed0 == 0) seed0 = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()) % 1000000000);
+  const int threads = absl::GetFlag(FLAGS_threads);
+  const bool verbose = absl::GetFlag(FLAGS_verbose);
+  std::printf("held-out models: %d from gen_seed=%llu, horizon %.0f s\n", n,
+              static_cast<unsigned long long>(seed0), absl::GetFlag(FLAGS_horizon_s));
+  sim::GeneratorOptions options;
+  options.horizon = absl::Seconds(absl::GetFlag(FLAGS_horizon_s));
+  std::vector<sim::GeneratedModel> models(n);
+  ParallelFor(n, threads, [&](int i) {
+    absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
+      std::exit(1);
+    }
+    models[i] = *std::move(m);
+  });
+  if (const std::string dir = absl::GetFlag(FLAGS_write_profiles); !dir.empty()) {
+    return WriteProfiles(models, dir);
+  }
+  const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
+  const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
+  const std::vector<SearchVariant> variants = Variants(absl::GetFlag(FLAGS_variants));
+  std::vector<double> truths;
+  for (const sim::GeneratedModel& m : models) truths.push_back(m.truth_rps);
+  std::string line;
+  std::map<std::string, std::vector<SearchRun>> runs;
+  for (const SearchVariant& v : variants) {
+    std::vector<SearchRun>& out = runs[v.name];
+    out.resize(n);
+    ParallelFor(n, threads, [&](int i) {
+      const sim::GeneratedModel& m = models[i];
+      VirtualModel model(m.profile, m.seed, v.model);
+      std::unique_ptr<Strategy> search = MakeStrategy(v.strategy, m.min_qps, m.max_qps);
+      out[i] = RunSearch(model, *search, v.warmup_phase ? lead : absl::ZeroDuration(), step,
+                         v.warmup_phase, false);
+    });
+    std::vector<double> estimates;
+    double seconds = 0;
+    for (int i = 0; i < n; ++i) {
+      estimates.push_back(EstimateOf(v, out[i]));
+      seconds += out[i].seconds;
+      if (verbose || v.name == "adaptive") {
+        std::printf("  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
+                    "%.0f s%s\n",
+                    v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
+                    models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
+                    out[i].steps, out[i].seconds, out[i].done.at_least ? " (at least)" : "");
+        if (verbose) std::printf("    %s\n", models[i].description.c_str());
+      }
+    }
+    const Agreement a = Agree(estimates, truths);
+    std::printf("variant=%s models=%d mae_pct=%.2f bias_pct=%.2f p95_abs_err_pct=%.2f "
+                "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
+                v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2,
+                a.max_abs, seconds);
+    if (v.name == "adaptive") {
+      absl::StrAppendFormat(&line,
+                            "heldout_mae_pct=%.2f heldout_p95_abs_err_pct=%.2f "
+                            "heldout_over5_pct=%.1f heldout_bias_pct=%.2f heldout_loa_low_pct=%.1f "
+                            "heldout_loa_high_pct=%.1f heldout_r2=%.3f ",
+                            a.mae, a.p95, a.over5, a.bias, a.loa_low, a.loa_high, a.r2);
+    } else if (v.name == "binary") {
+      absl::StrAppendFormat(&line, "binary_mae_pct=%.2f ", a.mae);
+    } else {
+      absl::StrAppendFormat(&line, "ablation_%s_mae_pct=%.2f ", v.name, a.mae);
+    }
+  }
+  if (runs.count("adaptive") && runs.count("binary")) {
+    // Binary search given the same final verification: the adaptive search's longest hold
+    // at its estimate, charged to binary search's time.
+    double adaptive = 0, binary = 0;
+    for (int i = 0; i < n; ++i) {
+      const SearchRun& a = runs["adaptive"][i];
+      const SearchRun& b = runs["binary"][i];
+      adaptive += a.seconds;
+      binary += b.seconds + (a.longest_hold > 1 ? a.longest_hold : 0) *
+                                absl::ToDoubleSeconds(absl::Seconds(absl::GetFlag(FLAGS_step_s)));
+    }
+    absl::StrAppendFormat(&line, "heldout_time_vs_binary=%.2f ", adaptive / binary);
+  }
+  if (const int repeats = std::min(n, absl::GetFlag(FLAGS_repeat_models)); repeats > 0) {
+    std::vector<double> cvs(repeats);
+    ParallelFor(repeats, threads, [&](int i) {
+      std::vector<double> estimates;
+      for (int r = 1; r <= 5; ++r) {
+        VirtualModel model(models[i].profile, models[i].seed * 31 + r, {.cold = true});
+        std::unique_ptr<Strategy> search =
+            MakeStrategy("adaptive", models[i].min_qps, models[i].max_qps);
+        estimates.push_back(
+            RunSearch(model, *search, lead, step, true, false).done.max_sustainable_qps);
+      }
+      cvs[i] = worker::CoefficientOfVariation(estimates);
+    });
+    double mean = 0;
+    for (double cv : cvs) mean += 100 * cv / repeats;
+    absl::StrAppendFormat(&line, "repeat_cv_pct=%.2f ", mean);
+  }
+  std::printf("%sgen_seed=%llu models=%d\n", line.c_str(), static_cast<unsigned long long>(seed0),
+              n);
+  return 0;
+}
+
 int Main() {
+  if (absl::GetFlag(FLAGS_generated) > 0) return RunGenerated();
   absl::StatusOr<Profile> profile = sim::LoadProfile(absl::GetFlag(FLAGS_profile));
   if (!profile.ok()) {
     std::fprintf(stderr, "%s\n", std::string(profile.status().message()).c_str());
@@ -342,7 +771,11 @@ int Main() {
   }
   double truth = absl::GetFlag(FLAGS_truth);
   if (truth <= 0) truth = gt->max_sustainable_rps;
-  const double lo = gt->saturation_rps / 20, hi = gt->saturation_rps * 1.5;
+  // The range: the accuracy benchmark's [saturation / 20, 1.5 x saturation], or a new user's
+  // wide one: min 5 req/s (at most half the truth), max 20 x the truth.
+  const bool wide = absl::GetFlag(FLAGS_range) == "wide";
+  const double lo = wide ? std::min(5.0, truth / 2) : gt->saturation_rps / 20;
+  const double hi = wide ? truth * 20 : gt->saturation_rps * 1.5;
   const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
   const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
   if (const double rate = absl::GetFlag(FLAGS_fixed_rate); rate > 0) {
@@ -367,36 +800,14 @@ int Main() {
   const int seeds = absl::GetFlag(FLAGS_seeds);
   for (int seed = absl::GetFlag(FLAGS_first_seed); seed < absl::GetFlag(FLAGS_first_seed) + seeds;
        ++seed) {
-    VirtualModel model(*profile, static_cast<uint64_t>(seed));
+    const bool cold = absl::GetFlag(FLAGS_cold);
+    VirtualModel model(*profile, static_cast<uint64_t>(seed), {.cold = cold});
     std::unique_ptr<Strategy> search = MakeStrategy(strategy, lo, hi);
-    std::optional<StepOutcome> last;
-    double seconds = 0;
-    int steps = 0;
-    Done done;
-    for (;;) {
-      const Decision d = search->Next(last);
-      if (const Done* finished = std::get_if<Done>(&d)) {
-        done = *finished;
-        break;
-      }
-      const RunStep& run = std::get<RunStep>(d);
-      const absl::Duration step_lead = model.Lead(lead);
-      const absl::Duration measured = model.Measured(step) * run.hold;
-      last = model.Run(run.rate_qps, step_lead, measured);
-      seconds += absl::ToDoubleSeconds(step_lead + measured);
-      ++steps;
-      if (absl::GetFlag(FLAGS_verbose)) {
-        std::printf(
-            "  step %d: %.1f%s -> p99 %.1f ms (%.3f of the limit), tail %.2f of %lld, %s/%s, "
-            "%d spike(s), %s\n",
-            steps, run.rate_qps, run.hold > 1 ? absl::StrCat(" (hold ", run.hold, ")").c_str() : "",
-            last->p99_ms, last->limit_ratio, last->tail_ratio,
-            static_cast<long long>(last->tail_samples),
-            v1::HealthState_Name(last->health_state).c_str(),
-            v1::HealthState_Name(last->window_state).c_str(), last->spikes,
-            last->passed ? "pass" : "FAIL");
-      }
-    }
+    const SearchRun run =
+        RunSearch(model, *search, lead, step, /*warmup_phase=*/cold, absl::GetFlag(FLAGS_verbose));
+    const Done& done = run.done;
+    const double seconds = run.seconds;
+    const int steps = run.steps;
     const double err = 100 * (done.max_sustainable_qps - truth) / truth;
     abs_sum += std::abs(err);
     signed_sum += err;

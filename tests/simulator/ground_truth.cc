@@ -81,6 +81,7 @@ void ObserveBatch(const Profile& profile, double rate, const GroundTruthOptions&
   const absl::Duration start = profile.batch.perturbations.warmup;
   const Window window{start + options.settle, start + options.settle + options.measure};
   ArrivalClock clock(options.arrival, rate, arrival_seed, start);
+  std::mt19937_64 costs(arrival_seed * 104729 + 3);
   RateEvaluation& result = observations->counts;
   std::vector<int64_t>& latencies = observations->latencies;
   std::vector<SlotScheduler::Completion> done;
@@ -98,7 +99,8 @@ void ObserveBatch(const Profile& profile, double rate, const GroundTruthOptions&
   for (uint64_t id = 0;; ++id) {
     const absl::Duration arrival = clock.Next();
     if (arrival >= window.arrivals_end) break;
-    const SlotScheduler::Admission admission = scheduler.Arrive(id, arrival, &done);
+    const SlotScheduler::Admission admission =
+        scheduler.Arrive(id, arrival, &done, DrawCost(profile, costs));
     if (window.Judged(arrival)) {
       ++result.scheduled;
       if (admission == SlotScheduler::Admission::kRejected) ++result.rejected;

@@ -178,6 +178,8 @@ absl::StatusOr<Profile> ParseProfileJson(absl::string_view text) {
       {"colocation", Double(&p.colocation, 0, 0.95)},
       {"error_rate", Double(&p.error_rate, 0, 1)},
       {"seed", Int(&p.seed, 0, int64_t{1} << 62)},
+      {"cost_sigma", Double(&profile.cost_sigma, 0, 2)},
+      {"nominal_elements", Int(&profile.nominal_elements, 0, int64_t{1} << 40)},
       {"generative",
        [&](const json& v, absl::string_view key) {
          return ApplyObject(v, key, generative_setters);
@@ -190,6 +192,39 @@ absl::StatusOr<Profile> ParseProfileJson(absl::string_view text) {
   if (ttft_ms >= 0) profile.slo.ttft_limit = Ms(ttft_ms);
   if (absl::Status status = FinalizeProfile(profile); !status.ok()) return status;
   return profile;
+}
+
+absl::StatusOr<std::string> BatchProfileToJson(const Profile& profile) {
+  if (profile.mode != ProfileMode::kBatch) {
+    return absl::UnimplementedError("only batch profiles are written as JSON");
+  }
+  const SlotScheduler::Config& b = profile.batch;
+  const Perturbations& p = b.perturbations;
+  const auto ms = [](absl::Duration d) { return absl::ToDoubleMilliseconds(d); };
+  json out = {{"name", profile.name},
+              {"description", profile.description},
+              {"mode", "batch"},
+              {"slots", b.slots},
+              {"base_ms", ms(b.service_time)},
+              {"per_item_ms", ms(b.per_item_time)},
+              {"max_batch", b.max_batch},
+              {"max_queue_delay_ms", ms(b.max_queue_delay)},
+              {"max_queue", b.max_queue},
+              {"jitter_sigma", p.jitter_sigma},
+              {"warmup_factor", p.warmup_factor},
+              {"warmup_s", absl::ToDoubleSeconds(p.warmup)},
+              {"stall_rate_per_s", p.stall_rate_per_s},
+              {"stall_ms", ms(p.stall_duration)},
+              {"colocation", p.colocation},
+              {"error_rate", p.error_rate},
+              {"seed", p.seed},
+              {"cost_sigma", profile.cost_sigma},
+              {"nominal_elements", profile.nominal_elements},
+              {"slo",
+               {{"latency_percentile", profile.slo.latency_percentile},
+                {"latency_ms", ms(profile.slo.latency_limit)},
+                {"max_error_rate", profile.slo.max_error_rate}}}};
+  return out.dump(2);
 }
 
 absl::Status FinalizeProfile(Profile& profile) {

@@ -16,12 +16,17 @@
 //                   "output_tokens": {"distribution": "constant" | "uniform" | "lognormal",
 //                                     "mean": 64, "sigma": 0.5, "min": 1, "max": 256}},
 //    "slo": {"latency_percentile": 99, "latency_ms": 100, "max_error_rate": 0.01,
-//            "ttft_ms": 1500}}
+//            "ttft_ms": 1500},
+//    "cost_sigma": 0, "nominal_elements": 0}
 // Defaults are the legacy command line's: 4 slots of 10 ms, no batching, no perturbations.
 // Pure functions; any thread.
 #ifndef VANGUARD_TESTS_SIMULATOR_PROFILE_H_
 #define VANGUARD_TESTS_SIMULATOR_PROFILE_H_
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -56,11 +61,44 @@ struct Profile {
   SlotScheduler::Config batch;
   TokenScheduler::Config generative;
   Slo slo;
+  // Batch mode: what requests carry varies (sequence lengths, tensor sizes), and so does
+  // their cost: a recorded request's cost relative to the nominal one (SlotScheduler::Arrive)
+  // is lognormal with median 1 and this log-sd, clamped to [1/kMaxCost, kMaxCost]. 0: every
+  // request costs the nominal (the legacy behaviour). JSON key "cost_sigma".
+  double cost_sigma = 0;
+  // Batch mode, the served model (SimPredictorServer): how many tensor elements a nominal
+  // request carries. A KServe v2 request's cost is the number of elements in all its input
+  // tensors over this, clamped like DrawCost's (ContentCost), so a recorded size mix and a
+  // single template request load the model differently. 0: every request costs 1 whatever
+  // it carries (the legacy behaviour). JSON key "nominal_elements".
+  int64_t nominal_elements = 0;
 };
+
+inline constexpr double kMaxCost = 16;
+
+// The cost of a request carrying `elements` tensor elements (summed over its inputs):
+// elements / nominal_elements clamped to [1/kMaxCost, kMaxCost]; 1 when nominal_elements is 0.
+inline double ContentCost(const Profile& profile, int64_t elements) {
+  if (profile.nominal_elements <= 0) return 1;
+  return std::clamp(static_cast<double>(elements) / static_cast<double>(profile.nominal_elements),
+                    1 / kMaxCost, kMaxCost);
+}
+
+// Draws one request's cost from the profile's mix (1 when cost_sigma is 0).
+template <typename Rng>
+double DrawCost(const Profile& profile, Rng& rng) {
+  if (profile.cost_sigma <= 0) return 1;
+  std::normal_distribution<double> log_cost(0, profile.cost_sigma);
+  return std::clamp(std::exp(log_cost(rng)), 1 / kMaxCost, kMaxCost);
+}
 
 // Parses a profile file's text. INVALID_ARGUMENT naming the key on bad JSON, unknown keys,
 // wrong types or values out of range.
 absl::StatusOr<Profile> ParseProfileJson(absl::string_view text);
+
+// A batch profile as the JSON ParseProfileJson reads back to the same profile (times to the
+// nanosecond). Generative profiles' token settings are not written (UNIMPLEMENTED).
+absl::StatusOr<std::string> BatchProfileToJson(const Profile& profile);
 
 // A name from NamedProfiles() or a path to a JSON file (anything containing '/' or ending in
 // ".json"). NOT_FOUND listing the names for an unknown name; the parse errors otherwise.

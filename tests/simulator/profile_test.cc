@@ -95,3 +95,34 @@ TEST(ProfileTest, UnknownNameListsTheNamedProfiles) {
 
 }  // namespace
 }  // namespace vanguard::sim
+
+namespace vanguard::sim {
+namespace {
+
+TEST(ProfileJsonTest, BatchProfileRoundTripsThroughItsJson) {
+  absl::StatusOr<Profile> ranking = LoadProfile("ranking");
+  ASSERT_TRUE(ranking.ok());
+  ranking->cost_sigma = 0.4;
+  ranking->batch.max_queue = 77;
+  absl::StatusOr<std::string> text = BatchProfileToJson(*ranking);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Profile> back = ParseProfileJson(*text);
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << *text;
+  EXPECT_EQ(back->name, "ranking");
+  EXPECT_DOUBLE_EQ(back->cost_sigma, 0.4);
+  EXPECT_EQ(back->batch.max_queue, 77);
+  EXPECT_EQ(back->batch.slots, ranking->batch.slots);
+  EXPECT_EQ(back->batch.service_time, ranking->batch.service_time);
+  EXPECT_EQ(back->batch.perturbations.stall_duration, ranking->batch.perturbations.stall_duration);
+  EXPECT_EQ(back->slo.latency_limit, ranking->slo.latency_limit);
+  EXPECT_DOUBLE_EQ(SaturationRps(*back), SaturationRps(*ranking));
+}
+
+TEST(ProfileJsonTest, GenerativeProfilesAreNotWritten) {
+  absl::StatusOr<Profile> llm = LoadProfile("llm");
+  ASSERT_TRUE(llm.ok());
+  EXPECT_EQ(BatchProfileToJson(*llm).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace vanguard::sim

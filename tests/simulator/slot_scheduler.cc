@@ -2,6 +2,7 @@
 #include "tests/simulator/slot_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -108,8 +109,10 @@ void SlotScheduler::StartDueBatches(absl::Duration t) {
           waiting_.front().arrival + config_.max_queue_delay <= t)) {
     const int batch = static_cast<int>(
         std::min<int64_t>(config_.max_batch, static_cast<int64_t>(waiting_.size())));
+    double cost = 0;
+    for (int i = 0; i < batch; ++i) cost = std::max(cost, waiting_[i].cost);
     const absl::Duration work =
-        service_model_.Work(config_.service_time + config_.per_item_time * batch, t);
+        service_model_.Work((config_.service_time + config_.per_item_time * batch) * cost, t);
     const absl::Duration finish = service_model_.FinishAfter(t, work);
     for (int i = 0; i < batch; ++i) {
       const Waiting next = waiting_.front();
@@ -158,10 +161,10 @@ void SlotScheduler::AdvanceTo(absl::Duration now, std::vector<Completion>* compl
 }
 
 SlotScheduler::Admission SlotScheduler::Arrive(uint64_t request_id, absl::Duration now,
-                                               std::vector<Completion>* completed) {
+                                               std::vector<Completion>* completed, double cost) {
   AdvanceTo(now, completed);
   ++stats_.arrived;
-  waiting_.push_back(Waiting{request_id, time_});
+  waiting_.push_back(Waiting{request_id, time_, cost > 0 && std::isfinite(cost) ? cost : 1.0});
   ++stats_.queued;
   StartDueBatches(time_);
   if (waiting_.empty() || waiting_.back().request_id != request_id) return Admission::kStarted;

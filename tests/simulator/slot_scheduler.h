@@ -92,8 +92,11 @@ class SlotScheduler {
 
   // Advances to `now` (appending completions as AdvanceTo does), then admits the request:
   // kStarted if it went into service at once, kQueued if it waits, kRejected if the queue is
-  // full.
-  Admission Arrive(uint64_t request_id, absl::Duration now, std::vector<Completion>* completed);
+  // full. `cost` is what the request carries relative to a nominal one (sequence length,
+  // tensor size): a batch's work is its nominal work times the largest cost in it (padded to
+  // its longest member, as batched tensors are). Must be > 0.
+  Admission Arrive(uint64_t request_id, absl::Duration now, std::vector<Completion>* completed,
+                   double cost = 1);
 
   // When the next batch finishes or a waiting batch must start; nullopt when nothing is due.
   std::optional<absl::Duration> NextEventTime() const;
@@ -119,6 +122,7 @@ class SlotScheduler {
   struct Waiting {
     uint64_t request_id;
     absl::Duration arrival;
+    double cost;
   };
   struct InService {
     absl::Duration finish;

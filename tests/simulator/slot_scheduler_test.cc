@@ -67,6 +67,27 @@ TEST(SlotSchedulerTest, ServesOneRequestForExactlyTheServiceTime) {
   EXPECT_EQ(scheduler.stats().total_queue_time, absl::ZeroDuration());
 }
 
+TEST(SlotSchedulerTest, ARequestsCostScalesItsServiceAndABatchPadsToItsLargest) {
+  SlotScheduler one({.slots = 1, .service_time = Ms(10)});
+  std::vector<SlotScheduler::Completion> done;
+  one.Arrive(1, absl::ZeroDuration(), &done, /*cost=*/2.5);
+  one.AdvanceTo(Ms(100), &done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].finish - done[0].start, Ms(25));
+
+  SlotScheduler batched({.slots = 1,
+                         .service_time = Ms(10),
+                         .max_batch = 2,
+                         .max_queue_delay = Ms(5)});
+  done.clear();
+  batched.Arrive(1, absl::ZeroDuration(), &done, /*cost=*/1);
+  batched.Arrive(2, Ms(1), &done, /*cost=*/3);
+  batched.AdvanceTo(Ms(100), &done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].finish - done[0].start, Ms(30));  // padded to the cost-3 member
+  EXPECT_EQ(done[1].finish, done[0].finish);
+}
+
 TEST(SlotSchedulerTest, NeverServesMoreThanSlotsAtOnceAndQueuesTheRest) {
   SlotScheduler scheduler({.slots = 3, .service_time = Ms(10)});
   std::vector<SlotScheduler::Completion> done;

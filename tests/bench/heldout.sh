@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# capacity searches on generated models in virtual time: held-out accuracy, ablations (~15 min)
+#
+# search_sim --generated draws HELDOUT_MODELS (default 300) random model servers from
+# tests/simulator/model_generator.h (slots, batching, service time, warmup, stalls,
+# content-dependent cost, errors, an SLO on p99/p90/p50 or errors), each with its long-run
+# truth over a 5-minute horizon and a user-style range around it (min truth/200..truth/2,
+# max 1.2..20 x truth). Every search starts with the model cold. The seed of the first model
+# is HELDOUT_SEED, else taken from the clock, and printed: no change can be tuned to a fixed
+# set. Variants (HELDOUT_VARIANTS): the adaptive search, binary search with the same range,
+# and the ablations (no warmup handling, closed loop, p99 only, one template request instead
+# of the recorded mix, no batching awareness: no window-based tail confidence nor backlog
+# trend). The same five models x 5 seeds give repeat_cv_pct (HELDOUT_REPEAT, default 20).
+# Then the five named profiles, cold, with a new user's wide range (min(5, truth/2) to
+# 20 x truth): profiles_wide_mae_pct.
+# Final line: heldout_mae_pct=… heldout_p95_abs_err_pct=… heldout_over5_pct=… heldout_bias_pct=…
+# heldout_loa_low_pct=… heldout_loa_high_pct=… heldout_r2=… binary_mae_pct=… ablation_*_mae_pct=…
+# heldout_time_vs_binary=… repeat_cv_pct=… profiles_wide_mae_pct=… gen_seed=… models=…
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../deploy/local/lib.sh"
+build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
+models=${HELDOUT_MODELS:-300}
+seed=${HELDOUT_SEED:-$(( $(date +%s) % 1000000000 ))}
+variants=${HELDOUT_VARIANTS:-adaptive,binary,no_warmup,closed_loop,p99_only,template,no_batching_awareness}
+repeat=${HELDOUT_REPEAT:-20}
+vanguard_build "$build" Release search_sim >/dev/null
+start=$(date +%s)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$build/bin/search_sim" --generated="$models" --gen_seed="$seed" --variants="$variants" \
+  --repeat_models="$repeat" --threads="$(nproc)" | tee "$out"
+heldout=$(tail -1 "$out" | sed 's/ *gen_seed=.*//')
+# The named profiles with a wide range, cold; truths are the accuracy benchmark's references.
+truths=${SEARCH_SIM_TRUTHS:-embedding:4400.6 nlp_encoder:984.4 ranking:3022.7 vision:659.9 llm:30.40}
+wide_sum=0
+wide_n=0
+for pair in $truths; do
+  line=$("$build/bin/search_sim" --profile="${pair%%:*}" --truth="${pair#*:}" --range=wide --cold \
+    --seeds="${HELDOUT_PROFILE_SEEDS:-5}" --first_seed="$seed" | tail -1)
+  echo "$line"
+  mae=$(sed -n 's/.*mae_pct=\([^ ]*\).*/\1/p' <<<"$line")
+  wide_sum=$(awk -v a="$wide_sum" -v b="$mae" 'BEGIN { print a + b }')
+  wide_n=$((wide_n + 1))
+done
+wide=$(awk -v a="$wide_sum" -v n="$wide_n" 'BEGIN { printf "%.2f", a / n }')
+echo "$heldout profiles_wide_mae_pct=$wide gen_seed=$seed models=$models wall_s=$(( $(date +%s) - start ))"
