@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -43,7 +44,11 @@
 #include "worker/binary_search_strategy.h"
 #include "worker/health_assessor.h"
 #include "worker/proto_time.h"
+#include "worker/measured_step_runner.h"
+#include "worker/steady_state.h"
+#include "worker/tail_confidence.h"
 #include "worker/tail_pooling.h"
+#include "worker/warmup_detector.h"
 
 ABSL_FLAG(std::string, profile, "ranking", "A simulator profile (name or .json path)");
 ABSL_FLAG(std::string, strategy, "adaptive", "adaptive or binary_search");
@@ -95,52 +100,28 @@ using worker::RunStep;
 using worker::StepOutcome;
 using worker::Strategy;
 
-// The step's tail evidence by batch means over its windows (the units a stall cannot make
-// dependent the way it makes the requests inside one dependent): the standard error of the
-// pooled tail ratio, sum(over) / (sum(n) * allowed), as a ratio estimator over windows; and
-// whether the windows' mean latency rises through the part (least squares, by more than 10% of
-// its level and two standard errors of the slope).
+// The step's tail evidence from its windows, as the runner reads it: the tail ratio's
+// standard error by batch means over the windows (TailConfidenceOf), and whether the
+// windows' mean latency rises through the part (SteadyStateDetector::Trending, the runner's
+// LatencyRising).
 void FillWindowEvidence(const std::vector<std::vector<double>>& windows, double limit_ms,
                         double allowed, StepOutcome* o) {
-  std::vector<double> n, over, mean;
+  std::vector<worker::TailUnit> units;
+  std::deque<double> mean_ms;
   for (const std::vector<double>& w : windows) {
     if (w.empty()) continue;
-    n.push_back(static_cast<double>(w.size()));
-    over.push_back(static_cast<double>(
-        std::count_if(w.begin(), w.end(), [&](double ms) { return ms > limit_ms; })));
+    units.push_back({static_cast<int64_t>(w.size()),
+                     std::count_if(w.begin(), w.end(), [&](double ms) { return ms > limit_ms; })});
     double sum = 0;
     for (double ms : w) sum += ms;
-    mean.push_back(sum / static_cast<double>(w.size()));
+    mean_ms.push_back(sum / static_cast<double>(w.size()));
   }
-  const size_t k = n.size();
-  o->tail_units = static_cast<int>(k);
-  if (k < 2) return;
-  double total_n = 0, total_over = 0;
-  for (size_t i = 0; i < k; ++i) total_n += n[i], total_over += over[i];
-  const double ratio = total_over / total_n / allowed;
-  double sq = 0;
-  for (size_t i = 0; i < k; ++i) {
-    const double residual = over[i] / allowed - ratio * n[i];
-    sq += residual * residual;
-  }
-  const double mean_n = total_n / static_cast<double>(k);
-  o->tail_ratio_se = std::sqrt(sq / static_cast<double>(k * (k - 1))) / mean_n;
-  if (k < 4) return;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < k; ++i) {
-    const double x = static_cast<double>(i);
-    sx += x, sy += mean[i], sxx += x * x, sxy += x * mean[i];
-  }
-  const double kk = static_cast<double>(k);
-  const double slope = (kk * sxy - sx * sy) / (kk * sxx - sx * sx);
-  const double level = sy / kk, intercept = (sy - slope * sx) / kk;
-  double rss = 0;
-  for (size_t i = 0; i < k; ++i) {
-    const double r = mean[i] - intercept - slope * static_cast<double>(i);
-    rss += r * r;
-  }
-  const double slope_se = std::sqrt(rss / (kk - 2) / (sxx - sx * sx / kk));
-  o->backlog_rising = slope * (kk - 1) > 0.1 * level && slope > 2 * slope_se;
+  const worker::TailConfidence c = worker::TailConfidenceOf(units, allowed);
+  o->tail_ratio_se = c.ratio_se;
+  o->tail_units = c.units;
+  o->backlog_rising = mean_ms.size() >= 4 &&
+                      worker::SteadyStateDetector::Trending(
+                          mean_ms, worker::MeasuredStepRunner::kRisingLatencyDrift, true);
 }
 
 // How the virtual client and judge deviate from the runner's (the ablations).
@@ -185,16 +166,24 @@ class VirtualModel {
   }
 
   // The runner stretches a slow model's step (see MeasuredStepRunner): its measured part to
-  // 10 request lifetimes (at most 60 s), its lead to 10 of them (at most 30 s), its windows
-  // to one lifetime and 10 arrivals (at most 5 s). Fast models keep what was asked.
+  // 10 request lifetimes and to kMinMeasuredRequests arrivals (each at most 60 s), its lead
+  // to 10 lifetimes (at most 30 s), its windows to one lifetime and 10 arrivals (at most
+  // 5 s). Fast models keep what was asked.
   absl::Duration Lead(absl::Duration lead) const {
     return std::max(lead, std::min(lifetime_ * 10, absl::Seconds(30)));
   }
-  absl::Duration Measured(absl::Duration measured) const {
-    return std::max(measured, std::min(lifetime_ * 10, absl::Seconds(60)));
+  absl::Duration Measured(absl::Duration measured, double rate) const {
+    return std::max({measured, std::min(lifetime_ * 10, absl::Seconds(60)),
+                     std::min(absl::Seconds(kMinMeasuredRequests / rate), absl::Seconds(60))});
   }
+  static constexpr double kMinMeasuredRequests = 200;
 
-  StepOutcome Run(double rate, absl::Duration lead, absl::Duration measured) {
+  // Runs one step: `lead` at the rate, then the measured part. `window_p50` (nullable) gets
+  // each measured window's median latency (0 for an empty one) and `window_length` their
+  // length.
+  StepOutcome Run(double rate, absl::Duration lead, absl::Duration measured,
+                  std::vector<double>* window_p50 = nullptr,
+                  absl::Duration* window_length = nullptr) {
     const absl::Duration start = now_;
     const absl::Duration judged_from = start + lead, end = start + lead + measured;
     std::exponential_distribution<double> gap(rate);
@@ -373,6 +362,13 @@ class VirtualModel {
                      : o.limit_ratio < 0.95 ? v1::HEALTH_STATE_UNHEALTHY
                      : o.limit_ratio <= 1.0 ? v1::HEALTH_STATE_CRITICAL
                                             : v1::HEALTH_STATE_OVERLOADED;
+    if (window_length != nullptr) *window_length = window;
+    if (window_p50 != nullptr) {
+      for (std::vector<double>& w : windows) {
+        std::sort(w.begin(), w.end());
+        window_p50->push_back(w.empty() ? 0 : w[w.size() / 2]);
+      }
+    }
     // The per-window hysteresis and its isolated spikes, as the runner scores them.
     assessor_.Reset();
     for (std::vector<double>& w : windows) {
@@ -476,21 +472,22 @@ struct SearchRun {
   std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
 };
 
-// The first step's warmup phase, as the runner has it: spans at the search's first rate while
-// the median latency still falls (a model warming up), until two spans in a row no longer
-// fall by 4%, at most 300 s. Returns the seconds it ran.
+// The first step's warmup phase, as the runner has it: chunks of 10 s at the search's first
+// rate, every window's median fed to the worker's WarmupDetector, until it finds the model
+// warm or waited its cap. Returns the seconds it ran.
 double WarmUpAt(VirtualModel& model, double rate) {
-  const absl::Duration span =
-      std::clamp(absl::Seconds(30 / rate), absl::Seconds(10), absl::Seconds(60));
-  double previous = 0, seconds = 0;
-  int flat = 0;
-  while (seconds < 300 && flat < 2) {
-    const StepOutcome o = model.Run(rate, absl::ZeroDuration(), span);
-    seconds += absl::ToDoubleSeconds(span);
-    if (previous > 0) flat = o.p50_ms > previous * 0.96 ? flat + 1 : 0;
-    previous = o.p50_ms;
+  worker::WarmupDetector detector({});
+  absl::Duration watched;
+  while (!detector.warm() && !detector.capped()) {
+    std::vector<double> p50;
+    absl::Duration window;
+    model.Run(rate, absl::ZeroDuration(), absl::Seconds(10), &p50, &window);
+    for (double ms : p50) {
+      detector.Add(watched, window, ms);
+      watched += window;
+    }
   }
-  return seconds;
+  return absl::ToDoubleSeconds(watched);
 }
 
 SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead,
@@ -507,9 +504,10 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead,
     if (warmup_phase && run.steps == 0) {
       run.warmup_s = WarmUpAt(model, next.rate_qps);
       run.seconds += run.warmup_s;
+      if (verbose) std::printf("    warmup phase at %.2f: %.0f s\n", next.rate_qps, run.warmup_s);
     }
     const absl::Duration step_lead = lead == absl::ZeroDuration() ? lead : model.Lead(lead);
-    const absl::Duration measured = model.Measured(step) * next.hold;
+    const absl::Duration measured = model.Measured(step, next.rate_qps) * next.hold;
     last = model.Run(next.rate_qps, step_lead, measured);
     run.seconds += absl::ToDoubleSeconds(step_lead + measured);
     run.longest_hold = std::max(run.longest_hold, next.hold);
@@ -681,7 +679,7 @@ int RunGenerated() {
       VirtualModel model(m.profile, m.seed, v.model);
       std::unique_ptr<Strategy> search = MakeStrategy(v.strategy, m.min_qps, m.max_qps);
       out[i] = RunSearch(model, *search, v.warmup_phase ? lead : absl::ZeroDuration(), step,
-                         v.warmup_phase, false);
+                         v.warmup_phase, verbose && threads == 1);
     });
     std::vector<double> estimates;
     double seconds = 0;
@@ -784,7 +782,7 @@ int Main() {
     int failed = 0;
     const int steps = absl::GetFlag(FLAGS_seeds);
     for (int i = 0; i < steps; ++i) {
-      const StepOutcome o = model.Run(rate, model.Lead(lead), model.Measured(step));
+      const StepOutcome o = model.Run(rate, model.Lead(lead), model.Measured(step, rate));
       over += o.tail_ratio * static_cast<double>(o.tail_samples);
       requests += static_cast<double>(o.tail_samples);
       failed += o.passed ? 0 : 1;
