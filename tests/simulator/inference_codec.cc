@@ -165,6 +165,7 @@ absl::Status ParseInput(const json& input, int index, InferRequest* request) {
     return Invalid(field + ".data",
                    absl::StrCat("holds ", count, " elements but shape needs ", expected_elements));
   }
+  request->elements += count;
   if (first) {
     request->first_input_name = name->get<std::string>();
     request->first_input_shape = std::move(dims);

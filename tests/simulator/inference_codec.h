@@ -29,6 +29,9 @@ inline constexpr char kModelVersion[] = "1";
 struct InferRequest {
   std::optional<std::string> id;
   int input_count = 0;
+  // Elements in every input tensor together (the product of each shape, summed): what the
+  // request carries, from which the simulated model's cost follows (ContentCost).
+  int64_t elements = 0;
   // The first input, which the simulated model echoes as output0.
   std::string first_input_name;
   std::vector<int64_t> first_input_shape;

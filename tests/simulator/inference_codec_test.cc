@@ -31,6 +31,7 @@ TEST(InferenceCodecTest, ParsesAValidRequestAndEchoesTheFirstInputAsFp32) {
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->id, "req-7");
   EXPECT_EQ(request->input_count, 2);
+  EXPECT_EQ(request->elements, 4 + 3);  // every input counts towards the request's cost
   EXPECT_THAT(request->first_input_shape, ElementsAre(2, 2));
   EXPECT_THAT(request->first_input_values, ElementsAre(1, 2, 3, -4));
 

@@ -67,6 +67,10 @@ ABSL_FLAG(double, colocation, 0,
           "Fraction [0, 0.95] of capacity stolen by a co-located neighbour (service time / "
           "(1 - colocation)); also settable at run time: POST /admin/colocation?fraction=F.");
 ABSL_FLAG(double, error_rate, 0, "Probability that a served request fails (HTTP 500).");
+ABSL_FLAG(int64_t, nominal_elements, 0,
+          "Content-dependent cost: a KServe v2 request costs (tensor elements in all its "
+          "inputs) / this, clamped to [1/16, 16], times the nominal service time; 0 = every "
+          "request costs the nominal whatever it carries (the profile's \"nominal_elements\").");
 ABSL_FLAG(int64_t, seed, 1, "Seed of the model's randomness (jitter, stalls, errors, lengths).");
 // Generative model.
 ABSL_FLAG(int, max_seqs, 16, "Generative: sequences one engine runs at once.");
@@ -209,6 +213,14 @@ absl::StatusOr<Profile> ProfileFromFlags() {
   if (Given(FLAGS_colocation)) p.colocation = absl::GetFlag(FLAGS_colocation);
   if (Given(FLAGS_error_rate)) p.error_rate = absl::GetFlag(FLAGS_error_rate);
   if (Given(FLAGS_seed)) p.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
+  if (Given(FLAGS_nominal_elements)) {
+    const int64_t nominal = absl::GetFlag(FLAGS_nominal_elements);
+    if (nominal < 0 || nominal > (int64_t{1} << 40)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--nominal_elements must be in [0, 2^40], got ", nominal));
+    }
+    profile.nominal_elements = nominal;
+  }
   if (Given(FLAGS_max_seqs)) gen.max_seqs = absl::GetFlag(FLAGS_max_seqs);
   if (Given(FLAGS_token_base_ms)) gen.token_base = Ms(absl::GetFlag(FLAGS_token_base_ms));
   if (Given(FLAGS_token_per_seq_ms)) gen.token_per_seq = Ms(absl::GetFlag(FLAGS_token_per_seq_ms));
@@ -396,7 +408,8 @@ int main(int argc, char** argv) {
   (*server)->Start();
 
   std::cerr << "profile=" << profile->name
-            << " true_capacity_rps=" << Decimal((*server)->SaturationRps()) << std::endl;
+            << " true_capacity_rps=" << Decimal((*server)->SaturationRps())
+            << " nominal_elements=" << profile->nominal_elements << std::endl;
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
     std::cerr << "vanguard-sim-predictor: cannot write --port_file " << port_file << "\n";

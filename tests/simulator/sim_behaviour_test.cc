@@ -396,6 +396,74 @@ TEST(SimBehaviourTest, ServesKServeV2OverGrpc) {
             3);
 }
 
+// A KServe v2 REST body whose one FP32 input holds `elements` values.
+std::string InferBodyWithElements(int elements) {
+  std::string data;
+  for (int i = 0; i < elements; ++i) absl::StrAppend(&data, i == 0 ? "" : ",", i);
+  return absl::StrCat(R"({"inputs":[{"name":"input0","shape":[1,)", elements,
+                      R"(],"datatype":"FP32","data":[)", data, "]}]}");
+}
+
+// The model's own account of one request's service: the growth of its cumulative compute
+// time (virtual, so exact) over that request.
+double ComputeUsOf(HttpConnection& connection, const std::string& body) {
+  const std::string name = absl::StrCat("nv_inference_compute_infer_duration_us", kModelLabels);
+  const double before = MetricValue(connection.Get("/metrics").body, name);
+  EXPECT_EQ(connection.Post("/v2/models/sim/infer", body).status, 200);
+  return MetricValue(connection.Get("/metrics").body, name) - before;
+}
+
+TEST(SimBehaviourTest, ServiceTimeFollowsTheElementsARequestCarries) {
+  // One executor of 3 ms per nominal request of 4 elements, no batching or noise.
+  const std::string path = ::testing::TempDir() + "/content_cost_profile.json";
+  {
+    std::ofstream out(path);
+    out << R"({"name": "sized", "slots": 1, "base_ms": 3, "nominal_elements": 4})";
+  }
+  auto sim = StartSim({"--profile=" + path, "--grpc_listen=127.0.0.1:0"});
+  ASSERT_NE(sim, nullptr);
+  HttpConnection connection(sim->port());
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(4)), 3000);
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(8)), 6000);  // twice the elements
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(2)), 1500);
+  // Every input counts: 4 + 4 elements.
+  EXPECT_EQ(ComputeUsOf(connection,
+                        R"({"inputs":[{"name":"a","shape":[4],"datatype":"FP32","data":[1,2,3,4]},)"
+                        R"({"name":"b","shape":[2,2],"datatype":"INT32","data":[[1,2],[3,4]]}]})"),
+            6000);
+  // Clamped at 16x the nominal (and 1/16), so one huge request cannot hold the model forever.
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(100)), 48000);
+
+  // gRPC requests are costed by their shapes the same way: [2, 4] is 8 elements.
+  const std::string address = GrpcAddress(*sim);
+  ASSERT_FALSE(address.empty()) << sim->Stdout();
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request = GrpcInferRequest("sim");
+  request.mutable_inputs(0)->clear_shape();
+  request.mutable_inputs(0)->add_shape(2);
+  request.mutable_inputs(0)->add_shape(4);
+  const std::string name = absl::StrCat("nv_inference_compute_infer_duration_us", kModelLabels);
+  const double before = MetricValue(connection.Get("/metrics").body, name);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(stub->ModelInfer(&context, request, &response).ok());
+  EXPECT_EQ(MetricValue(connection.Get("/metrics").body, name) - before, 6000);
+}
+
+TEST(SimBehaviourTest, WithoutNominalElementsEveryRequestCostsTheNominal) {
+  auto sim = StartSim({"--slots=1", "--service_ms=3"});
+  ASSERT_NE(sim, nullptr);
+  HttpConnection connection(sim->port());
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(4)), 3000);
+  EXPECT_EQ(ComputeUsOf(connection, InferBodyWithElements(64)), 3000);
+  // The flag sets it too.
+  auto sized = StartSim({"--slots=1", "--service_ms=3", "--nominal_elements=16"});
+  ASSERT_NE(sized, nullptr);
+  HttpConnection sized_connection(sized->port());
+  EXPECT_EQ(ComputeUsOf(sized_connection, InferBodyWithElements(64)), 12000);
+}
+
 TEST(SimBehaviourTest, GrpcShedsBeyondTheQueueLimitWithUnavailable) {
   auto sim =
       StartSim({"--grpc_listen=127.0.0.1:0", "--slots=1", "--service_ms=300", "--max_queue=1"});

@@ -132,6 +132,25 @@ std::optional<std::string> QueryValue(absl::string_view query, absl::string_view
 
 int64_t UnixSeconds() { return absl::ToUnixSeconds(absl::Now()); }
 
+// Elements in every input tensor of a gRPC infer request (the product of each shape, negative
+// dimensions as 0, saturating): what it carries, as the REST codec counts it.
+int64_t InputElements(const inference::ModelInferRequest& request) {
+  constexpr int64_t kCap = int64_t{1} << 48;
+  int64_t total = 0;
+  for (const auto& input : request.inputs()) {
+    int64_t elements = 1;
+    for (int64_t dim : input.shape()) {
+      if (dim <= 0) {
+        elements = 0;
+        break;
+      }
+      elements = dim > kCap / elements ? kCap : std::min(kCap, elements * dim);
+    }
+    total = std::min(kCap, total + elements);
+  }
+  return total;
+}
+
 // The simulated model's reply to a KServe v2 gRPC infer request: output0 echoes the first
 // input as FP32 (like the REST codec).
 void FillInferResponse(const inference::ModelInferRequest& request, absl::string_view model,
@@ -207,8 +226,9 @@ struct SimPredictorServer::Core {
   absl::Duration Now() const { return absl::FromChrono(std::chrono::steady_clock::now() - epoch); }
 
   void Accept();
-  // Any thread: hands a request to the model.
-  void Submit(std::shared_ptr<PendingRequest> request, int max_tokens);
+  // Any thread: hands a request to the model. `cost`: what the request carries relative to a
+  // nominal one (ContentCost; batch mode only).
+  void Submit(std::shared_ptr<PendingRequest> request, int max_tokens, double cost = 1);
   // Any thread: true (and counts it) if the request must fail by /admin/fail_next.
   bool TakeInjectedFailure();
   // Any thread: closes every HTTP connection except `keep`; returns how many.
@@ -216,7 +236,7 @@ struct SimPredictorServer::Core {
   void RegisterSession(const std::shared_ptr<HttpSession>& session);
 
   // Scheduler strand only.
-  void OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens);
+  void OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens, double cost);
   void OnEventTimer(const beast::error_code& ec);
   void AdvanceModel(absl::Duration now);
   void Deliver();
@@ -478,7 +498,8 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
     response_.body().clear();
     AppendInferResponse(core_->model_name, *request, &response_.body());
     PrepareResponse(http::status::ok, "application/json");
-    core_->Submit(shared_from_this(), /*max_tokens=*/0);
+    core_->Submit(shared_from_this(), /*max_tokens=*/0,
+                  ContentCost(core_->profile, request->elements));
   }
 
   void HandleCompletion(bool chat) {
@@ -847,7 +868,8 @@ class GrpcInferenceService final : public inference::GRPCInferenceService::Callb
     }
     FillInferResponse(*request, core_->model_name, response);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    core_->Submit(std::make_shared<GrpcPendingInfer>(reactor), /*max_tokens=*/0);
+    core_->Submit(std::make_shared<GrpcPendingInfer>(reactor), /*max_tokens=*/0,
+                  ContentCost(core_->profile, InputElements(*request)));
     return reactor;
   }
 
@@ -927,13 +949,15 @@ bool SimPredictorServer::Core::TakeInjectedFailure() {
   return false;
 }
 
-void SimPredictorServer::Core::Submit(std::shared_ptr<PendingRequest> request, int max_tokens) {
-  asio::post(scheduler_strand, [this, request = std::move(request), max_tokens]() mutable {
-    OnArrival(std::move(request), max_tokens);
+void SimPredictorServer::Core::Submit(std::shared_ptr<PendingRequest> request, int max_tokens,
+                                      double cost) {
+  asio::post(scheduler_strand, [this, request = std::move(request), max_tokens, cost]() mutable {
+    OnArrival(std::move(request), max_tokens, cost);
   });
 }
 
-void SimPredictorServer::Core::OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens) {
+void SimPredictorServer::Core::OnArrival(std::shared_ptr<PendingRequest> request, int max_tokens,
+                                         double cost) {
   if (stopping.load()) {
     request->OnFinished(RequestOutcome::kShutdown);
     return;
@@ -946,7 +970,7 @@ void SimPredictorServer::Core::OnArrival(std::shared_ptr<PendingRequest> request
                TokenScheduler::Admission::kRejected;
   } else {
     rejected =
-        batch_scheduler->Arrive(id, now, &completions) == SlotScheduler::Admission::kRejected;
+        batch_scheduler->Arrive(id, now, &completions, cost) == SlotScheduler::Admission::kRejected;
   }
   Deliver();
   if (rejected) {

@@ -17,6 +17,9 @@
 // request's service completes at the virtual instant the model says, woken by one steady
 // timer set to the model's next event (absolute expiry, so service time does not drift).
 // Virtual time starts when the server is created, so the profile's warmup starts then too.
+// What a KServe v2 request (REST or gRPC) carries sets its cost: with the profile's
+// nominal_elements > 0 a request with twice the tensor elements takes twice the service time
+// (ContentCost in profile.h; a batch costs as its largest member).
 //
 // Create/Start/Shutdown/address/port: any one thread (main); Shutdown is idempotent.
 #ifndef VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
