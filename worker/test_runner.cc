@@ -125,7 +125,8 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
 }
 
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
-                                         absl::Duration test_duration) {
+                                         absl::Duration test_duration,
+                                         const MeasuredStep* first_step) {
   vanguard::v1::TestResult result;
   result.set_max_sustainable_qps(done.max_sustainable_qps);
   result.set_converged(done.converged);
@@ -138,6 +139,14 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
   result.set_survivor_qps(done.survivor_qps);
   for (double r : done.ramp_max_qps) result.add_ramp_max_qps(r);
   for (const std::string& f : done.drift_flags) result.add_drift_flags(f);
+  if (first_step != nullptr) {
+    *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
+    if (first_step->model_warming) {
+      result.add_drift_flags(
+          absl::StrCat("model still warming after ", absl::FormatDuration(first_step->model_warmup),
+                       " (its latency was still falling when the first step was measured)"));
+    }
+  }
   return result;
 }
 
@@ -382,6 +391,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
   };
 
   std::optional<StepOutcome> last;
+  std::optional<MeasuredStep> first_step;
   int index = 1;
   int steps_taken = 0;
   while (true) {
@@ -393,8 +403,8 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
       vanguard::v1::CompleteTestRequest request;
       request.set_test_id(test_id);
       request.set_attempt(attempt);
-      *request.mutable_result() =
-          BuildTestResult(*done, steps_taken, clock_->Monotonic() - started);
+      *request.mutable_result() = BuildTestResult(*done, steps_taken, clock_->Monotonic() - started,
+                                                  first_step ? &*first_step : nullptr);
       last_result_ = request.result();
       last_done_ = *done;
       Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", test_id,
@@ -484,6 +494,11 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
 
     last_steps_.push_back({report.step(), executed->outcome});
     last = executed->outcome;
+    if (!first_step) {
+      first_step.emplace();  // its model warmup, not its windows, goes into the result
+      first_step->model_warmup = executed->model_warmup;
+      first_step->model_warming = executed->model_warming;
+    }
   }
 }
 

@@ -7,7 +7,8 @@
 //
 // Outcomes the user notices:
 //  - every step is reported (ReportStep) with increasing index and the lease's attempt;
-//  - the test is completed with a TestResult (estimate, confidence, steps, duration);
+//  - the test is completed with a TestResult (estimate, confidence, steps, duration, and how
+//    long the model took to warm up at the start: MeasuredStep.model_warmup of the first step);
 //  - a heartbeat reply with cancel_requested stops the step in flight and completes the
 //    test with the error "cancelled by user";
 //  - FAILED_PRECONDITION (lease lost, stale fencing token) from any call abandons the
@@ -110,9 +111,12 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
                                               const std::vector<vanguard::v1::StepWindow>& windows,
                                               const std::string& why);
 
-// The TestResult for a strategy's Done.
+// The TestResult for a strategy's Done. `first_step` (nullable): the test's first step,
+// whose model warmup the result reports (model_warmup; a drift flag when the model was still
+// warming when it was measured).
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
-                                         absl::Duration test_duration);
+                                         absl::Duration test_duration,
+                                         const MeasuredStep* first_step = nullptr);
 
 // "test 7 step 2: target 400 qps, achieved 399.8 qps, p99 45.1 ms, HEALTHY: pass: ..."
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step);

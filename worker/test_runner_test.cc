@@ -446,6 +446,24 @@ TEST_F(TestRunnerTest, LeaseLostWhileStoppingGivesNothingBack) {
   EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kAbandoned);
 }
 
+TEST(BuildTestResultTest, ReportsHowLongTheModelTookToWarmUp) {
+  Done done;
+  done.max_sustainable_qps = 100;
+  MeasuredStep first;
+  first.model_warmup = absl::Seconds(120);
+  vanguard::v1::TestResult result = BuildTestResult(done, 5, absl::Minutes(10), &first);
+  EXPECT_EQ(FromProtoDuration(result.model_warmup()), absl::Seconds(120));
+  EXPECT_TRUE(result.drift_flags().empty());
+  // Still falling when the first step was measured: a lower bound, and said so.
+  first.model_warming = true;
+  first.model_warmup = absl::Seconds(300);
+  result = BuildTestResult(done, 5, absl::Minutes(10), &first);
+  EXPECT_EQ(FromProtoDuration(result.model_warmup()), absl::Seconds(300));
+  ASSERT_EQ(result.drift_flags_size(), 1);
+  EXPECT_THAT(result.drift_flags(0), ::testing::HasSubstr("model still warming after 5m"));
+  EXPECT_FALSE(BuildTestResult(done, 0, absl::Minutes(1)).has_model_warmup());
+}
+
 TEST(BuildInterruptedStepReportTest, CarriesRateTimesAndWhyButNoVerdictOfPassing) {
   const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
   vanguard::v1::StepWindow window;
