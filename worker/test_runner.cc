@@ -295,39 +295,43 @@ TestRunOutcome TestRunner::ShutDown(int64_t test_id, int32_t attempt,
   return TestRunOutcome::kStopped;
 }
 
-TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
-  const vanguard::v1::Test& test = lease.test();
-  const int64_t test_id = test.id();
-  const int32_t attempt = lease.attempt();
-  const absl::Duration started = clock_->Monotonic();
+// One leased test's state while Run works on it (see test_runner.h).
+struct TestRunner::TestRun {
+  TestRun(const vanguard::v1::LeaseTestResponse& lease, absl::Duration start)
+      : test(lease.test()), test_id(test.id()), attempt(lease.attempt()), started(start) {}
 
+  const vanguard::v1::Test& test;
+  const int64_t test_id;
+  const int32_t attempt;
+  const absl::Duration started;
   CancellationToken step_cancel;
-  bool stopped_already;
-  {
-    absl::MutexLock lock(&mu_);
-    stopped_already = stop_requested_;
-    if (!stopped_already) current_step_cancel_ = &step_cancel;
-  }
-  // Leased just as the worker was told to stop: give it straight back.
-  if (stopped_already) return ShutDown(test_id, attempt, nullptr, nullptr);
-  absl::Cleanup detach_cancel = [this] {
-    absl::MutexLock lock(&mu_);
-    current_step_cancel_ = nullptr;
-  };
 
-  auto complete_with_error = [&](const std::string& error, TestRunOutcome outcome) {
-    vanguard::v1::CompleteTestRequest request;
-    request.set_test_id(test_id);
-    request.set_attempt(attempt);
-    request.set_error(error);
-    Log(absl::StrCat("test ", test_id, ": ", error));
-    return Complete(request, outcome);
-  };
+  std::unique_ptr<Strategy> strategy;
+  std::optional<StepJudge> judge;
+  std::optional<HealthAssessor> assessor;
+  std::optional<MetricsCollector> collector;
+  std::optional<MeasuredStepRunner> step_runner;
+  std::optional<LeaseKeeper> keeper;
 
-  last_steps_.clear();
-  last_result_.reset();
-  last_done_.reset();
-  // A test this worker cannot run fails at once rather than after its lease expires.
+  std::optional<StepOutcome> last;
+  // The test's first step: its model warmup goes into the result (not its windows).
+  std::optional<MeasuredStep> first_step;
+  int index = 1;
+  int steps_taken = 0;
+};
+
+TestRunOutcome TestRunner::CompleteWithError(TestRun& run, const std::string& error,
+                                             TestRunOutcome outcome) {
+  vanguard::v1::CompleteTestRequest request;
+  request.set_test_id(run.test_id);
+  request.set_attempt(run.attempt);
+  request.set_error(error);
+  Log(absl::StrCat("test ", run.test_id, ": ", error));
+  return Complete(request, outcome);
+}
+
+std::optional<std::string> TestRunner::SetUp(TestRun& run) {
+  const vanguard::v1::Test& test = run.test;
   StrategyContext context;
   if (test.spec().has_direct_controller() &&
       test.spec().direct_controller().source_case() !=
@@ -336,169 +340,207 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
         test.spec().direct_controller(),
         options_.controller_fetcher ? options_.controller_fetcher : UrlFetcher(HttpFetch));
     if (!target.ok()) {
-      return complete_with_error(
-          absl::StrCat("direct_controller: cannot get the autoscaler's target rate: ",
-                       target.status().message()),
-          TestRunOutcome::kFailed);
+      return absl::StrCat("direct_controller: cannot get the autoscaler's target rate: ",
+                          target.status().message());
     }
     context.controller_target_qps = *target;
   }
   absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec(), context);
-  if (!strategy.ok()) {
-    return complete_with_error(std::string(strategy.status().message()), TestRunOutcome::kFailed);
-  }
+  if (!strategy.ok()) return std::string(strategy.status().message());
+  run.strategy = std::move(*strategy);
   absl::StatusOr<StepJudge> judge = StepJudge::Create(
       test.model().slo(), std::make_unique<WeightedHealthScorer>(test.model().slo().weights()));
-  if (!judge.ok()) {
-    return complete_with_error(std::string(judge.status().message()), TestRunOutcome::kFailed);
-  }
+  if (!judge.ok()) return std::string(judge.status().message());
+  run.judge.emplace(std::move(*judge));
   absl::StatusOr<HealthAssessor> assessor =
       HealthAssessor::Create(test.model().slo(), options_.health);
-  if (!assessor.ok()) {
-    return complete_with_error(std::string(assessor.status().message()), TestRunOutcome::kFailed);
-  }
-  std::optional<MetricsCollector> collector;
+  if (!assessor.ok()) return std::string(assessor.status().message());
+  run.assessor.emplace(std::move(*assessor));
   if (options_.metrics_fetcher) {
-    collector.emplace(options_.metrics_fetcher(test.model()), GaugeMappingFor(test.model()));
+    run.collector.emplace(options_.metrics_fetcher(test.model()), GaugeMappingFor(test.model()));
   }
-  MeasuredStepRunner step_runner(executor_, &*judge, &*assessor, collector ? &*collector : nullptr,
-                                 test.model().slo(), options_.measured);
+  run.step_runner.emplace(executor_, &*run.judge, &*run.assessor,
+                          run.collector ? &*run.collector : nullptr, test.model().slo(),
+                          options_.measured);
   if (absl::StatusOr<vanguard::v1::RunStepRequest> probe =
           StepExecutor::BuildRequest(test, /*rate_qps=*/1.0, /*step_index=*/1);
       !probe.ok()) {
-    return complete_with_error(std::string(probe.status().message()), TestRunOutcome::kFailed);
+    return std::string(probe.status().message());
+  }
+  return std::nullopt;
+}
+
+std::optional<TestRunOutcome> TestRunner::Interruption(TestRun& run) {
+  if (stopped()) return ShutDown(run.test_id, run.attempt, nullptr, &*run.keeper);
+  if (run.keeper->lease_lost()) return TestRunOutcome::kAbandoned;
+  if (run.keeper->cancel_requested()) {
+    return CompleteWithError(run, "cancelled by user", TestRunOutcome::kCancelled);
+  }
+  return std::nullopt;
+}
+
+TestRunOutcome TestRunner::CompleteWithResult(TestRun& run, const Done& done) {
+  vanguard::v1::CompleteTestRequest request;
+  request.set_test_id(run.test_id);
+  request.set_attempt(run.attempt);
+  *request.mutable_result() =
+      BuildTestResult(done, run.steps_taken, clock_->Monotonic() - run.started,
+                      run.first_step ? &*run.first_step : nullptr);
+  last_result_ = request.result();
+  last_done_ = done;
+  Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", run.test_id,
+                      done.max_sustainable_qps, done.converged ? "converged" : "not converged",
+                      done.summary));
+  return Complete(request, TestRunOutcome::kSucceeded);
+}
+
+absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
+    TestRun& run, const vanguard::v1::RunStepRequest& request, double hold, absl::Time* step_start,
+    std::vector<vanguard::v1::StepWindow>* windows_so_far) {
+  absl::StatusOr<MeasuredStep> executed;
+  absl::Duration backoff = options_.retry_backoff;
+  for (int retry = 0;; ++retry) {
+    *step_start = clock_->Now();
+    windows_so_far->clear();
+    executed = run.step_runner->Run(
+        request, /*first_step=*/run.steps_taken == 0, &run.step_cancel,
+        [&](const vanguard::v1::StepWindow& w) {
+          windows_so_far->push_back(w);
+          run.keeper->MaybeBeat();
+        },
+        hold);
+    if (executed.ok() || run.step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
+        retry >= options_.max_step_retries) {
+      return executed;
+    }
+    Log(absl::StrFormat("test %d step %d: %s; retry %d of %d in %s", run.test_id, run.index,
+                        executed.status().ToString(), retry + 1, options_.max_step_retries,
+                        absl::FormatDuration(backoff)));
+    Backoff(backoff, &run.step_cancel);
+    backoff *= 2;
+    run.keeper->MaybeBeat();
+  }
+}
+
+TestRunOutcome TestRunner::StepFailed(TestRun& run, const absl::Status& status, double rate,
+                                      absl::Time step_start,
+                                      const std::vector<vanguard::v1::StepWindow>& windows) {
+  if (stopped()) {
+    vanguard::v1::ReportStepRequest report;
+    report.set_test_id(run.test_id);
+    report.set_attempt(run.attempt);
+    *report.mutable_step() =
+        BuildInterruptedStepReport(run.index, run.attempt, rate, step_start, clock_->Now(), windows,
+                                   absl::StrCat("worker ", options_.worker_id, " shutting down"));
+    Log(FormatStepLine(run.test_id, report.step()));
+    return ShutDown(run.test_id, run.attempt, &report, &*run.keeper);
+  }
+  if (std::optional<TestRunOutcome> o = Interruption(run)) return *o;
+  return CompleteWithError(
+      run, absl::StrFormat("step %d at %g qps: %s", run.index, rate, status.message()),
+      TestRunOutcome::kFailed);
+}
+
+std::optional<TestRunOutcome> TestRunner::ReportMeasuredStep(TestRun& run,
+                                                             const MeasuredStep& executed) {
+  vanguard::v1::ReportStepRequest report;
+  report.set_test_id(run.test_id);
+  report.set_attempt(run.attempt);
+  *report.mutable_step() = BuildStepReport(run.index, run.attempt, executed);
+  if (executed.scrape_failures > 0) {
+    Log(absl::StrFormat("test %d step %d: %d metrics scrape(s) failed (%s)", run.test_id, run.index,
+                        executed.scrape_failures,
+                        run.collector ? run.collector->last_error() : std::string()));
+  }
+  Log(FormatStepLine(run.test_id, report.step()));
+
+  absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
+  if (!reported.ok()) {
+    if (stopped() && !IsLeaseLost(reported)) {
+      return ShutDown(run.test_id, run.attempt, &report, &*run.keeper);
+    }
+    if (!IsLeaseLost(reported) && !IsTransient(reported)) {
+      // The orchestrator refuses this step (e.g. INVALID_ARGUMENT): retrying the test
+      // elsewhere would only repeat it, so fail it with the reason.
+      return CompleteWithError(
+          run, absl::StrCat("step ", run.index, " report rejected: ", reported.message()),
+          TestRunOutcome::kFailed);
+    }
+    Log(absl::StrCat("test ", run.test_id, ": ",
+                     IsLeaseLost(reported) ? "lease lost" : "cannot report", " (",
+                     reported.ToString(), "); abandoning"));
+    return TestRunOutcome::kAbandoned;
+  }
+  ++run.steps_taken;
+  ++run.index;
+  last_steps_.push_back({report.step(), executed.outcome});
+  run.last = executed.outcome;
+  if (!run.first_step) {
+    run.first_step.emplace();
+    run.first_step->model_warmup = executed.model_warmup;
+    run.first_step->model_warming = executed.model_warming;
+  }
+  return std::nullopt;
+}
+
+std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& step) {
+  absl::StatusOr<vanguard::v1::RunStepRequest> request =
+      StepExecutor::BuildRequest(run.test, step.rate_qps, run.index);
+  if (!request.ok()) {
+    return CompleteWithError(run,
+                             absl::StrCat("step ", run.index, ": ", request.status().message()),
+                             TestRunOutcome::kFailed);
+  }
+  absl::Time step_start;
+  std::vector<vanguard::v1::StepWindow> windows_so_far;
+  absl::StatusOr<MeasuredStep> executed =
+      MeasureWithRetries(run, *request, step.hold, &step_start, &windows_so_far);
+  if (!executed.ok()) {
+    return StepFailed(run, executed.status(), step.rate_qps, step_start, windows_so_far);
+  }
+  return ReportMeasuredStep(run, *executed);
+}
+
+TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
+  TestRun run(lease, clock_->Monotonic());
+  bool stopped_already;
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_already = stop_requested_;
+    if (!stopped_already) current_step_cancel_ = &run.step_cancel;
+  }
+  // Leased just as the worker was told to stop: give it straight back.
+  if (stopped_already) return ShutDown(run.test_id, run.attempt, nullptr, nullptr);
+  absl::Cleanup detach_cancel = [this] {
+    absl::MutexLock lock(&mu_);
+    current_step_cancel_ = nullptr;
+  };
+
+  last_steps_.clear();
+  last_result_.reset();
+  last_done_.reset();
+  // A test this worker cannot run fails at once rather than after its lease expires.
+  if (std::optional<std::string> error = SetUp(run)) {
+    return CompleteWithError(run, *error, TestRunOutcome::kFailed);
   }
 
   LeaseKeeperOptions keeper_options;
   keeper_options.worker_id = options_.worker_id;
   keeper_options.lease_duration = options_.lease_duration;
   keeper_options.log = options_.log;
-  LeaseKeeper keeper(orchestrator_, clock_, test_id, attempt, keeper_options, &step_cancel);
-  if (options_.heartbeat_thread) keeper.StartBackgroundBeats();
+  run.keeper.emplace(orchestrator_, clock_, run.test_id, run.attempt, keeper_options,
+                     &run.step_cancel);
+  if (options_.heartbeat_thread) run.keeper->StartBackgroundBeats();
 
-  Log(absl::StrCat("test ", test_id, ": leased (attempt ", attempt, "), model ",
-                   test.model().name(), ":", test.model().version(), ", strategy ",
-                   (*strategy)->name()));
-
-  // Why the test must stop now, if it must.
-  auto interruption = [&]() -> std::optional<TestRunOutcome> {
-    if (stopped()) return ShutDown(test_id, attempt, nullptr, &keeper);
-    if (keeper.lease_lost()) return TestRunOutcome::kAbandoned;
-    if (keeper.cancel_requested()) {
-      return complete_with_error("cancelled by user", TestRunOutcome::kCancelled);
-    }
-    return std::nullopt;
-  };
-
-  std::optional<StepOutcome> last;
-  std::optional<MeasuredStep> first_step;
-  int index = 1;
-  int steps_taken = 0;
+  Log(absl::StrCat("test ", run.test_id, ": leased (attempt ", run.attempt, "), model ",
+                   run.test.model().name(), ":", run.test.model().version(), ", strategy ",
+                   run.strategy->name()));
   while (true) {
-    keeper.MaybeBeat();
-    if (std::optional<TestRunOutcome> o = interruption()) return *o;
-
-    const Decision decision = (*strategy)->Next(last);
-    if (const Done* done = std::get_if<Done>(&decision)) {
-      vanguard::v1::CompleteTestRequest request;
-      request.set_test_id(test_id);
-      request.set_attempt(attempt);
-      *request.mutable_result() = BuildTestResult(*done, steps_taken, clock_->Monotonic() - started,
-                                                  first_step ? &*first_step : nullptr);
-      last_result_ = request.result();
-      last_done_ = *done;
-      Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", test_id,
-                          done->max_sustainable_qps,
-                          done->converged ? "converged" : "not converged", done->summary));
-      return Complete(request, TestRunOutcome::kSucceeded);
-    }
-    const double rate = std::get<RunStep>(decision).rate_qps;
-    const double hold = std::get<RunStep>(decision).hold;
-
-    absl::StatusOr<MeasuredStep> executed;
-    absl::Duration backoff = options_.retry_backoff;
-    absl::Time step_start;
-    std::vector<vanguard::v1::StepWindow> windows_so_far;
-    for (int retry = 0;; ++retry) {
-      absl::StatusOr<vanguard::v1::RunStepRequest> request =
-          StepExecutor::BuildRequest(test, rate, index);
-      if (!request.ok()) {
-        return complete_with_error(absl::StrCat("step ", index, ": ", request.status().message()),
-                                   TestRunOutcome::kFailed);
-      }
-      step_start = clock_->Now();
-      windows_so_far.clear();
-      executed = step_runner.Run(
-          *request, /*first_step=*/steps_taken == 0, &step_cancel,
-          [&](const vanguard::v1::StepWindow& w) {
-            windows_so_far.push_back(w);
-            keeper.MaybeBeat();
-          },
-          hold);
-      if (executed.ok() || step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
-          retry >= options_.max_step_retries) {
-        break;
-      }
-      Log(absl::StrFormat("test %d step %d: %s; retry %d of %d in %s", test_id, index,
-                          executed.status().ToString(), retry + 1, options_.max_step_retries,
-                          absl::FormatDuration(backoff)));
-      Backoff(backoff, &step_cancel);
-      backoff *= 2;
-      keeper.MaybeBeat();
-    }
-    if (!executed.ok()) {
-      if (stopped()) {
-        vanguard::v1::ReportStepRequest report;
-        report.set_test_id(test_id);
-        report.set_attempt(attempt);
-        *report.mutable_step() = BuildInterruptedStepReport(
-            index, attempt, rate, step_start, clock_->Now(), windows_so_far,
-            absl::StrCat("worker ", options_.worker_id, " shutting down"));
-        Log(FormatStepLine(test_id, report.step()));
-        return ShutDown(test_id, attempt, &report, &keeper);
-      }
-      if (std::optional<TestRunOutcome> o = interruption()) return *o;
-      return complete_with_error(
-          absl::StrFormat("step %d at %g qps: %s", index, rate, executed.status().message()),
-          TestRunOutcome::kFailed);
-    }
-
-    vanguard::v1::ReportStepRequest report;
-    report.set_test_id(test_id);
-    report.set_attempt(attempt);
-    *report.mutable_step() = BuildStepReport(index, attempt, *executed);
-    if (executed->scrape_failures > 0) {
-      Log(absl::StrFormat("test %d step %d: %d metrics scrape(s) failed (%s)", test_id, index,
-                          executed->scrape_failures,
-                          collector ? collector->last_error() : std::string()));
-    }
-    Log(FormatStepLine(test_id, report.step()));
-
-    absl::Status reported = CallWithRetries([&] { return orchestrator_->ReportStep(report); });
-    if (!reported.ok()) {
-      if (stopped() && !IsLeaseLost(reported)) return ShutDown(test_id, attempt, &report, &keeper);
-      if (!IsLeaseLost(reported) && !IsTransient(reported)) {
-        // The orchestrator refuses this step (e.g. INVALID_ARGUMENT): retrying the test
-        // elsewhere would only repeat it, so fail it with the reason.
-        return complete_with_error(
-            absl::StrCat("step ", index, " report rejected: ", reported.message()),
-            TestRunOutcome::kFailed);
-      }
-      Log(absl::StrCat("test ", test_id, ": ",
-                       IsLeaseLost(reported) ? "lease lost" : "cannot report", " (",
-                       reported.ToString(), "); abandoning"));
-      return TestRunOutcome::kAbandoned;
-    }
-    ++steps_taken;
-    ++index;
-
-    last_steps_.push_back({report.step(), executed->outcome});
-    last = executed->outcome;
-    if (!first_step) {
-      first_step.emplace();  // its model warmup, not its windows, goes into the result
-      first_step->model_warmup = executed->model_warmup;
-      first_step->model_warming = executed->model_warming;
-    }
+    run.keeper->MaybeBeat();
+    if (std::optional<TestRunOutcome> o = Interruption(run)) return *o;
+    const Decision decision = run.strategy->Next(run.last);
+    if (const Done* done = std::get_if<Done>(&decision)) return CompleteWithResult(run, *done);
+    if (std::optional<TestRunOutcome> o = TakeStep(run, std::get<RunStep>(decision))) return *o;
   }
 }
 

@@ -160,6 +160,36 @@ class TestRunner {
   TestRunOutcome ShutDown(int64_t test_id, int32_t attempt,
                           const vanguard::v1::ReportStepRequest* pending, LeaseKeeper* keeper);
 
+  struct TestRun;  // one leased test's state (test_runner.cc)
+
+  // The phases of Run.
+  // Resolves what the test needs before its first step (the controller's target, strategy,
+  // judge, assessor, collector, step runner); the error to complete the test with, if any.
+  std::optional<std::string> SetUp(TestRun& run);
+  // Why the test must stop now, if it must: Stop() (the lease given back), the lease lost,
+  // or a cancel requested (completed as cancelled).
+  std::optional<TestRunOutcome> Interruption(TestRun& run);
+  // Runs the step the strategy asked for, reports it and keeps its outcome for the next
+  // Next(); how the test ended, when it did.
+  std::optional<TestRunOutcome> TakeStep(TestRun& run, const RunStep& step);
+  // The step on the replayer, again while it is transiently unavailable (max_step_retries,
+  // backoff doubling); its windows, as they arrive, in *windows_so_far.
+  absl::StatusOr<MeasuredStep> MeasureWithRetries(
+      TestRun& run, const vanguard::v1::RunStepRequest& request, double hold,
+      absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far);
+  // A step that could not be measured: after Stop() reported interrupted and the lease given
+  // back, else the test completed with the error.
+  TestRunOutcome StepFailed(TestRun& run, const absl::Status& status, double rate,
+                            absl::Time step_start,
+                            const std::vector<vanguard::v1::StepWindow>& windows);
+  // Reports a measured step; nullopt once reported (its outcome kept), else how the test
+  // ended (lease lost, report refused, stopped).
+  std::optional<TestRunOutcome> ReportMeasuredStep(TestRun& run, const MeasuredStep& executed);
+  // CompleteTest with the strategy's estimate (and the first step's model warmup).
+  TestRunOutcome CompleteWithResult(TestRun& run, const Done& done);
+  // CompleteTest with an error; `outcome` when delivered.
+  TestRunOutcome CompleteWithError(TestRun& run, const std::string& error, TestRunOutcome outcome);
+
   OrchestratorClient* const orchestrator_;
   StepExecutor* const executor_;
   Clock* const clock_;
