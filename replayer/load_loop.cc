@@ -409,6 +409,7 @@ class LoadLoop::Impl {
                            : config.target.host;
     host_header_ = absl::StrCat(host, ":", config.target.port);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    proc_ = parts.proc != nullptr ? parts.proc : &DefaultProcReader();
   }
 
   ~Impl() {
@@ -578,13 +579,21 @@ class LoadLoop::Impl {
     epoll_event event;
     timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
                 static_cast<long>(timeout_ns % kNanosPerSecond)};
+    const int64_t due = Now() + timeout_ns;
     int n = epoll_pwait2(sleep_epoll_fd_, &event, 1, &ts, nullptr);
     if (n < 0 && errno != EINTR) return false;
     if (n == 1) HandleEvent(event);
+    if (n == 0) RecordWakeup(due);
     return true;
   }
 
   int64_t Now() const { return MonotonicNs() - t0_; }
+
+  // A timed sleep meant to end at `due` has ended (by its timeout).
+  void RecordWakeup(int64_t due) {
+    int64_t now = Now();
+    accounting_.OnWakeup(Ns(now), Ns(now - due));
+  }
 
   bool ProbePwait2() {
     epoll_event event;
@@ -600,11 +609,13 @@ class LoadLoop::Impl {
       if (use_pwait2_) {
         timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
                     static_cast<long>(timeout_ns % kNanosPerSecond)};
+        const int64_t due = Now() + timeout_ns;
         n = epoll_pwait2(epoll_fd_, events, kMaxEvents, &ts, nullptr);
         if (n < 0 && errno == ENOSYS) {
           use_pwait2_ = false;
           continue;
         }
+        if (n == 0 && timeout_ns > 0) RecordWakeup(due);
       } else {
         n = WaitWithTimerfd(events, timeout_ns);
       }
@@ -831,6 +842,7 @@ class LoadLoop::Impl {
       close(fd);
       return nullptr;
     }
+    accounting_.OnConnectionOpened(Ns(Now()));
     Connection* connection = NewConnection();
     connection->fd = fd;
     connection->state = Connection::State::kConnecting;
@@ -1246,7 +1258,35 @@ class LoadLoop::Impl {
   void Housekeeping(int64_t now) {
     ExpireTimeouts(now);
     SampleCpu(now, /*final=*/false);
+    SampleSched(now);
     DeliverClosedWindows(now);
+  }
+
+  // This thread's scheduler counters over the measured part: read when it starts and when
+  // the last request of the schedule has been sent (or the loop ends first).
+  void SampleSched(int64_t now, bool final = false) {
+    if (sched_state_ == SchedState::kBefore && now >= warmup_ns_ && !final) {
+      absl::StatusOr<TaskSched> start = ReadTaskSched(*proc_, kThreadSelf);
+      if (!start.ok()) {
+        accounting_.OnLoopSchedUnknown(start.status().ToString());
+        sched_state_ = SchedState::kDone;
+        return;
+      }
+      sched_start_ = *start;
+      sched_start_at_ = now;
+      sched_state_ = SchedState::kMeasuring;
+      return;
+    }
+    if (sched_state_ != SchedState::kMeasuring) return;
+    const bool schedule_over = config_.closed_loop() ? now >= total_ns_ : !has_next_;
+    if (!schedule_over && !final) return;
+    sched_state_ = SchedState::kDone;
+    absl::StatusOr<TaskSched> end = ReadTaskSched(*proc_, kThreadSelf);
+    if (!end.ok()) {
+      accounting_.OnLoopSchedUnknown(end.status().ToString());
+      return;
+    }
+    accounting_.OnLoopSched(*end - sched_start_, Ns(now - sched_start_at_));
   }
 
   void ExpireTimeouts(int64_t now) {
@@ -1312,6 +1352,7 @@ class LoadLoop::Impl {
 
   void FinishAccounting(int64_t now) {
     SampleCpu(now, /*final=*/true);
+    SampleSched(now, /*final=*/true);
     std::vector<WindowTally> closed = accounting_.TakeClosedWindows(absl::InfiniteDuration());
     if (!closed.empty()) on_windows_(std::move(closed));
   }
@@ -1388,6 +1429,12 @@ class LoadLoop::Impl {
   std::vector<TransportSlot> slots_;
   std::vector<uint32_t> free_slots_;
   int open_slots_ = 0;
+
+  const ProcReader* proc_ = nullptr;  // never null after construction
+  enum class SchedState { kBefore, kMeasuring, kDone };
+  SchedState sched_state_ = SchedState::kBefore;
+  TaskSched sched_start_;
+  int64_t sched_start_at_ = 0;
 
   int cpu_window_ = 0;
   int64_t cpu_last_ = 0;

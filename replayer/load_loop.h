@@ -27,7 +27,11 @@
 //    share of max_in_flight, the request is dropped and counted, never delayed.
 //  * Timeouts: a request still open at intended + request_timeout is a timeout (censored);
 //    its connection is closed. Checked every few milliseconds.
-//  * Self-check: thread CPU time (CLOCK_THREAD_CPUTIME_ID) per window and per 5 s span.
+//  * Self-check: thread CPU time (CLOCK_THREAD_CPUTIME_ID) per window and per 5 s span; and,
+//    for the client-validity gate to name its cause (client_diagnosis.h), over the measured
+//    part: this thread's run-queue wait and involuntary switches (/proc/thread-self, read
+//    when the measured part starts and when the schedule is exhausted), how late each timed
+//    sleep woke, the connections opened, and late sends (StepAccounting).
 //
 // Steady state allocates nothing per request: connections, their buffers and the FIFO's
 // slots are reused; the HTTP response parser is hand-written and works in place.
@@ -49,6 +53,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "replayer/proc_sched.h"
 #include "replayer/request_source.h"
 #include "replayer/step_accounting.h"
 #include "replayer/step_config.h"
@@ -70,6 +75,9 @@ struct LoopParts {
   std::unique_ptr<RequestSource> source;
   ResponseHandlerFactory handlers;            // may be empty
   std::unique_ptr<AsyncTransport> transport;  // null: the built-in HTTP/1.1 client
+  // Where the loop reads its own scheduler counters (proc_sched.h); null: the real /proc.
+  // Must outlive the loop.
+  const ProcReader* proc = nullptr;
 };
 
 class LoadLoop {

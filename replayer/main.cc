@@ -202,6 +202,16 @@ void PrintResultTable(const v1::StepResult& r) {
   for (const auto& [error_class, count] : r.errors_by_class()) {
     std::printf("error %-12s %lld\n", error_class.c_str(), static_cast<long long>(count));
   }
+  const v1::ClientConditions& c = r.client_conditions();
+  std::printf(
+      "client conditions: loops waited %.1f ms on the run queue, %lld involuntary switches; "
+      "machine %.2f of %d CPUs busy (replayer %.2f, steal %.2f); timed wake-ups late p99 %.1f "
+      "us max %.1f us; %lld connections opened; %lld sends > 1 ms late, %lld in bursts\n",
+      google::protobuf::util::TimeUtil::DurationToNanoseconds(c.loop_run_queue_wait()) / 1e6,
+      static_cast<long long>(c.loop_nonvoluntary_switches()), c.machine_busy_cores(),
+      c.machine_cpus(), c.replayer_cpu_cores(), c.machine_steal_cores(), c.wakeup_late_p99_us(),
+      c.wakeup_late_max_us(), static_cast<long long>(c.connections_opened()),
+      static_cast<long long>(c.late_sends()), static_cast<long long>(c.late_sends_in_bursts()));
   std::printf("client_valid %s%s%s\n", r.client_valid() ? "true" : "false",
               r.client_valid() ? "" : ": ", r.client_invalid_reason().c_str());
 }

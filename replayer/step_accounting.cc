@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/time_util.h"
+#include "replayer/client_diagnosis.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -73,6 +74,25 @@ void WindowTally::Merge(const WindowTally& other) {
   send_skew.Merge(other.send_skew);
 }
 
+void ClientConditions::Merge(const ClientConditions& other) {
+  loops_measured += other.loops_measured;
+  loops_unknown += other.loops_unknown;
+  if (unknown_reason.empty()) unknown_reason = other.unknown_reason;
+  loops += other.loops;
+  loop_span_ns += other.loop_span_ns;
+  wakeup_late.Merge(other.wakeup_late);
+  connections_opened += other.connections_opened;
+  late_sends += other.late_sends;
+  late_sends_in_bursts += other.late_sends_in_bursts;
+  late_stall_us += other.late_stall_us;
+  others += other.others;
+  if (!machine_known && other.machine_known) {
+    machine_known = true;
+    machine = other.machine;
+    machine_seconds = other.machine_seconds;
+  }
+}
+
 void StepTally::Merge(const StepTally& other) {
   scheduled += other.scheduled;
   sent += other.sent;
@@ -92,6 +112,7 @@ void StepTally::Merge(const StepTally& other) {
   send_skew.Merge(other.send_skew);
   ttft.Merge(other.ttft);
   inter_chunk.Merge(other.inter_chunk);
+  conditions.Merge(other.conditions);
 }
 
 StepAccounting::StepAccounting(const WindowLayout& layout, const RequestSlo& slo)
@@ -122,7 +143,19 @@ void StepAccounting::OnDropped(absl::Duration intended) {
 void StepAccounting::OnDispatched(absl::Duration intended, absl::Duration dispatched) {
   int64_t skew_us = ToMicros(dispatched - intended);
   Window(intended).send_skew.Record(skew_us);
-  if (IsMeasured(intended)) measured_.send_skew.Record(skew_us);
+  if (!IsMeasured(intended)) return;
+  measured_.send_skew.Record(skew_us);
+  const bool late = dispatched - intended > kLateSend;
+  if (late) {
+    ClientConditions& c = measured_.conditions;
+    ++c.late_sends;
+    if (previous_send_late_) ++c.late_sends_in_bursts;
+    // One stall makes every send due during it late: count its time once.
+    const absl::Duration from = std::max(intended, late_until_);
+    if (dispatched > from) c.late_stall_us += ToMicros(dispatched - from);
+    late_until_ = std::max(late_until_, dispatched);
+  }
+  previous_send_late_ = late;
 }
 
 void StepAccounting::OnSent(absl::Duration intended, absl::Duration sent) {
@@ -203,6 +236,28 @@ void StepAccounting::OnCpuShare(double share) {
   measured_.max_cpu_share = std::max(measured_.max_cpu_share, share);
 }
 
+void StepAccounting::OnWakeup(absl::Duration at, absl::Duration late) {
+  if (!IsMeasured(at)) return;
+  measured_.conditions.wakeup_late.Record(std::max<int64_t>(0, ToMicros(late)));
+}
+
+void StepAccounting::OnConnectionOpened(absl::Duration at) {
+  if (IsMeasured(at)) ++measured_.conditions.connections_opened;
+}
+
+void StepAccounting::OnLoopSched(const TaskSched& during, absl::Duration span) {
+  ClientConditions& c = measured_.conditions;
+  ++c.loops_measured;
+  c.loops += during;
+  c.loop_span_ns += absl::ToInt64Nanoseconds(span);
+}
+
+void StepAccounting::OnLoopSchedUnknown(std::string_view why) {
+  ClientConditions& c = measured_.conditions;
+  ++c.loops_unknown;
+  if (c.unknown_reason.empty()) c.unknown_reason = std::string(why);
+}
+
 std::vector<WindowTally> StepAccounting::TakeClosedWindows(absl::Duration schedule_position) {
   std::vector<WindowTally> closed;
   while (next_to_take_ < layout_.count()) {
@@ -225,12 +280,14 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
   ClientValidity validity;
   std::vector<std::string> reasons;
   double skew_p99_us = measured.send_skew.Percentile(99.0);
+  double skew_max_us = static_cast<double>(measured.send_skew.max());
+  const bool skew_gate_fired = skew_p99_us > absl::ToDoubleMicroseconds(kMaxSendSkewP99) ||
+                               skew_max_us > absl::ToDoubleMicroseconds(kMaxSendSkewMax);
   if (skew_p99_us > absl::ToDoubleMicroseconds(kMaxSendSkewP99)) {
     reasons.push_back(absl::StrFormat(
         "send skew p99 %.3f ms exceeds %.3f ms: the client could not keep the schedule",
         skew_p99_us / 1000.0, absl::ToDoubleMilliseconds(kMaxSendSkewP99)));
   }
-  double skew_max_us = static_cast<double>(measured.send_skew.max());
   if (skew_max_us > absl::ToDoubleMicroseconds(kMaxSendSkewMax)) {
     reasons.push_back(absl::StrFormat("send skew max %.3f ms exceeds %.3f ms", skew_max_us / 1000.0,
                                       absl::ToDoubleMilliseconds(kMaxSendSkewMax)));
@@ -253,6 +310,7 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
     if (!validity.reason.empty()) validity.reason += "; ";
     validity.reason += reason;
   }
+  if (!validity.valid) NameClientCause(measured, skew_gate_fired, &validity);
   return validity;
 }
 
@@ -363,6 +421,9 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
   ClientValidity validity = JudgeClientValidity(measured);
   result.set_client_valid(validity.valid);
   result.set_client_invalid_reason(validity.reason);
+  result.set_client_invalid_cause(validity.cause);
+  result.set_client_invalid_outside(validity.outside);
+  FillClientConditions(measured.conditions, result.mutable_client_conditions());
   *result.mutable_measured() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
       absl::ToInt64Nanoseconds(measured_duration));
   return result;

@@ -48,6 +48,7 @@
 
 #include "absl/time/time.h"
 #include "common/histogram.h"
+#include "replayer/proc_sched.h"
 #include "vanguard/v1/replayer.pb.h"
 
 namespace vanguard::replayer {
@@ -67,6 +68,8 @@ inline constexpr absl::Duration kMaxSendSkewP99 = absl::Milliseconds(5);
 inline constexpr absl::Duration kMaxSendSkewMax = absl::Milliseconds(50);
 inline constexpr double kMaxClientCpuShare = 0.70;
 inline constexpr absl::Duration kCpuShareSpan = absl::Seconds(5);
+// A send this late (dispatch - intended) is a "late send" in ClientConditions.
+inline constexpr absl::Duration kLateSend = absl::Milliseconds(1);
 
 // Error classes other than "http_<status>".
 inline constexpr std::string_view kErrorConnect = "connect";
@@ -133,6 +136,37 @@ struct WindowTally {
   void Merge(const WindowTally& other);
 };
 
+// What the client saw of its own conditions over the measured part: the evidence
+// client_diagnosis.h names a cause from. The loops fill the first part; the StepRunner, which
+// sees the whole process and the machine, the second. Merge() sums the loops' parts.
+struct ClientConditions {
+  // Scheduler counters of the event-loop threads over their measured part, summed, and the
+  // summed length of those parts. A loop that could not read /proc counts as unknown.
+  int loops_measured = 0;
+  int loops_unknown = 0;
+  std::string unknown_reason;
+  TaskSched loops;
+  int64_t loop_span_ns = 0;
+  // How late timed sleeps of the loops woke (after the time asked), us.
+  LatencyHistogram wakeup_late;
+  int64_t connections_opened = 0;
+  // Sends later than kLateSend; those right after another late send of the same loop; and
+  // the time the loop was behind schedule with them (the union of their [intended,
+  // dispatched] spans: a stall that made ten sends late counts once), us.
+  int64_t late_sends = 0;
+  int64_t late_sends_in_bursts = 0;
+  int64_t late_stall_us = 0;
+  // Set by the StepRunner: the replayer's other threads (present from the start of the
+  // measured part to the end of the step), and the machine over that span.
+  TaskSched others;
+  bool machine_known = false;
+  MachineCpu machine;  // a difference of two readings
+  double machine_seconds = 0;
+
+  bool scheduler_known() const { return loops_measured > 0 && loops_unknown == 0; }
+  void Merge(const ClientConditions& other);
+};
+
 // Totals over the measured part (warmup windows excluded). Merge() is exact.
 struct StepTally {
   int64_t scheduled = 0;
@@ -153,6 +187,7 @@ struct StepTally {
   LatencyHistogram send_skew;                      // dispatch - intended, us
   LatencyHistogram ttft;                           // streams, us
   LatencyHistogram inter_chunk;                    // streams, us
+  ClientConditions conditions;
 
   int64_t censored() const { return timeouts; }
   void Merge(const StepTally& other);
@@ -190,6 +225,15 @@ class StepAccounting {
   void OnWindowCpu(int index, double cpu_seconds);
   void OnCpuShare(double share);
 
+  // The client's conditions (ClientConditions), measured part only: a timed sleep that ended
+  // at `at` woke `late` after the time it asked for; a connection was opened at `at`; the
+  // loop's scheduler counters over its measured part of length `span` (or why they could not
+  // be read).
+  void OnWakeup(absl::Duration at, absl::Duration late);
+  void OnConnectionOpened(absl::Duration at);
+  void OnLoopSched(const TaskSched& during, absl::Duration span);
+  void OnLoopSchedUnknown(std::string_view why);
+
   // Moves out, in index order, every not-yet-taken window that is closed: it ends at or
   // before `schedule_position` (the intended offset of the next request not yet issued;
   // absl::InfiniteDuration() once the schedule is exhausted) and all its requests are
@@ -212,11 +256,17 @@ class StepAccounting {
   std::vector<std::unique_ptr<WindowTally>> windows_;
   int next_to_take_ = 0;
   StepTally measured_;
+  bool previous_send_late_ = false;  // the last measured dispatch was a late send
+  absl::Duration late_until_;        // end of the last late send's span
 };
 
 struct ClientValidity {
   bool valid = true;
   std::string reason;  // empty when valid
+  // When !valid: the most likely cause, and whether it lies outside the replayer (pause and
+  // retry); see client_diagnosis.h.
+  v1::ClientInvalidCause cause = v1::CLIENT_INVALID_CAUSE_UNSPECIFIED;
+  bool outside = false;
 };
 ClientValidity JudgeClientValidity(const StepTally& measured);
 

@@ -18,6 +18,37 @@ namespace {
 
 constexpr absl::Duration kCancelPollInterval = absl::Milliseconds(20);
 
+// The process's threads and the machine's CPU at one moment; see StepRunner::Run.
+struct ProcessReading {
+  bool ok = false;
+  std::map<int64_t, TaskSched> threads;
+  MachineCpu machine;
+  absl::Time at;
+};
+
+ProcessReading ReadProcess(const ProcReader& proc) {
+  ProcessReading reading;
+  absl::StatusOr<std::map<int64_t, TaskSched>> threads = ReadProcessSched(proc);
+  absl::StatusOr<MachineCpu> machine = ReadMachineCpu(proc);
+  if (!threads.ok() || !machine.ok()) return reading;
+  reading.ok = true;
+  reading.threads = *std::move(threads);
+  reading.machine = *machine;
+  reading.at = absl::Now();
+  return reading;
+}
+
+// What happened between the two readings: the threads present in both (the loops, which
+// have exited by the end, are left out: they measure themselves) and the machine.
+void AddProcessConditions(const ProcessReading& start, const ProcessReading& end,
+                          ClientConditions* conditions) {
+  if (!start.ok || !end.ok) return;
+  conditions->others = SumOfCommonThreads(start.threads, end.threads);
+  conditions->machine_known = true;
+  conditions->machine = end.machine - start.machine;
+  conditions->machine_seconds = absl::ToDoubleSeconds(end.at - start.at);
+}
+
 // Closed windows travel from the loop threads (Push) to the caller's thread (Wait).
 class WindowMailbox {
  public:
@@ -127,6 +158,7 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
     if (!source.ok()) return source.status();
     parts.source = *std::move(source);
     parts.handlers = binding.handlers;
+    parts.proc = proc_;
     if (binding.transport) {
       absl::StatusOr<std::unique_ptr<AsyncTransport>> transport =
           binding.transport(global_shard, global_shards);
@@ -156,7 +188,14 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
   WindowMerger merger(shards);
   bool stopping = false;
   int done = 0;
+  const absl::Time measured_from = absl::Now() + config.warmup;
+  ProcessReading start;
+  bool start_read = false;  // once, even if it failed
   while (done < shards) {
+    if (!start_read && absl::Now() >= measured_from) {
+      start = ReadProcess(*proc_);
+      start_read = true;
+    }
     std::vector<std::pair<int, WindowTally>> windows = mailbox.Wait(kCancelPollInterval, &done);
     for (auto& [loop, window] : windows) merger.Add(std::move(window));
     if (stopping) continue;
@@ -183,6 +222,7 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
   }
   StepTally merged;
   for (const auto& loop : loops) merged.Merge(loop->accounting().measured());
+  AddProcessConditions(start, ReadProcess(*proc_), &merged.conditions);
   last_tally_ = merged;
   v1::StepResult result = BuildStepResult(merged, config.rate_qps, config.duration);
   result.set_closed_loop(config.closed_loop());

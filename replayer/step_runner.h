@@ -10,6 +10,10 @@
 //       [&](const v1::WindowMetrics& w) { return writer->Write(...); },  // false: stop
 //       [&] { return context->IsCancelled(); });
 //
+// It also reads, for the client-validity gate's cause (client_diagnosis.h), the replayer's
+// other threads' scheduler counters and the machine's CPU (/proc/self/task, /proc/stat) from
+// the start of the measured part to the end of the step; the loops read their own.
+//
 // Run() blocks the calling thread for the step (warmup + duration, plus up to
 // request_timeout for the last responses); callbacks run on that same calling thread, never
 // on the event loop, so a slow consumer cannot disturb pacing. A StepRunner may run one step
@@ -20,6 +24,7 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
+#include "replayer/proc_sched.h"
 #include "replayer/protocol_binding.h"
 #include "replayer/step_accounting.h"
 #include "replayer/step_config.h"
@@ -29,6 +34,11 @@ namespace vanguard::replayer {
 
 class StepRunner {
  public:
+  // `proc`: where the step's process-wide and machine-wide scheduler readings come from
+  // (proc_sched.h), also handed to every loop; null: the real /proc. Must outlive the runner.
+  explicit StepRunner(const ProcReader* proc = nullptr)
+      : proc_(proc != nullptr ? proc : &DefaultProcReader()) {}
+
   // Returns false to stop the step (e.g. the stream to the caller is gone).
   using WindowCallback = std::function<bool(const v1::WindowMetrics&)>;
   // Polled every few tens of milliseconds; true stops the step promptly.
@@ -53,6 +63,7 @@ class StepRunner {
   const StepTally& last_tally() const { return last_tally_; }
 
  private:
+  const ProcReader* proc_;
   StepTally last_tally_;
 };
 
