@@ -266,6 +266,9 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   if (spec.sustain_horizon().seconds() > 24 * 3600) {
     return Invalid("spec.sustain_horizon", "must be at most 24 h");
   }
+  if (spec.trace().size() > 4096 || spec.trace().find('\0') != std::string::npos) {
+    return Invalid("spec.trace", "must be a path of at most 4096 bytes");
+  }
   if (!v1::Schedule_IsValid(spec.schedule())) {
     return Invalid("spec.schedule", "must be a known schedule");
   }

@@ -68,6 +68,7 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   request.set_protocol(model.protocol());
   request.set_model_name(model.served_name().empty() ? model.name() : model.served_name());
   request.set_request_body(model.request_template());
+  request.set_trace_path(spec.trace());
   request.set_rate_qps(rate_qps);
   request.set_schedule(spec.schedule());
   request.set_seed(StepSeed(test.id(), step_index));

@@ -59,6 +59,17 @@ TEST(StepExecutorTest, BuildsRequestFromTheLeasedTest) {
   EXPECT_EQ(request->seed(), StepExecutor::StepSeed(42, 3));
 }
 
+TEST(StepExecutorTest, ATestsRecordedTraceReplacesTheTemplate) {
+  vanguard::v1::Test test = LeasedTest();
+  auto synthetic = StepExecutor::BuildRequest(test, 100, 1);
+  ASSERT_TRUE(synthetic.ok()) << synthetic.status();
+  EXPECT_EQ(synthetic->trace_path(), "");
+  test.mutable_spec()->set_trace("/traces/resnet50-mix.vtrace");
+  auto recorded = StepExecutor::BuildRequest(test, 100, 1);
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  EXPECT_EQ(recorded->trace_path(), "/traces/resnet50-mix.vtrace");
+}
+
 TEST(StepExecutorTest, FallsBackToModelNameDefaultWarmupAndTimeout) {
   vanguard::v1::Test test = LeasedTest();
   test.mutable_model()->clear_served_name();

@@ -71,6 +71,8 @@ const std::set<std::string>& CommandFlagNames(CommandKind kind) {
                                                         "step_warmup",
                                                         "request_timeout",
                                                         "schedule",
+                                                        "trace",
+                                                        "sustain_horizon",
                                                         "priority",
                                                         "max_attempts",
                                                         "request_id",
@@ -617,6 +619,17 @@ absl::StatusOr<SubmitOptions> ParseSubmit(const FlagSet& flags) {
     ASSIGN_OR_RETURN(v1::Schedule parsed, ParseSchedule(*schedule));
     spec.set_schedule(parsed);
   }
+  if (std::optional<std::string> trace = flags.Text("trace"); trace.has_value()) {
+    if (trace->empty()) return BadValue("trace", *trace, "must name a trace file");
+    spec.set_trace(*trace);
+  }
+  ASSIGN_OR_RETURN(std::optional<absl::Duration> horizon, flags.Duration("sustain_horizon"));
+  if (horizon.has_value()) {
+    if (*horizon <= absl::ZeroDuration()) {
+      return BadValue("sustain_horizon", *flags.Text("sustain_horizon"), "must be positive");
+    }
+    SetProtoDuration(*horizon, spec.mutable_sustain_horizon());
+  }
   // Named classes for the usual sources of tests; any integer works too.
   static const auto* const kPriorityClasses = new std::map<std::string, int32_t>{
       {"oncall", 200}, {"adhoc", 200}, {"ci", 100}, {"scheduled", 0}};
@@ -848,7 +861,8 @@ Commands:
          --strategy=binary|adaptive --min_qps=A --max_qps=B [--confirm_best] |
          --strategy=ladder [--max_qps=B])
          [--stop_after_failures=1] [--step_duration=10s] [--step_warmup=2s]
-         [--request_timeout=10s] [--schedule=constant|poisson] [--priority=0|oncall|ci|scheduled]
+         [--request_timeout=10s] [--schedule=constant|poisson] [--trace=FILE]
+         [--sustain_horizon=5m] [--priority=0|oncall|ci|scheduled]
          [--max_attempts=3] [--request_id=KEY] [--spec_file=test.json] [--wait | --watch]
       Queue a multi-rate sweep. --wait polls until the test ends (progress on stderr, the
       final test on stdout); --watch streams every update to stdout instead.

@@ -159,6 +159,8 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
                                            {"step_warmup", "500ms"},
                                            {"request_timeout", "2s"},
                                            {"schedule", "poisson"},
+                                           {"trace", "/traces/mix.vtrace"},
+                                           {"sustain_horizon", "10m"},
                                            {"priority", "-4"},
                                            {"max_attempts", "5"},
                                            {"stop_after_failures", "2"},
@@ -172,6 +174,8 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   EXPECT_EQ(spec.step_warmup().nanos(), 500'000'000);
   EXPECT_EQ(Millis(spec.request_timeout()), 2'000);
   EXPECT_EQ(spec.schedule(), v1::SCHEDULE_POISSON);
+  EXPECT_EQ(spec.trace(), "/traces/mix.vtrace");
+  EXPECT_EQ(Millis(spec.sustain_horizon()), 600'000);
   EXPECT_EQ(spec.priority(), -4);
   EXPECT_EQ(spec.max_attempts(), 5);
   EXPECT_EQ(spec.sweep().stop_after_failures(), 2);
@@ -237,6 +241,8 @@ TEST(SubmitSpecTest, InvalidValuesNameTheFlag) {
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"request_timeout", "soon"}}),
                    "--request_timeout");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"schedule", "bursty"}}), "--schedule");
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"sustain_horizon", "-5m"}}),
+                   "--sustain_horizon");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"priority", "high"}}), "--priority");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"max_attempts", "0"}}), "--max_attempts");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"stop_after_failures", "0"}}),

@@ -93,6 +93,12 @@ ABSL_FLAG(std::string, step_warmup, "",
 ABSL_FLAG(std::string, request_timeout, "",
           "submit: a request still open after this counts as failed (default 10s).");
 ABSL_FLAG(std::string, schedule, "", "submit: constant (default) or poisson arrivals.");
+ABSL_FLAG(std::string, trace, "",
+          "submit: a recorded trace (a path on the replayer's host) to replay instead of the "
+          "model's request template.");
+ABSL_FLAG(std::string, sustain_horizon, "",
+          "submit: how long the estimate must hold, e.g. 5m (default 5m); the estimate is held "
+          "long enough to back it.");
 ABSL_FLAG(std::string, priority, "",
           "submit: higher runs first (default 0); an integer or a class: oncall or adhoc "
           "(200), ci (100), scheduled (0).");

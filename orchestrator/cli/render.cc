@@ -215,16 +215,33 @@ std::string RenderResult(const v1::Test& test) {
     return IsTerminal(test.state()) ? "Result: none\n" : "Result: pending\n";
   }
   const v1::TestResult& result = test.result();
+  // The top of the range held: the capacity is somewhere above it, never equal to it.
   std::string out =
-      absl::StrCat("Result: max sustainable ", FormatQps(result.max_sustainable_qps()),
-                   " qps, converged ", result.converged() ? "yes" : "no", ", ",
-                   result.steps_taken(), " steps, took ", FormatDuration(result.test_duration()));
+      absl::StrCat("Result: max sustainable ", result.at_least() ? "at least " : "",
+                   FormatQps(result.max_sustainable_qps()), " qps",
+                   result.at_least() ? " (the top of the range held)" : "", ", converged ",
+                   result.converged() ? "yes" : "no", ", ", result.steps_taken(),
+                   " steps, took ", FormatDuration(result.test_duration()));
   if (result.confidence_low_qps() != 0 || result.confidence_high_qps() != 0) {
     absl::StrAppend(&out, ", range ", FormatQps(result.confidence_low_qps()), " to ",
                     FormatQps(result.confidence_high_qps()), " qps");
   }
   absl::StrAppend(&out, "\n");
   if (!result.summary().empty()) absl::StrAppend(&out, "  ", result.summary(), "\n");
+  if (!result.verification().empty()) {
+    absl::StrAppend(&out, "  verified: ", result.verification(), "\n");
+  }
+  if (IsSet(result.model_warmup())) {
+    absl::StrAppend(&out, "  model warmup: ", FormatDuration(result.model_warmup()),
+                    " before its latency stopped falling\n");
+  }
+  if (IsSet(result.more_time_needed())) {
+    absl::StrAppend(&out, "  undecided: about ", FormatDuration(result.more_time_needed()),
+                    " more of measuring would decide it\n");
+  }
+  for (const std::string& flag : result.drift_flags()) {
+    absl::StrAppend(&out, "  drift: ", flag, "\n");
+  }
   return out;
 }
 

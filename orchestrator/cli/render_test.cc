@@ -150,6 +150,24 @@ TEST(RenderTestTableTest, HeaderStepRowsAndResult) {
                                "37s"));
 }
 
+TEST(RenderTestTableTest, AResultAtTheTopOfTheRangeSaysAtLeastAndHowItWasVerified) {
+  v1::Test test = FinishedTest();
+  v1::TestResult& result = *test.mutable_result();
+  result.set_at_least(true);
+  result.set_converged(false);
+  result.set_verification("held 300.0 qps for 60s: p99 41ms <= 100ms");
+  result.mutable_model_warmup()->set_seconds(70);
+  result.mutable_more_time_needed()->set_seconds(120);
+  result.add_drift_flags("reading at 250 qps (step 2) expired: contradicted by step 5");
+  const std::string table = RenderTestTable(test);
+  EXPECT_THAT(table, HasSubstr("Result: max sustainable at least 200.0 qps (the top of the range "
+                               "held), converged no"));
+  EXPECT_THAT(table, HasSubstr("verified: held 300.0 qps for 60s"));
+  EXPECT_THAT(table, HasSubstr("model warmup: 1m10s"));
+  EXPECT_THAT(table, HasSubstr("undecided: about 2m"));
+  EXPECT_THAT(table, HasSubstr("drift: reading at 250 qps (step 2) expired"));
+}
+
 TEST(RenderTestTableTest, QueuedTestWithoutSteps) {
   v1::Test test;
   test.set_id(5);
