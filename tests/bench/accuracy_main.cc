@@ -1,7 +1,7 @@
 // accuracy_bench: runs one capacity test through the worker's real TestRunner (strategy,
 // MeasuredStepRunner, HealthAssessor, MetricsCollector, StepExecutor) against a real
 // replayer and predictor, with an in-process orchestrator that only records what the worker
-// reports. Used by tests/bench/accuracy.sh; prints one line of key=value pairs:
+// reports. Used by tests/bench/profiles.sh; prints one line of key=value pairs:
 //   strategy=adaptive variant=full estimate=612.5 converged=1 steps=11 test_s=97.3 ...
 // Step lines go to stderr.
 #include <chrono>

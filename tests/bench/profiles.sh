@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# accuracy of the capacity strategies against the simulator's profiles, and the ablation
+# every strategy on the five named profiles through the real TestRunner, and the ablation (~70 min)
 #
 # For each named profile of the simulated predictor (tests/simulator/profiles: embedding,
 # nlp_encoder, ranking, vision, llm) the true capacity under the profile's SLO comes from the
