@@ -448,7 +448,8 @@ class LoadLoop::Impl {
 
   absl::Status Setup() {
     // Sleep precisely: the default 50 us timer slack would be all of our skew budget.
-    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    const auto slack = static_cast<unsigned long>(std::max<int64_t>(1, config_.timer_slack_ns));
+    prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
     interned_classes_.reserve(64);  // string_views into it must stay valid
     if (source_ == nullptr) {
       return absl::InternalError("load loop: no request source");

@@ -5,7 +5,7 @@
 // StepRunner merges their windows and tallies exactly.
 //
 //  * Pacing (open loop): the loop sleeps in epoll_pwait2 until the absolute time
-//    t0 + intended offset of its next request (a nanosecond timeout with 1 us timer slack;
+//    t0 + intended offset of its next request (a nanosecond timeout with 1 ns timer slack;
 //    a timerfd where epoll_pwait2 is missing), then dispatches every request whose time has
 //    come with its own intended time, so a late loop shows as send skew and as latency,
 //    never as a quietly shifted schedule. A request found a whole request timeout late is

@@ -69,6 +69,9 @@ ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "run: length of a metrics wi
 ABSL_FLAG(std::string, body, "",
           "run: request body (JSON); empty sends a small KServe v2 body with one FP32 input");
 ABSL_FLAG(int32_t, max_connections, 256, "run: most keep-alive connections the step opens");
+ABSL_FLAG(int64_t, timer_slack_ns, vanguard::replayer::kDefaultTimerSlackNs,
+          "run: the event loops' timer slack in ns (prctl PR_SET_TIMERSLACK; the kernel default "
+          "is 50000); only for comparing pacing precision");
 ABSL_FLAG(int32_t, max_in_flight, 10000,
           "run: most requests open at once; beyond it requests are dropped (and counted)");
 ABSL_FLAG(std::string, upstream, "",
@@ -295,6 +298,8 @@ int RunOnce() {
 
   absl::StatusOr<StepConfig> config = ParseStepConfig(request);
   if (!config.ok()) return UsageError(config.status().ToString());
+  if (absl::GetFlag(FLAGS_timer_slack_ns) < 1) return UsageError("--timer_slack_ns must be >= 1");
+  config->timer_slack_ns = absl::GetFlag(FLAGS_timer_slack_ns);
   // Open the trace / protocol before printing anything, so a bad --trace fails cleanly.
   absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
   if (!binding.ok()) {

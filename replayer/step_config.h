@@ -23,6 +23,7 @@ inline constexpr absl::Duration kDefaultRequestTimeout = absl::Seconds(10);
 inline constexpr absl::Duration kDefaultWindow = absl::Seconds(1);
 inline constexpr int kDefaultMaxInFlight = 10'000;
 inline constexpr int kDefaultMaxConnections = 256;
+inline constexpr int64_t kDefaultTimerSlackNs = 1;
 
 // Limits that keep a bad request from exhausting the replayer.
 inline constexpr double kMaxRateQps = 1e6;
@@ -76,6 +77,10 @@ struct StepConfig {
   absl::Duration window = kDefaultWindow;
   int max_in_flight = kDefaultMaxInFlight;
   int max_connections = kDefaultMaxConnections;
+  // How precisely the loops sleep: their timer slack (prctl PR_SET_TIMERSLACK; the kernel's
+  // default is 50 us, which would be most of the skew budget). Not part of the request: the
+  // process's own setting (a flag of `vanguard-replayer run`, for comparisons).
+  int64_t timer_slack_ns = kDefaultTimerSlackNs;
 
   absl::Duration total() const { return warmup + duration; }
   bool closed_loop() const { return concurrency > 0; }
