@@ -154,8 +154,12 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
 
   if (!j.client_valid) {
     j.passed = false;
+    j.client_invalid_cause = result.client_invalid_cause();
+    j.client_disturbed_from_outside = result.client_invalid_outside();
     j.verdict = absl::StrCat(
-        "not judged: load generator invalid (",
+        j.client_disturbed_from_outside
+            ? "not judged: load generator disturbed from outside, pause and retry ("
+            : "not judged: load generator invalid (",
         result.client_invalid_reason().empty() ? "no reason given" : result.client_invalid_reason(),
         ")");
     return j;

@@ -9,6 +9,9 @@
 //                                                   says, else the target).
 // The verdict is one line naming every breached limit with its numbers, e.g.
 //   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
+// or, for an invalid client, the replayer's reason with its named cause, e.g.
+//   "not judged: load generator disturbed from outside, pause and retry (send skew p99 ...;
+//    cause: CPU contention from other processes: ...)"
 // and the health score comes from a HealthScorer over the same metrics plus, for streams,
 // the TTFT and inter-token p99 against slo.ttft_p99 / inter_token_p99 (scored here; their
 // breaches are judged by MeasuredStepRunner with the step's other percentile limits).
@@ -33,6 +36,14 @@ namespace vanguard::worker {
 struct StepJudgement {
   bool passed = false;
   bool client_valid = true;
+  // When !client_valid: the cause the replayer named, and whether it lies outside the
+  // replayer (other processes held the CPUs, the hypervisor stole time). An outside cause
+  // says nothing about the model or the client: whoever reruns the step should pause first
+  // (let the contention pass) and not count the attempt against the rate. The verdict then
+  // starts "not judged: load generator disturbed from outside".
+  vanguard::v1::ClientInvalidCause client_invalid_cause =
+      vanguard::v1::CLIENT_INVALID_CAUSE_UNSPECIFIED;
+  bool client_disturbed_from_outside = false;
   // Every check but the p99 latency held (and the client was valid): the step fails, if at
   // all, on its latency tail alone.
   bool passed_apart_from_p99 = false;

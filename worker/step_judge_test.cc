@@ -178,6 +178,30 @@ TEST(StepJudgeTest, InvalidClientIsNotJudged) {
   EXPECT_THAT(j.verdict, AllOf(HasSubstr("not judged"), HasSubstr("send skew p99 12 ms")));
 }
 
+TEST(StepJudgeTest, InvalidClientCarriesTheNamedCauseAndWhetherItIsOutside) {
+  StepJudge judge = MustCreate(Slo());
+  vanguard::v1::StepResult r = Good();
+  r.set_client_valid(false);
+  r.set_client_invalid_reason(
+      "send skew p99 6.1 ms exceeds 5 ms; cause: CPU contention from other processes: the "
+      "event loops waited 410.0 ms on the run queue");
+  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_CPU_CONTENTION);
+  r.set_client_invalid_outside(true);
+  StepJudgement j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.passed);
+  EXPECT_FALSE(j.client_valid);
+  EXPECT_TRUE(j.client_disturbed_from_outside);
+  EXPECT_EQ(j.client_invalid_cause, vanguard::v1::CLIENT_INVALID_CAUSE_CPU_CONTENTION);
+  EXPECT_THAT(j.verdict, AllOf(HasSubstr("disturbed from outside, pause and retry"),
+                               HasSubstr("waited 410.0 ms on the run queue")));
+
+  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_CLIENT_OVERLOADED);
+  r.set_client_invalid_outside(false);
+  j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.client_disturbed_from_outside);
+  EXPECT_THAT(j.verdict, HasSubstr("not judged: load generator invalid"));
+}
+
 TEST(StepJudgeTest, InconsistentCountsFail) {
   StepJudge judge = MustCreate(Slo());
   vanguard::v1::StepResult r = Good();
