@@ -69,21 +69,11 @@ bool SteadyStateDetector::Add(double latency_ms, double throughput_ratio) {
   latency_.push_back(latency_ms);
   throughput_.push_back(throughput_ratio);
   const size_t k = static_cast<size_t>(options_.windows < 2 ? 2 : options_.windows);
-  const size_t keep = options_.compare_blocks ? 2 * k : k;
-  while (latency_.size() > keep) latency_.pop_front();
+  while (latency_.size() > k) latency_.pop_front();
   while (throughput_.size() > k) throughput_.pop_front();
-  if (latency_.size() < keep) return steady_ = false;
-  const std::deque<double> last(latency_.end() - static_cast<long>(k), latency_.end());
-  steady_ = !Trending(last, options_.max_latency_drift) &&
+  if (latency_.size() < k) return steady_ = false;
+  steady_ = !Trending(latency_, options_.max_latency_drift) &&
             !Trending(throughput_, options_.max_throughput_drift);
-  if (steady_ && options_.compare_blocks) {
-    double before = 0, after = 0;
-    for (size_t i = 0; i < k; ++i) {
-      before += latency_[i];
-      after += latency_[k + i];
-    }
-    steady_ = after > 0 && std::abs(before - after) / after <= options_.max_latency_drift / 2;
-  }
   return steady_;
 }
 
