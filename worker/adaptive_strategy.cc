@@ -1,4 +1,5 @@
-// Algorithm 1: dampening, spike tolerance, convergence detection. See adaptive_strategy.h.
+// The adaptive capacity search's phases. See adaptive_strategy.h; docs/strategies.md has the
+// reasons and the figures.
 #include "worker/adaptive_strategy.h"
 
 #include <algorithm>
@@ -9,9 +10,21 @@
 #include "absl/strings/str_format.h"
 
 namespace vanguard::worker {
+namespace {
+
+// |tail ratio - 1| within two standard errors over at least two units, or a pass whose
+// backlog still rose: a verdict the reading cannot make.
+bool Undecided(const StepOutcome& o) {
+  if (o.tail_units >= 2 && o.tail_samples > 0 && std::abs(o.tail_ratio - 1) < 2 * o.tail_ratio_se) {
+    return true;
+  }
+  return o.passed && o.backlog_rising;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
-    const vanguard::v1::AdaptiveStrategy& config) {
+    const vanguard::v1::AdaptiveStrategy& config, double horizon_s) {
   if (!std::isfinite(config.min_qps()) || config.min_qps() <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("adaptive.min_qps must be > 0, got ", config.min_qps()));
@@ -20,8 +33,8 @@ absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
     return absl::InvalidArgumentError(absl::StrCat("adaptive.max_qps must be > min_qps (",
                                                    config.min_qps(), "), got ", config.max_qps()));
   }
-  const double alpha = config.damping() == 0 ? kDefaultDamping : config.damping();
-  if (!std::isfinite(alpha) || alpha <= 0 || alpha >= 1) {
+  if (config.damping() != 0 &&
+      (!std::isfinite(config.damping()) || config.damping() <= 0 || config.damping() >= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("adaptive.damping must be in (0, 1), got ", config.damping()));
   }
@@ -40,161 +53,145 @@ absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("adaptive.max_steps must be in [0, 1000], got ", config.max_steps()));
   }
+  if (!std::isfinite(horizon_s) || horizon_s <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("horizon_s must be > 0, got ", horizon_s));
+  }
   const int max_steps = config.max_steps() == 0 ? kDefaultMaxSteps : config.max_steps();
-  return std::unique_ptr<AdaptiveStrategy>(new AdaptiveStrategy(
-      config.min_qps(), config.max_qps(), alpha, tau, epsilon, max_steps, config.confirm_best()));
+  return std::unique_ptr<AdaptiveStrategy>(
+      new AdaptiveStrategy(config.min_qps(), config.max_qps(), tau, epsilon, max_steps, horizon_s));
 }
 
-double AdaptiveStrategy::Place(double target) const {
-  double q = std::clamp(target, min_qps_, max_qps_);
-  if (lowest_failure_ && q >= *lowest_failure_) {
-    // Never repeat a known failure: go halfway between what is known to hold and it.
-    q = (best_.value_or(min_qps_) + *lowest_failure_) / 2;
-  }
-  return q;
-}
+// ------------------------------------------------------------------------- the loop
 
-std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const {
-  if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return std::nullopt;
-  if (!(best_ratio_ > 0 && best_ratio_ < 1) || !(failure_ratio_ > 1)) return std::nullopt;
-  const double low = *best_, high = *lowest_failure_, gap = high - low;
-  // Scaled as the Illinois variant of regula falsi does (see the header).
-  const double at_low = std::log(best_ratio_) * low_scale_;
-  const double at_high = std::log(failure_ratio_) * high_scale_;
-  const double fraction = -at_low / (at_high - at_low);
-  const double predicted = low + fraction * gap;
-  const double margin = 0.4 * epsilon_ * low;
-  const double aim = after_pass ? predicted + margin : predicted - margin;
-  double inside = std::min(0.1 * gap, margin);
-  return std::clamp(aim, low + inside, high - inside);
-}
-
-std::optional<double> AdaptiveStrategy::DisturbedFailure() const {
-  // On the steps' own readings: the lowest failure, the highest pass below it (top) and the
-  // highest pass below that.
-  const StepOutcome* failure = nullptr;
-  for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    if (!o.passed && !j.noise && (failure == nullptr || o.rate_qps < failure->rate_qps)) {
-      failure = &o;
-    }
-  }
-  if (failure == nullptr) return std::nullopt;
-  const StepOutcome* top = nullptr;
-  const StepOutcome* below = nullptr;
-  for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    if (o.rate_qps == failure->rate_qps && &o != failure) return std::nullopt;  // measured twice
-    if (!o.passed || o.rate_qps >= failure->rate_qps) continue;
-    if (top == nullptr || o.rate_qps > top->rate_qps) {
-      if (top != nullptr) below = top;
-      top = &o;
-    } else if (o.rate_qps < top->rate_qps && (below == nullptr || o.rate_qps > below->rate_qps)) {
-      below = &o;
-    }
-  }
-  if (top == nullptr || below == nullptr) return std::nullopt;
-  if (!(failure->limit_ratio > 0 && top->limit_ratio > 0 && below->limit_ratio > 0)) {
-    return std::nullopt;
-  }
-  const double rise_below =
-      std::log(top->limit_ratio / below->limit_ratio) / (top->rate_qps / below->rate_qps - 1);
-  const double jump = std::log(failure->limit_ratio / top->limit_ratio);
-  if (jump > kReadingNoise + kSteepening * std::max(rise_below, 1.0) *
-                                 (failure->rate_qps / top->rate_qps - 1)) {
-    return failure->rate_qps;
-  }
-  return std::nullopt;
-}
-
-Decision AdaptiveStrategy::FinishOrConfirm(const std::string& why) {
-  std::optional<double> disturbed;
-  if (!failure_checked_ && steps_ < max_steps_) disturbed = DisturbedFailure();
-  if (disturbed) {
-    failure_checked_ = *disturbed;
-    checking_failure_ = true;
-    q_ = *disturbed;
+Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
+  if (done_) return *done_;
+  if (!started_ || !last) {
+    started_ = true;
     return RunStep{q_};
   }
-  if (confirm_best_ && best_ && confirmed_ != best_ && confirmations_ < kMaxConfirmations &&
-      steps_ < max_steps_) {
-    ++confirmations_;
-    confirmed_ = best_;
-    q_ = *best_;
-    const int64_t per_step = RequestsPerStepAt(q_);
-    hold_ = kConfirmationHold;
-    if (per_step > 0) {
-      const double wanted = kHoldTailEvents / kTailAllowedFraction / static_cast<double>(per_step);
-      hold_ = std::clamp(wanted, kConfirmationHold, kMaxHold);
+  if (!last->client_valid && !retried_invalid_client_) {
+    retried_invalid_client_ = true;
+    return RunStep{q_, hold_};  // the same step again, for the same purpose
+  }
+  const Purpose purpose = purpose_;
+  const bool passed = Record(*last, purpose);
+  purpose_ = Purpose::kMove;
+  hold_ = 1;
+  if (purpose == Purpose::kHold) {
+    if (std::optional<Decision> d = AfterHoldChunk(converged_why_)) return *d;
+  } else if (std::optional<RunStep> longer = Extension(judged_.back().outcome)) {
+    return *longer;
+  }
+  return Decide(passed, purpose);
+}
+
+Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
+  const Judged& last = judged_.back();
+  if (!best_ && lowest_failure_ && q_ <= min_qps_ && !last.empty) {
+    // Nothing below to lend the step its requests: a failure on the tail alone is measured
+    // again at min_qps (the steps there judged together) before the test is given up.
+    int at_min = 0;
+    for (const Judged& j : judged_) at_min += !j.expired && j.outcome.rate_qps == q_ ? 1 : 0;
+    if (last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0 &&
+        at_min < kTailJudgingSteps && steps_ < max_steps_) {
+      return RunStep{q_};
     }
-    confirmation_hold_ = hold_;
-    return RunStep{q_, hold_};
+    return Finish(false, "min_qps already fails");
   }
-  return Finish(true, why);
+  if (passed && q_ >= max_qps_ && !lowest_failure_) return FinishAtLeast();
+  if (steps_ < max_steps_) {
+    if (std::optional<double> again = FailureToRemeasure(/*finishing=*/false)) {
+      return Remeasure(*again);
+    }
+  }
+  if (std::optional<std::string> why = Converged()) return BeforeFinish(*why);
+  if (steps_ >= max_steps_) return Finish(false, "step limit reached");
+  const bool noise = last.noise;
+  double next;
+  if (last.empty) {
+    next = q_ * kMaxGrowth;  // too few requests to read anything: far below any limit
+  } else if (!lowest_failure_) {
+    next = Grow(noise);
+  } else {
+    next = Refine(passed, noise, purpose == Purpose::kMove);
+  }
+  q_ = Place(next);
+  return RunStep{q_};
 }
 
-int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {
-  int64_t fewest = 0;
-  for (const Judged& j : judged_) {
-    const int64_t n = j.outcome.tail_samples;
-    if (j.outcome.rate_qps == rate && n > 0) fewest = fewest > 0 ? std::min(fewest, n) : n;
+// ------------------------------------------------------------------- recording a step
+
+bool AdaptiveStrategy::Record(StepOutcome outcome, Purpose purpose) {
+  retried_invalid_client_ = false;
+  if (!outcome.client_valid) {
+    // The load could not even be generated as scheduled twice: not a rate to claim.
+    ++invalid_steps_;
+    outcome.passed = outcome.passed_apart_from_tail = false;
+    outcome.spikes = 0;
+    outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
-  return fewest;
+  if (purpose == Purpose::kExtension && extensions_ >= kMaxExtensions && outcome.passed &&
+      outcome.backlog_rising) {
+    // The queue still built after the longest extension: the rate does not hold.
+    outcome.passed = outcome.passed_apart_from_tail = false;
+  }
+  ++steps_;
+  outcome.rate_qps = q_;
+  Judged j;
+  j.outcome = outcome;
+  j.step = steps_;
+  j.hold = hold_;
+  j.is_hold = purpose == Purpose::kHold;
+  // A failure through at most tau isolated spike windows only (spike tolerance); never for a
+  // longer look (an extension or a hold).
+  j.noise = hold_ <= 1 && !outcome.passed && outcome.spikes > 0 && outcome.spikes <= tau_ &&
+            outcome.window_state < vanguard::v1::HEALTH_STATE_UNHEALTHY;
+  // A step that measured no request at all (a rate far below one request per part) is no
+  // evidence either way.
+  j.empty = outcome.client_valid && !outcome.passed && outcome.tail_samples == 0 &&
+            outcome.achieved_qps == 0 && outcome.offered_qps == 0 && outcome.spikes == 0 &&
+            outcome.window_state <= vanguard::v1::HEALTH_STATE_HEALTHY;
+  j.expired = j.empty;
+  ExpireContradicted(j);
+  judged_.push_back(j);
+  const bool passed = PoolVerdicts();
+  if (!passed && !j.noise) last_failure_at_ = steps_;
+  return passed;
 }
 
-double AdaptiveStrategy::Resolution() const {
-  const int64_t n = best_ ? RequestsPerStepAt(*best_) : 0;
-  return n > 0 ? std::max(epsilon_, 1 / std::sqrt(static_cast<double>(n))) : epsilon_;
+bool AdaptiveStrategy::Contradicts(const Judged& older, const Judged& newer) {
+  const StepOutcome &a = older.outcome, &b = newer.outcome;
+  if (older.expired || older.noise || newer.noise || !a.client_valid || !b.client_valid) {
+    return false;
+  }
+  if (Undecided(a) || Undecided(b)) return false;
+  // A shorter reading does not overrule a longer one.
+  if (a.tail_samples > 0 && b.tail_samples > 0 && 2 * b.tail_samples < a.tail_samples) {
+    return false;
+  }
+  // Only against the order a stationary model keeps (worse at a higher rate): the newer reading
+  // better at a rate at least as high (the model got faster), or worse at a rate at most as
+  // high (it got slower). A pass just below a failure is a cliff, not a contradiction.
+  const bool at_or_above = b.rate_qps >= a.rate_qps, at_or_below = b.rate_qps <= a.rate_qps;
+  const bool se_known =
+      a.tail_units >= 2 && b.tail_units >= 2 && a.tail_samples > 0 && b.tail_samples > 0;
+  const double allowed = kContradictionZ * std::hypot(a.tail_ratio_se, b.tail_ratio_se);
+  if (se_known && allowed > 0 && a.passed_apart_from_tail && b.passed_apart_from_tail) {
+    return (at_or_above && a.tail_ratio - b.tail_ratio > allowed) ||
+           (at_or_below && b.tail_ratio - a.tail_ratio > allowed);
+  }
+  return (at_or_above && !a.passed && b.passed) || (at_or_below && a.passed && !b.passed);
 }
 
-Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
-  Done done;
-  double best = best_.value_or(0);
-  // The best moved above a hold that held by less than a step can resolve: not a difference
-  // the steps can show, and only the held rate was run long enough to claim.
-  const bool held_is_best = best_ && confirmed_ && last_hold_passed_ && *confirmed_ < *best_ &&
-                            *best_ - *confirmed_ <= Resolution() * *confirmed_;
-  if (held_is_best) best = *confirmed_;
-  done.best_pass_qps = best;
-  // The winner's curse (see the header): the resolution comes off a bracketed best.
-  const double correction = best_ && lowest_failure_ ? Resolution() : 0;
-  done.max_sustainable_qps = best * (1 - correction);
-  done.converged = converged;
-  done.confidence_low_qps = done.max_sustainable_qps;
-  done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
-  std::string confirmation;
-  if (confirmations_ > 0) {
-    confirmation = absl::StrFormat(
-        "; %d confirmation hold(s) of %.3gx a step, the last at %g qps %s%s", confirmations_,
-        confirmation_hold_, confirmed_.value_or(0), last_hold_passed_ ? "held" : "did not hold",
-        held_is_best ? " and stands for the best (the best above it is within resolution)" : "");
+void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
+  for (Judged& older : judged_) {
+    if (!SameRate(older.outcome.rate_qps, newer.outcome.rate_qps)) continue;
+    if (!Contradicts(older, newer)) continue;
+    older.expired = true;
+    drift_flags_.push_back(
+        absl::StrFormat("reading at %.4g req/s (step %d) expired: contradicted by step %d",
+                        older.outcome.rate_qps, older.step, newer.step));
   }
-  if (failure_checked_) {
-    confirmation += absl::StrFormat(
-        "; the failure at %g qps measured again (its limit ratio jumped far above the passes "
-        "below it)",
-        *failure_checked_);
-  }
-  std::string estimate;
-  if (correction > 0) {
-    estimate =
-        absl::StrFormat("; estimate %.6g qps: the best pass %g qps less its resolution %.3g%%",
-                        done.max_sustainable_qps, best, 100 * correction);
-  }
-  done.summary = absl::StrFormat(
-      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s%s%s%s", why, steps_,
-      best_.value_or(0),
-      lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"),
-      curve_
-          ? absl::StrFormat("; pooled tail curve reaches the limit at %.4g qps", curve_->Crossing())
-          : std::string(),
-      invalid_steps_ > 0
-          ? absl::StrFormat("; %d rate(s) failed because the load generator was invalid twice",
-                            invalid_steps_)
-          : std::string(),
-      confirmation, estimate);
-  done_ = done;
-  return done;
 }
 
 bool AdaptiveStrategy::PoolVerdicts() {
@@ -202,7 +199,7 @@ bool AdaptiveStrategy::PoolVerdicts() {
   std::vector<size_t> pooled;  // judged_ index of each point
   for (size_t i = 0; i < judged_.size(); ++i) {
     const StepOutcome& o = judged_[i].outcome;
-    if (o.client_valid && o.tail_samples > 0) {
+    if (!judged_[i].expired && !judged_[i].is_hold && o.client_valid && o.tail_samples > 0) {
       points.push_back({o.rate_qps, o.tail_ratio, static_cast<double>(o.tail_samples)});
       pooled.push_back(i);
     }
@@ -211,31 +208,28 @@ bool AdaptiveStrategy::PoolVerdicts() {
   std::vector<double> fitted(judged_.size(), -1);  // -1: no tail samples
   for (size_t k = 0; k < pooled.size(); ++k) fitted[pooled[k]] = fit[k];
 
+  // A failed hold is the longest look: its rate and every rate above fail.
+  std::optional<double> veto;
+  for (double r : failed_holds_) veto = std::min(veto.value_or(r), r);
   std::vector<bool> pass(judged_.size());
-  // judged_ indices of the lowest failure and of the best pass below it; kNone: none.
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t failure = kNone, best = kNone;
   const auto rate = [&](size_t i) { return judged_[i].outcome.rate_qps; };
-  // Rates where a confirmation hold failed on its own fail whatever the fit says.
-  std::vector<bool> vetoed(judged_.size(), false);
-  for (const Judged& j : judged_) {
-    if (!j.failed_hold) continue;
-    for (size_t i = 0; i < judged_.size(); ++i) {
-      if (rate(i) == j.outcome.rate_qps) vetoed[i] = true;
-    }
-  }
   const auto bracket = [&] {
     failure = best = kNone;
     for (size_t i = 0; i < judged_.size(); ++i) {
       const StepOutcome& o = judged_[i].outcome;
-      pass[i] =
-          !vetoed[i] && (fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed);
+      pass[i] = !(veto && rate(i) >= *veto) &&
+                (fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed);
+      // A hold is judged on its own (AfterHoldChunk); a failed one vetoes above.
+      if (judged_[i].expired || judged_[i].is_hold) continue;
       if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
         failure = i;
       }
     }
     for (size_t i = 0; i < judged_.size(); ++i) {
-      if (pass[i] && (failure == kNone || rate(i) < rate(failure)) &&
+      if (!judged_[i].expired && !judged_[i].is_hold && pass[i] &&
+          (failure == kNone || rate(i) < rate(failure)) &&
           (best == kNone || rate(i) > rate(best))) {
         best = i;
       }
@@ -243,11 +237,10 @@ bool AdaptiveStrategy::PoolVerdicts() {
   };
   bracket();
   // Once the isotonic verdicts bracket the limit, the steps around the bracket are fitted
-  // with one exponential curve (see FitTailCurve), and their verdicts follow it.
+  // with one logistic curve (FitTailCurve), and their verdicts follow it.
   curve_.reset();
   if (best != kNone && failure != kNone) {
-    const double low = kCurveBelow * rate(best);
-    const double high = rate(failure);
+    const double low = kCurveBelow * rate(best), high = rate(failure);
     curve_ = FitTailCurve(points, low, high);
     if (curve_) {
       for (size_t k = 0; k < pooled.size(); ++k) {
@@ -266,13 +259,20 @@ bool AdaptiveStrategy::PoolVerdicts() {
     best_history_.push_back(*best_);
     best_recorded_at_.push_back(steps_);
   }
-  // Which ratios feedback placement interpolates: the pooled tail ratios when both ends have
-  // one (below 1 at the best, above 1 at the failure) and the best's step could have read its
-  // own, else the steps' limit ratios when those are usable. A fit that puts less than one of
-  // the best's requests over the limit is an extrapolation (a pass that read none fits to a
-  // tiny share), and its log, far below the failure's, would keep every prediction next to
-  // the failure; the limit ratios (the binding metric over its limit, measured at every rate)
-  // place it then. Unreadable tail ratios are still better than none.
+  SetPlacementRatios(best, failure, fitted);
+  if (veto && (!lowest_failure_ || *veto < *lowest_failure_)) {
+    lowest_failure_ = *veto;
+    failure_ratio_ = 0;  // a hold's reading places nothing: bisect below it
+  }
+  return pass.back();
+}
+
+void AdaptiveStrategy::SetPlacementRatios(size_t best, size_t failure,
+                                          const std::vector<double>& fitted) {
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  // The pooled tail ratios when both ends have one (below 1 at the best, above 1 at the
+  // failure) and the best's step could have read its own (its fit puts at least one of its
+  // requests over the limit), else the limit ratios when those are usable.
   const bool tails_usable = best != kNone && failure != kNone && fitted[best] > 0 &&
                             fitted[best] < 1 && fitted[failure] > 1;
   const bool readable =
@@ -286,139 +286,405 @@ bool AdaptiveStrategy::PoolVerdicts() {
     best_ratio_ = fitted[best];
     failure_ratio_ = fitted[failure];
   }
-  return pass.back();
 }
 
-Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last_step) {
-  const StepOutcome* last = last_step ? &*last_step : nullptr;
-  if (done_) return *done_;
-  if (!started_ || last == nullptr) {
-    started_ = true;
-    return RunStep{q_};
-  }
-  StepOutcome outcome = *last;
-  if (!outcome.client_valid) {
-    if (!retried_invalid_client_) {
-      retried_invalid_client_ = true;
-      return RunStep{q_, hold_};
-    }
-    // The load could not even be generated as scheduled twice: not a rate to claim.
-    ++invalid_steps_;
-    outcome.passed = false;
-    outcome.spikes = 0;
-    outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
-  }
-  retried_invalid_client_ = false;
-  const double last_hold = hold_;
-  hold_ = 1;
-  // A failure measured again is a second reading, not a move: it leaves the step size, the
-  // dampening and the run of healthy passes alone.
-  const bool rechecked = checking_failure_;
-  checking_failure_ = false;
-  const double step_before = step_;
-  const int highest_level_before = highest_level_, healthy_run_before = healthy_run_;
-  ++steps_;
-  outcome.rate_qps = q_;
-  last = &outcome;
+// --------------------------------------------------------------- deciding the next step
 
-  const vanguard::v1::HealthState h = std::max(last->health_state, last->window_state);
-  const bool sustained_breach = last->window_state >= vanguard::v1::HEALTH_STATE_UNHEALTHY;
-  // A failure through at most tau isolated spike windows only (spike tolerance); never for a
-  // confirmation hold, which is the careful look.
-  const bool spiky = last_hold <= 1 && !last->passed && last->spikes > 0 && last->spikes <= tau_ &&
-                     !sustained_breach;
-  judged_.push_back({outcome, spiky, last_hold > 1 && !last->passed});
-  if (last_hold > 1) last_hold_passed_ = last->passed;
-  const bool passed = PoolVerdicts();
-  const bool noise = !passed && spiky;
-  if (!passed && !noise) last_failure_at_ = steps_;
-  double next;
-  if (!passed) healthy_run_ = 0;
-  if (passed) {
-    // Dampen once per level above the highest seen so far: entering WARN by alpha, going
-    // on to UNHEALTHY by alpha again, and so on. The paper dampens on every WARN step, which
-    // caps the whole further climb at one step: a model whose p99 sits at 60% of its limit
-    // from low load on could never be climbed to its capacity.
-    const int level = std::min<int>(h, vanguard::v1::HEALTH_STATE_CRITICAL);
-    for (int l = std::max<int>(highest_level_ + 1, vanguard::v1::HEALTH_STATE_WARN); l <= level;
-         ++l) {
-      step_ *= alpha_;
-    }
-    highest_level_ = std::max(highest_level_, level);
-    // Health that holds for kRecoverAfter passing steps in a row, below any failure, undoes
-    // one dampening: a noisy early step (a stall at low load) must not leave the search
-    // crawling for the rest of the test. Mirrors the assessor's recover-after-3.
-    healthy_run_ = level <= vanguard::v1::HEALTH_STATE_HEALTHY ? healthy_run_ + 1 : 0;
-    if (healthy_run_ >= kRecoverAfter && !lowest_failure_ && step_ < initial_step_) {
-      step_ = std::min(step_ / alpha_, initial_step_);
-      highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
-      healthy_run_ = 0;
-    }
-    next = q_ + step_;
-  } else if (noise) {
-    // The breach came from isolated windows only: noise. Move on, more carefully.
-    ++noise_steps_;
-    next = q_ + step_ * alpha_;
-  } else {
-    next = q_ - step_;
-    step_ *= alpha_;
-    if (best_ && next <= *best_) next = *best_ + step_;
+double AdaptiveStrategy::Grow(bool noise) const {
+  // The highest pass's own reading says how far below its limits it ran.
+  const Judged* base = nullptr;
+  for (const Judged& j : judged_) {
+    if (!j.expired && best_ && j.outcome.rate_qps == *best_) base = &j;
   }
-  if (rechecked) {
-    step_ = step_before;
-    highest_level_ = highest_level_before;
-    healthy_run_ = healthy_run_before;
+  if (noise || base == nullptr) return std::max(q_, best_.value_or(0)) * kMinGrowth;
+  double ratio = base->outcome.limit_ratio;
+  if (ratio <= 0) {  // no ratio reported: the health state's band
+    const vanguard::v1::HealthState h =
+        std::max(base->outcome.health_state, base->outcome.window_state);
+    ratio = h <= vanguard::v1::HEALTH_STATE_HEALTHY     ? 0.5
+            : h == vanguard::v1::HEALTH_STATE_WARN      ? 0.7
+            : h == vanguard::v1::HEALTH_STATE_UNHEALTHY ? 0.87
+                                                        : 1;
   }
-  if (!noise) {
+  return *best_ * std::clamp(1 / ratio, kMinGrowth, kMaxGrowth);
+}
+
+double AdaptiveStrategy::Refine(bool after_pass, bool noise, bool is_move) {
+  const double high = *lowest_failure_;
+  if (!best_) {
+    // Nothing passed below the failure: down by its excess over the limit (2x to 4x).
+    const Judged* f = nullptr;
+    for (const Judged& j : judged_) {
+      if (!j.expired && j.outcome.rate_qps == high) f = &j;
+    }
+    const double ratio = f != nullptr ? f->outcome.limit_ratio : 0;
+    return high / std::clamp(ratio, 2.0, kMaxGrowth);
+  }
+  const double low = *best_;
+  if (noise) return q_ < high ? (std::max(q_, low) + high) / 2 : (low + high) / 2;
+  if (is_move) {
     // The same end of the bracket moved on the step before too: the end that stayed counts
     // half as much again (Illinois); either end moving in turn resets the weights.
-    if (last_placement_after_pass_ == passed) {
-      (passed ? high_scale_ : low_scale_) *= 0.5;
+    if (last_placement_after_pass_ == after_pass) {
+      (after_pass ? high_scale_ : low_scale_) *= 0.5;
     } else {
       low_scale_ = high_scale_ = 1;
     }
-    if (std::optional<double> placed = FeedbackPlacement(passed)) {
-      next = *placed;
-      last_placement_after_pass_ = passed;
+  }
+  std::optional<double> next = FeedbackPlacement(after_pass);
+  if (next) {
+    if (is_move) last_placement_after_pass_ = after_pass;
+  } else {
+    next = high / low > 1.5 ? std::sqrt(low * high) : (low + high) / 2;
+  }
+  if (high / low > 1.5) {
+    // A wide bracket shrinks by at least a quarter of its log width per step.
+    const double width = std::log(high / low);
+    *next = std::clamp(*next, low * std::exp(0.25 * width), low * std::exp(0.75 * width));
+  }
+  return *next;
+}
+
+std::optional<double> AdaptiveStrategy::FeedbackPlacement(bool after_pass) const {
+  if (!best_ || !lowest_failure_ || *lowest_failure_ <= *best_) return std::nullopt;
+  if (!(best_ratio_ > 0 && best_ratio_ < 1) || !(failure_ratio_ > 1)) return std::nullopt;
+  const double low = *best_, high = *lowest_failure_, gap = high - low;
+  const double at_low = std::log(best_ratio_) * low_scale_;
+  const double at_high = std::log(failure_ratio_) * high_scale_;
+  const double predicted = low + -at_low / (at_high - at_low) * gap;
+  const double margin = 0.4 * epsilon_ * low;
+  const double aim = after_pass ? predicted + margin : predicted - margin;
+  const double inside = std::min(0.1 * gap, margin);
+  return std::clamp(aim, low + inside, high - inside);
+}
+
+double AdaptiveStrategy::Place(double target) const {
+  double q = std::clamp(target, min_qps_, max_qps_);
+  if (lowest_failure_ && q >= *lowest_failure_) {
+    // Never repeat a known failure: go halfway between what is known to hold and it.
+    q = (best_.value_or(min_qps_) + *lowest_failure_) / 2;
+  }
+  return q;
+}
+
+std::optional<RunStep> AdaptiveStrategy::Extension(const StepOutcome& last) {
+  if (!last.client_valid || !Undecided(last)) return std::nullopt;
+  if (!extended_rate_ || !SameRate(*extended_rate_, q_)) {
+    extended_rate_ = q_;
+    extensions_ = 0;
+  }
+  if (extensions_ >= kMaxExtensions || steps_ >= max_steps_) return std::nullopt;
+  ++extensions_;
+  purpose_ = Purpose::kExtension;
+  hold_ = extensions_ == 1 ? 2 : 4;
+  return RunStep{q_, hold_};
+}
+
+Decision AdaptiveStrategy::Remeasure(double rate) {
+  remeasured_.push_back(rate);
+  purpose_ = Purpose::kRemeasure;
+  q_ = rate;
+  return RunStep{q_};
+}
+
+const AdaptiveStrategy::Judged* AdaptiveStrategy::LowestOwnFailure() const {
+  const Judged* failure = nullptr;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || j.noise || j.is_hold || o.passed || !o.client_valid) continue;
+    if (failure == nullptr || o.rate_qps < failure->outcome.rate_qps) failure = &j;
+  }
+  return failure;
+}
+
+std::optional<double> AdaptiveStrategy::FailureToRemeasure(bool finishing) const {
+  const Judged* f = LowestOwnFailure();
+  if (f == nullptr) return std::nullopt;
+  const double rate = f->outcome.rate_qps;
+  for (double r : remeasured_) {
+    if (SameRate(r, rate)) return std::nullopt;
+  }
+  int readings = 0;
+  bool pass_above_later = false;
+  for (const Judged& j : judged_) {
+    if (j.expired) continue;
+    readings += j.outcome.rate_qps == rate ? 1 : 0;
+    pass_above_later |= j.outcome.passed && !j.noise && j.step > f->step &&
+                        j.outcome.rate_qps > rate * (1 + kSameRate);
+  }
+  if (readings > 1) return std::nullopt;  // measured more than once already
+  if (pass_above_later) return rate;      // non-monotone evidence
+  if (!finishing) return std::nullopt;
+  if (f->step <= kWarmingSteps || FasterSince(f->step) || Disturbed(*f)) return rate;
+  return std::nullopt;
+}
+
+bool AdaptiveStrategy::FasterSince(int step) const {
+  for (const Judged& before : judged_) {
+    if (before.expired || before.step > step || before.outcome.limit_ratio <= 0) continue;
+    for (const Judged& after : judged_) {
+      if (after.expired || after.step <= step || after.outcome.limit_ratio <= 0) continue;
+      if (after.outcome.rate_qps >= before.outcome.rate_qps * (1 - kSameRate) &&
+          after.outcome.limit_ratio < kFasterRatio * before.outcome.limit_ratio) {
+        return true;
+      }
     }
   }
+  return false;
+}
+
+bool AdaptiveStrategy::Disturbed(const Judged& failure) const {
+  // The two highest passes below the failure on their own readings.
+  const StepOutcome* top = nullptr;
+  const StepOutcome* below = nullptr;
+  const StepOutcome& f = failure.outcome;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || !o.passed || o.rate_qps >= f.rate_qps) continue;
+    if (top == nullptr || o.rate_qps > top->rate_qps) {
+      if (top != nullptr) below = top;
+      top = &o;
+    } else if (o.rate_qps < top->rate_qps && (below == nullptr || o.rate_qps > below->rate_qps)) {
+      below = &o;
+    }
+  }
+  if (top == nullptr || below == nullptr) return false;
+  if (!(f.limit_ratio > 0 && top->limit_ratio > 0 && below->limit_ratio > 0)) return false;
+  const double rise_below =
+      std::log(top->limit_ratio / below->limit_ratio) / (top->rate_qps / below->rate_qps - 1);
+  const double jump = std::log(f.limit_ratio / top->limit_ratio);
+  return jump >
+         kReadingNoise + kSteepening * std::max(rise_below, 1.0) * (f.rate_qps / top->rate_qps - 1);
+}
+
+// -------------------------------------------------------- converging, holding, finishing
+
+std::optional<std::string> AdaptiveStrategy::Converged() const {
+  if (!best_ || !lowest_failure_) return std::nullopt;
   // The bests staying put, or the pooled curve, say the search has stopped learning only
-  // while it tests near them: with the lowest failure far above the best (a disturbance
-  // failed a low step and the search climbed past it), the limit may be anywhere between.
+  // while it tests near them.
   const bool bracket_near =
-      best_ && lowest_failure_ &&
       *lowest_failure_ - *best_ <= kConvergedBracketEpsilons * epsilon_ * *best_;
   if (best_history_.size() >= 3 && bracket_near &&
       last_failure_at_ > best_recorded_at_[best_recorded_at_.size() - 3]) {
     const std::vector<double> last_three(best_history_.end() - 3, best_history_.end());
     if (CoefficientOfVariation(last_three) < epsilon_) {
-      return FinishOrConfirm("converged (CV of the last three best rates below epsilon)");
+      return "converged (CV of the last three best rates below epsilon)";
     }
   }
-  if (best_ && lowest_failure_ && *lowest_failure_ - *best_ <= Resolution() * *best_) {
-    return FinishOrConfirm("converged (bracket below resolution)");
+  if (*lowest_failure_ - *best_ <= Resolution() * *best_) {
+    return "converged (bracket below resolution)";
   }
-  // The pooled tail curve of the neighbourhood puts the limit within half the resolution
-  // above the best pass: a further step could only move the estimate by less than that.
   if (bracket_near && curve_ && curve_->Crossing() >= *best_ &&
       curve_->Crossing() - *best_ <= 0.5 * epsilon_ * *best_) {
-    return FinishOrConfirm("converged (pooled tail curve crosses the limit just above the best)");
+    return "converged (pooled tail curve crosses the limit just above the best)";
   }
-  if (!best_ && lowest_failure_ && q_ <= min_qps_) {
-    // Nothing below to lend the step its requests: a failure on the tail alone is measured
-    // again at min_qps, and the steps there are judged together (they share one pooled
-    // value), before the test is given up.
-    int at_min = 0;
-    for (const Judged& j : judged_) at_min += j.outcome.rate_qps == q_ ? 1 : 0;
-    if (last->passed_apart_from_tail && last->tail_samples > 0 && at_min < kTailJudgingSteps) {
-      return RunStep{q_};
+  return std::nullopt;
+}
+
+Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
+  converged_why_ = why;
+  if (steps_ < max_steps_) {
+    if (std::optional<double> again = FailureToRemeasure(/*finishing=*/true)) {
+      return Remeasure(*again);
     }
-    return Finish(false, "min_qps already fails");
   }
-  if (passed && q_ >= max_qps_) return Finish(false, "max_qps holds the SLO");
-  if (steps_ >= max_steps_) return Finish(best_ && lowest_failure_, "step limit reached");
-  q_ = Place(next);
-  return RunStep{q_};
+  const double estimate = std::max(min_qps_, Estimate());
+  if (hold_held_.value_or(false) && hold_rate_ && SameRate(*hold_rate_, estimate)) {
+    return Finish(true, why);
+  }
+  if (holds_ < kMaxHolds && steps_ < max_steps_) return StartHold(estimate);
+  if (hold_held_.value_or(false)) return Finish(true, why);
+  return Finish(false, holds_ > 0 ? "the estimate's hold did not hold"
+                                  : "no steps left to hold the estimate");
+}
+
+RunStep AdaptiveStrategy::StartHold(double rate) {
+  ++holds_;
+  hold_rate_ = rate;
+  hold_parts_ = 0;
+  hold_held_.reset();
+  q_ = rate;
+  purpose_ = Purpose::kHold;
+  hold_ = HoldChunk(rate);
+  return RunStep{q_, hold_};
+}
+
+std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why) {
+  const Judged& last = judged_.back();
+  hold_parts_ += last.hold;
+  // The hold is judged on its own chunks pooled (never with the short steps at its rate).
+  double over = 0, requests = 0, se_sq = 0;
+  bool others_held = true, se_known = true;
+  for (const Judged& j : judged_) {
+    if (!j.is_hold || j.expired || j.outcome.rate_qps != *hold_rate_) continue;
+    const StepOutcome& o = j.outcome;
+    const double n = static_cast<double>(o.tail_samples);
+    over += o.tail_ratio * n;
+    requests += n;
+    se_sq += n * n * o.tail_ratio_se * o.tail_ratio_se;
+    others_held &= o.tail_samples > 0 ? o.passed_apart_from_tail : o.passed;
+    se_known &= o.tail_units >= 2 && o.tail_samples > 0;
+  }
+  const double ratio = requests > 0 ? over / requests : (others_held ? 0 : 2);
+  const double se = requests > 0 ? std::sqrt(se_sq) / requests : 0;
+  const bool rising = last.outcome.backlog_rising;
+  const double horizon_parts = horizon_s_ / StepSeconds();
+  const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
+  const bool enough_requests = requests * kTailAllowedFraction >= kHoldTailEvents;
+  // Without tail samples the chunks' own verdicts are all there is.
+  const bool sure_pass = others_held && !rising && ratio <= 1 && hold_parts_ >= kMinHold &&
+                         (se_known ? ratio + 2 * se < 1 : enough_requests || requests == 0);
+  const bool sure_fail =
+      !others_held || (se_known ? ratio - 2 * se > 1 : ratio > 1 && enough_requests);
+  const bool passes = others_held && !rising && ratio <= 1;
+  verification_ = absl::StrFormat(
+      "held %.4g req/s for %.3g parts (%.0f s, horizon %.0f s): tail ratio %.3g%s over %.0f "
+      "requests%s",
+      *hold_rate_, hold_parts_, hold_parts_ * StepSeconds(), horizon_s_, ratio,
+      se_known ? absl::StrFormat(" +- %.2g", se) : std::string(), requests,
+      rising ? ", backlog rising" : "");
+  if (sure_pass || (at_horizon && passes)) {
+    hold_held_ = true;
+    absl::StrAppend(&verification_, ": held");
+    return Finish(true, why);
+  }
+  if (sure_fail || at_horizon) {
+    hold_held_ = false;
+    absl::StrAppend(&verification_, ": did not hold");
+    failed_holds_.push_back(*hold_rate_);
+    PoolVerdicts();
+    return std::nullopt;  // the search goes on from the new bracket
+  }
+  if (steps_ >= max_steps_) return Finish(false, "step limit reached during the hold");
+  // Each chunk twice the last, up to the horizon: few steps (and leads) per hold.
+  purpose_ = Purpose::kHold;
+  hold_ = std::max(1.0, std::min(2 * last.hold, horizon_parts - hold_parts_));
+  return RunStep{q_, hold_};
+}
+
+Decision AdaptiveStrategy::FinishAtLeast() {
+  Done done;
+  done.max_sustainable_qps = done.best_pass_qps = max_qps_;
+  done.at_least = true;
+  done.converged = false;
+  done.confidence_low_qps = max_qps_;
+  done.confidence_high_qps = 0;  // not known: the range ended first
+  done.drift_flags = drift_flags_;
+  done.verification = "not held: the range's top passed";
+  done.summary = absl::StrFormat(
+      "adaptive: max_qps holds the SLO after %d steps: capacity at least %g req/s (the range's "
+      "top, not the capacity; raise max_qps to measure it)",
+      steps_, max_qps_);
+  done_ = done;
+  return done;
+}
+
+Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
+  Done done;
+  const bool held = hold_held_.value_or(false) && hold_rate_;
+  done.best_pass_qps = best_.value_or(0);
+  done.max_sustainable_qps = held ? *hold_rate_ : Estimate();
+  done.converged = converged;
+  done.confidence_low_qps = done.max_sustainable_qps;
+  done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
+  done.drift_flags = drift_flags_;
+  done.verification = verification_.empty() ? "not held" : verification_;
+  if (!converged) done.more_time_needed_s = MoreTimeNeeded();
+  std::string notes;
+  if (curve_)
+    absl::StrAppendFormat(&notes, "; pooled tail curve reaches the limit at %.4g qps",
+                          curve_->Crossing());
+  if (invalid_steps_ > 0) {
+    absl::StrAppendFormat(
+        &notes, "; %d rate(s) failed because the load generator was invalid twice", invalid_steps_);
+  }
+  for (double r : remeasured_)
+    absl::StrAppendFormat(&notes, "; the failure at %g qps measured again", r);
+  if (!drift_flags_.empty()) {
+    absl::StrAppendFormat(&notes, "; %d reading(s) expired", drift_flags_.size());
+  }
+  if (best_ && lowest_failure_) {
+    absl::StrAppendFormat(&notes,
+                          "; estimate %.6g qps: the best pass %g qps less its resolution %.3g%%",
+                          Estimate(), *best_, 100 * Resolution());
+  }
+  absl::StrAppendFormat(&notes, "; verification: %s", done.verification);
+  if (!converged && done.more_time_needed_s > 0) {
+    absl::StrAppendFormat(&notes, "; undecided: about %.0f s more would decide",
+                          done.more_time_needed_s);
+  }
+  done.summary = absl::StrFormat(
+      "adaptive: %s after %d steps; best %g qps, lowest failure %s%s", why, steps_,
+      best_.value_or(0),
+      lowest_failure_ ? absl::StrFormat("%g qps", *lowest_failure_) : std::string("none"), notes);
+  done_ = done;
+  return done;
+}
+
+// ------------------------------------------------------------------------- figures
+
+double AdaptiveStrategy::Estimate() const {
+  if (!best_) return 0;
+  return lowest_failure_ ? *best_ * (1 - Resolution()) : *best_;
+}
+
+double AdaptiveStrategy::MoreTimeNeeded() const {
+  double steps = 0;
+  if (best_ && lowest_failure_) {
+    // Halvings of the bracket down to the resolution.
+    const double relative = (*lowest_failure_ - *best_) / *best_;
+    steps = std::max(0.0, std::ceil(std::log2(relative / Resolution())));
+  } else if (best_) {
+    steps = std::ceil(std::log(max_qps_ / *best_) / std::log(kMaxGrowth)) + 3;
+  } else {
+    return 0;
+  }
+  const double hold_parts = std::min(horizon_s_ / StepSeconds(), kMaxHoldChunk);
+  return (steps + hold_parts) * StepSeconds();
+}
+
+int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {
+  int64_t fewest = 0;
+  for (const Judged& j : judged_) {
+    const auto n = static_cast<int64_t>(static_cast<double>(j.outcome.tail_samples) / j.hold);
+    if (j.outcome.rate_qps == rate && n > 0) fewest = fewest > 0 ? std::min(fewest, n) : n;
+  }
+  return fewest;
+}
+
+double AdaptiveStrategy::Resolution() const {
+  const int64_t n = best_ ? RequestsPerStepAt(*best_) : 0;
+  return n > 0 ? std::max(epsilon_, 1 / std::sqrt(static_cast<double>(n))) : epsilon_;
+}
+
+double AdaptiveStrategy::StepSeconds() const {
+  std::vector<double> seconds;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    const double rate = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    if (o.tail_samples > 0 && rate > 0) {
+      seconds.push_back(static_cast<double>(o.tail_samples) / rate / j.hold);
+    }
+  }
+  if (seconds.empty()) return kAssumedStepS;
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+double AdaptiveStrategy::HoldChunk(double rate) const {
+  const int64_t at_best = best_ ? RequestsPerStepAt(*best_) : 0;
+  const double per_part = at_best > 0 ? static_cast<double>(at_best) : StepSeconds() * rate;
+  double parts = kMinHold;
+  if (per_part > 0) {
+    parts = std::clamp(kHoldTailEvents / kTailAllowedFraction / per_part, kMinHold, kMaxHoldChunk);
+  }
+  const double horizon_parts = horizon_s_ / StepSeconds();
+  return std::max(1.0, std::min(parts, horizon_parts - hold_parts_));
+}
+
+bool AdaptiveStrategy::SameRate(double a, double b) const {
+  return std::abs(a - b) <= kSameRate * std::max(a, b);
 }
 
 }  // namespace vanguard::worker

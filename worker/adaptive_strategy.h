@@ -1,112 +1,35 @@
-// The adaptive feedback-driven search (the paper's Algorithm 1).
+// The adaptive capacity search: geometric growth while far below the limit, then a bracket
+// refined by the steps' own feedback, pooled verdicts, and a final hold of the estimate.
 //
 //   vanguard::v1::AdaptiveStrategy config;
 //   config.set_min_qps(10); config.set_max_qps(1000);
-//   ASSIGN_OR_RETURN(auto search, AdaptiveStrategy::Create(config));
+//   ASSIGN_OR_RETURN(auto search, AdaptiveStrategy::Create(config, /*horizon_s=*/300));
 //
-// Starting at q = min_qps with step = (max_qps - min_qps) / 4, after each step:
-//  - passed and HEALTHY: best = max(best, q); q += step;
-//  - passed and WARN or worse: best = max(best, q); step *= alpha per health level above the
-//    highest level seen so far; q += step  (dampening). The paper dampens on every WARN step,
-//    which bounds the rest of the climb by one step; dampening per newly reached level keeps
-//    the nearer-the-limit-the-smaller-the-move behaviour without that cap. Three HEALTHY
-//    passes in a row before any failure undo one dampening (a noisy early step must not
-//    leave the search crawling);
-//  - failed, but only through at most tau isolated spike windows (the per-window hysteresis
-//    state never reached UNHEALTHY): noise, q += step * alpha, best unchanged  (spike
-//    tolerance);
-//  - otherwise: q -= step, step *= alpha  (backtracking; never back to or below the best,
-//    which is known to hold: best + the damped step instead);
-// Every change of the best is recorded. The search stops when the coefficient of
-// variation of the last three recorded bests is below epsilon and a step has failed since
-// the first of them was recorded (convergence detection: the bests stay put while the
-// search keeps testing above them; bests that only climb by damped steps, every step a
-// pass, are not converged however close together they are) and the lowest failure lies
-// within kConvergedBracketEpsilons * epsilon of the best (bests that stay put say nothing
-// while the search tests far above them: a stall failed a low step, the pooled verdicts let
-// it pass later, and the limit may be anywhere up to the lowest failure); when the gap
-// between the best and the lowest failure is within the resolution of the best (epsilon,
-// or 1 / sqrt(requests)
-// of a step there when that is wider: a step of 300 requests offers its rate to within about
-// 6%, and bracketing an LLM's limit to 2% with such steps only spends steps on noise); when
-// the pooled tail curve (below) crosses the limit within epsilon / 2 above the best (with the
-// same bound on the lowest failure); or after max_steps steps.
-//
-// Feedback placement once the limit is bracketed (an extension of the paper's fixed moves):
-// every step reports limit_ratio, the binding SLO metric over its limit (1.0 at the limit).
-// Near a capacity cliff latency climbs roughly exponentially with the rate, so log(ratio)
-// is close to linear in it: interpolating log(ratio) between the best pass and the lowest
-// failure predicts the rate where the ratio reaches 1. After a pass the next step aims
-// margin = 0.4 * epsilon * best above that prediction, after a failure the same margin
-// below it, so that a good prediction closes the bracket to within epsilon in two steps;
-// the aim is kept min(10% of the bracket, margin) inside both ends, so a poor prediction
-// (noise) still shrinks the bracket by at least that much per step. When the same end moved on
-// the step before too, the prediction keeps landing next to it (regula falsi stagnating on a
-// curve bent away from the interpolation): as in the Illinois variant, the log ratio of the
-// end that stayed is halved for each such step, which pulls the prediction towards it. Without
-// usable ratios (no pass below 1, failure not above 1) the paper's moves apply unchanged.
-//
-// Pooled tail verdicts (also beyond the paper): near the limit a 3 s step's p99 is a noisy
-// reading, and a rare disturbance (a stall) decides whichever step it lands in. Every step
-// reports the fraction of its requests over each p99 limit; after each step the fractions of
-// all steps are fitted non-decreasing in the rate (tail_pooling.h) and a step passes when it
-// held every other check and its fitted tail ratio is at most 1. best_ and lowest_failure_
-// come from these pooled verdicts (so a lucky pass whose neighbours show it cannot hold is
-// no longer the best), and so does the move after the step. Steps without tail samples keep
-// their own verdict, which is the paper's behaviour.
-//
-// Confirmation hold (beyond the paper; opt-in: AdaptiveStrategy.confirm_best). The estimate's
-// correction (below) answers the winner's curse at no cost in time; a hold answers it by
-// measuring, for one long step more (on the simulator's profiles 1.5x the search's time in
-// virtual time, a lower mean error, estimates further below the capacity: docs/strategies.md).
-// The best is the highest of several short passes near
-// the limit, and near the limit the share of requests over a p99 limit is often set by rare
-// events (a stall, a burst of arrivals, a queue that takes tens of seconds to build): most
-// short steps just above the limit see none of them and pass, so the best of a few such
-// passes leans above the long-run capacity. Before a converged search finishes, its best is
-// run once more for kConfirmationHold times a step's measured part or longer, and must pass on
-// its own: pooled with the short step(s) there, a hold reading over the limit could still be
-// carried by an earlier lucky reading, which is what the hold is there to check. Its length is
-// counted in requests too: a p99 verdict over a few hundred requests rests on a handful of
-// them over the limit, and a slow model (an LLM at 30 req/s) shows the episodes that set its
-// long-run tail (its sequence slots filling up for a while) only over a minute or more, so the
-// hold lasts until kHoldTailEvents requests would be over the limit at exactly the limit
-// (2000 requests for p99), at most kMaxHold steps. A hold that fails
-// makes its rate a failure (whatever the pooled fit says) and the search goes on from the new
-// bracket (finishing at once when that is within resolution); at most kMaxConfirmations
-// holds per test, never beyond max_steps. When a hold held and the pooled verdicts then move
-// the best above the held rate by no more than the resolution (above), the held rate stands
-// for the best (the estimate is taken from it): the difference is not one the steps can show,
-// and only the held rate was run long enough to claim. Estimates lean conservative for it, at
-// the cost of one longer step.
-//
-// Two guards the paper leaves implicit: q never goes above max_qps nor below min_qps, and
-// never at or above a rate that already failed (it goes halfway to it instead), so the
-// search does not repeat a known failure.
-//
-// Estimate (beyond the paper): the best less its resolution (above), once a failure brackets
-// it; CI [estimate, lowest failure]. The best is the highest of several passes near the limit,
-// each a noisy reading that places its rate only to within the resolution, so the highest of
-// them leans above the capacity (the winner's curse): by up to a resolution when a step there
-// passed on a lucky sample. Taking the resolution off reports the rate the steps show to hold
-// with their noise allowed for, which leans conservative, as a capacity plan needs; the summary
-// names the best pass too. Without a failure above (max_qps holds, the step limit before any
-// failure) the best is the estimate.
-//
-// A failure that reads like a disturbance is measured again (beyond the paper). Before a
-// converged search finishes, the lowest step that failed on its own reading is compared with
-// the two highest passes below it: near a capacity cliff log(limit ratio) rises steeply but
-// smoothly with the rate, while a rare stall lifts one step's p99 far above its neighbours'
-// (ranking in virtual time: 1.17 of the limit at 1495.5 req/s against 0.58 at 1492.1, the
-// capacity ~3000). When that failure's log ratio exceeds the pass's just below it by more
-// than a reading's noise (kReadingNoise) plus kSteepening times the rise of log(ratio) per
-// relative rate between the two passes (at least 1) over the gap, the failure's rate is run
-// once more as an ordinary step, judged with the first reading (pooled), and the search goes
-// on from what they show; once per test. The second reading is not a move: it leaves the step
-// size, the dampening and the healthy run alone.
-//
-// A step whose client was not valid is rerun once; invalid again, it counts as a failure
-// (a rate whose load cannot even be generated on schedule is not claimed).
+// The phases, each a function below (docs/strategies.md has the reasons and the figures):
+//  - Grow: from min_qps, each pass multiplies the rate by its headroom (1 / limit ratio,
+//    between kMinGrowth and kMaxGrowth), never above max_qps: the range bounds the cost,
+//    not the answer. A max_qps that holds ends the test with Done.at_least.
+//  - Refine: once a failure lies above the best pass, the next rate is interpolated on
+//    log(limit ratio) between them (Illinois-weighted regula falsi), else bisected, and kept
+//    inside the bracket (a wide one shrinks by at least a quarter of its log width per step).
+//  - Verdicts: every step is re-judged after each step from the pooled tail fit of all the
+//    readings still in force (tail_pooling.h); a failure through at most tau isolated spike
+//    windows is noise.
+//  - Expiry: a later reading within kSameRate of an earlier one that contradicts it (opposite
+//    own verdicts, or tail ratios apart by more than kContradictionZ combined standard errors
+//    when both are known) expires the earlier one (Done.drift_flags names both).
+//  - Re-measuring: the lowest failure is measured again (once per rate) when passes lie above
+//    it, and before the search ends on it when it looks like a disturbance, was measured in
+//    the first kWarmingSteps steps, or before a later reading showed the model got faster.
+//  - Extending: an undecided step (|tail ratio - 1| < 2 standard errors over >= 2 units, or a
+//    pass whose backlog rose) is run again at its rate with a longer hold, up to
+//    kMaxExtensions times; a backlog still rising after them is a failure.
+//  - Holding: a converged search holds its estimate (not its best pass) in chunks until the
+//    reading is confident or the sustained horizon is covered; a failed hold makes its rate
+//    and everything above it a failure and the search goes on (at most kMaxHolds holds).
+//  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
+//    rules) and the hold held; at max_steps the result is converged=false with the interval
+//    and Done.more_time_needed_s.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -126,124 +49,188 @@ namespace vanguard::worker {
 
 class AdaptiveStrategy : public Strategy {
  public:
-  static constexpr double kDefaultDamping = 0.5;
   static constexpr int kDefaultSpikeTolerance = 2;
   static constexpr double kDefaultConvergenceCv = 0.02;
-  static constexpr int kDefaultMaxSteps = 20;
-  // Passing HEALTHY steps in a row (before any failure) that undo one dampening.
-  static constexpr int kRecoverAfter = 3;
-  // The neighbourhood fitted with one tail curve: from kCurveBelow times the best pass to
-  // the lowest failure (isotonic verdicts). Rates beyond the lowest failure say nothing
-  // about where the limit is crossed, and an overloaded model's readings (most requests
-  // over the limit) would bend a curve fitted through the crossing.
+  static constexpr int kDefaultMaxSteps = 30;
+  static constexpr double kDefaultHorizonS = 300;
+  // Growth per pass before any failure: 1 / limit ratio, within these bounds.
+  static constexpr double kMaxGrowth = 4;
+  static constexpr double kMinGrowth = 1.15;
+  // Readings this close (relative) are at the same rate for expiry.
+  static constexpr double kSameRate = 0.02;
+  static constexpr double kContradictionZ = 2;
+  // Failures among the first steps may have been measured on a model still warming.
+  static constexpr int kWarmingSteps = 3;
+  // A later reading at a rate at least as high whose limit ratio is below this share of an
+  // earlier one's: the model got faster since (warming, drift).
+  static constexpr double kFasterRatio = 0.7;
+  // Longer holds of an undecided step, at most this many per rate.
+  static constexpr int kMaxExtensions = 2;
+  // The neighbourhood fitted with one tail curve starts at this share of the best pass.
   static constexpr double kCurveBelow = 0.8;
   // Convergence by the bests' CV or by the pooled curve needs the lowest failure within this
-  // many epsilons of the best (10% at the default epsilon).
+  // many epsilons of the best.
   static constexpr double kConvergedBracketEpsilons = 5;
-  // Confirmation holds before a converged search finishes, and their length in steps: at
-  // least kConfirmationHold, and long enough that kHoldTailEvents requests are expected over
-  // a p99 limit when the model sits exactly at it (2000 requests for p99, counted from the
-  // requests of a step at the best), at most kMaxHold.
-  static constexpr int kMaxConfirmations = 1;
-  static constexpr double kConfirmationHold = 2;
+  // The final hold: chunks of at least kMinHold parts, long enough for kHoldTailEvents
+  // requests over a p99 limit at the limit, at most kMaxHoldChunk parts; the horizon caps
+  // the total. At most kMaxHolds holds per test.
+  static constexpr double kMinHold = 2;
   static constexpr double kHoldTailEvents = 20;
-  static constexpr double kMaxHold = 10;
-  // A failure is measured again before a search ends when its log limit ratio exceeds the
-  // pass's below it by more than kReadingNoise plus kSteepening times the rise between the two
-  // passes below it (per relative rate, at least 1) over the gap (see the header).
+  static constexpr double kMaxHoldChunk = 10;
+  static constexpr int kMaxHolds = 2;
+  // Measured seconds of a step when no step reported its requests.
+  static constexpr double kAssumedStepS = 3;
+  // A failure is a disturbance when its log limit ratio exceeds the pass's below it by more
+  // than kReadingNoise plus kSteepening times the rise between the two passes below it.
   static constexpr double kReadingNoise = 0.3;
   static constexpr double kSteepening = 10;
 
-  // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters.
+  // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters, or
+  // "horizon_s" when it is not positive. `damping` and `confirm_best` are accepted and
+  // ignored (the growth and the hold replaced them).
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
-      const vanguard::v1::AdaptiveStrategy& config);
+      const vanguard::v1::AdaptiveStrategy& config, double horizon_s = kDefaultHorizonS);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
   std::string name() const override { return "adaptive"; }
 
  private:
-  AdaptiveStrategy(double min_qps, double max_qps, double alpha, int tau, double epsilon,
-                   int max_steps, bool confirm_best)
+  // Why the step in flight runs.
+  enum class Purpose { kMove, kInvalidRerun, kRemeasure, kExtension, kHold };
+
+  // One reading as the pooled verdicts see it.
+  struct Judged {
+    StepOutcome outcome;
+    int step = 0;          // 1-based index of the step
+    double hold = 1;       // its measured part in usual parts
+    bool noise = false;    // failed through spikes alone: never counted as a failure
+    bool is_hold = false;  // a final hold's chunk
+    bool expired = false;  // a later reading at its rate contradicted it
+    bool empty = false;    // measured no request: no evidence (kept out like an expired one)
+  };
+
+  AdaptiveStrategy(double min_qps, double max_qps, int tau, double epsilon, int max_steps,
+                   double horizon_s)
       : min_qps_(min_qps),
         max_qps_(max_qps),
-        alpha_(alpha),
         tau_(tau),
         epsilon_(epsilon),
         max_steps_(max_steps),
-        confirm_best_(confirm_best),
-        q_(min_qps),
-        step_((max_qps - min_qps) / 4),
-        initial_step_(step_) {}
+        horizon_s_(horizon_s),
+        q_(min_qps) {}
 
-  // One judged step as the pooled verdicts see it.
-  struct Judged {
-    StepOutcome outcome;
-    bool noise = false;  // failed through spikes alone: never counted as a failure
-    // A confirmation hold that failed on its own: its rate fails whatever the pooled fit.
-    bool failed_hold = false;
-  };
-  // Recomputes every judged step's verdict from the pooled tail fit (steps without tail
-  // samples keep their own verdict), then best_, lowest_failure_ and their ratios. Returns
-  // the pooled verdict of the last step.
+  // The next step after a move, a re-measure or a decided extension: the range's ends, a
+  // failure to measure again, convergence, the budget, else Grow or Refine.
+  Decision Decide(bool passed, Purpose purpose);
+
+  // --- Recording a step ---
+  // Appends the step's reading (invalid twice: a failure), expires what it contradicts and
+  // re-pools; returns the pooled verdict of its rate.
+  bool Record(StepOutcome outcome, Purpose purpose);
+  // Marks older readings near `newer`'s rate that it contradicts as expired (drift_flags_).
+  void ExpireContradicted(const Judged& newer);
+  // Whether `newer` contradicts `older` (see the header).
+  static bool Contradicts(const Judged& older, const Judged& newer);
+  // Re-judges every reading in force from the pooled tail fit (steps without tail samples
+  // keep their own verdict), vetoes rates at or above a failed hold, and sets best_,
+  // lowest_failure_ and the ratios feedback placement reads. Returns the last step's verdict.
   bool PoolVerdicts();
-  // The next rate after moving to `target`: clamped to the range and kept below failures.
-  double Place(double target) const;
-  // The feedback placement above, or nullopt when the ratios cannot predict the limit.
-  std::optional<double> FeedbackPlacement(bool after_pass) const;
-  Decision Finish(bool converged, const std::string& why);
-  // Requests measured by the steps run at `rate` (the fewest of them; 0: none).
-  int64_t RequestsPerStepAt(double rate) const;
-  // The relative bracket a short step at the best can resolve: epsilon, or the scatter of its
-  // Poisson arrivals (1 / sqrt(requests)) when that is wider.
-  double Resolution() const;
-  // The rate of the lowest step that failed on its own reading when its limit ratio jumps
-  // from the passes below by more than a reading's noise and a steepening curve allow (see
-  // the header); nullopt otherwise.
-  std::optional<double> DisturbedFailure() const;
-  // A converged search's finish, unless a failure that looks like a disturbance has not been
-  // measured again yet or (confirm_best) the best has not been held yet (see the header).
-  Decision FinishOrConfirm(const std::string& why);
+  // The ratios feedback placement interpolates at the best and lowest failure (judged_
+  // indices, -1: none): the pooled tail ratios when the best's step could read its own, else
+  // the steps' limit ratios.
+  void SetPlacementRatios(size_t best, size_t failure, const std::vector<double>& fitted);
 
-  const double min_qps_, max_qps_, alpha_;
+  // --- Deciding the next step ---
+  // Grow phase: the next rate before any failure (after noise: by kMinGrowth only).
+  double Grow(bool noise) const;
+  // Refine phase: the next rate inside the bracket after a pass, failure or noise; only a
+  // move (`is_move`) updates the Illinois weights.
+  double Refine(bool after_pass, bool noise, bool is_move);
+  // The feedback placement, or nullopt when the ratios cannot predict the limit.
+  std::optional<double> FeedbackPlacement(bool after_pass) const;
+  // Clamped to the range and kept below known failures.
+  double Place(double target) const;
+  // A longer hold of an undecided last step, or nullopt.
+  std::optional<RunStep> Extension(const StepOutcome& last);
+  // Runs `rate` again as an ordinary step (a second reading, not a move).
+  Decision Remeasure(double rate);
+  // The rate of a failure to measure again now (non-monotone evidence), or before finishing
+  // too (`finishing`: disturbed, early, or older than evidence that the model got faster).
+  std::optional<double> FailureToRemeasure(bool finishing) const;
+  // The lowest failure on its own reading still in force, or nullptr.
+  const Judged* LowestOwnFailure() const;
+  // Whether the model read faster after step `step` (see kFasterRatio).
+  bool FasterSince(int step) const;
+  // DisturbedFailure: `failure` jumps far above the curve of the passes below it.
+  bool Disturbed(const Judged& failure) const;
+
+  // --- Converging, holding, finishing ---
+  // The reason the bracket has converged, or nullopt.
+  std::optional<std::string> Converged() const;
+  // Before a converged search finishes: a re-measure, a hold, or the finish.
+  Decision BeforeFinish(const std::string& why);
+  // Starts a hold at `rate` (the estimate), its first chunk.
+  RunStep StartHold(double rate);
+  // After a hold's chunk: another chunk, the finish, or back to the search (failed hold).
+  std::optional<Decision> AfterHoldChunk(const std::string& why);
+  Decision Finish(bool converged, const std::string& why);
+  // max_qps passed before any failure: "at least max_qps", never the capacity.
+  Decision FinishAtLeast();
+
+  // --- Figures ---
+  // The estimate: the best less its resolution once a failure brackets it, else the best.
+  double Estimate() const;
+  // About how many seconds of measuring would decide an unconverged search.
+  double MoreTimeNeeded() const;
+  // Requests measured per usual part at `rate` (the fewest of its steps; 0: none).
+  int64_t RequestsPerStepAt(double rate) const;
+  // The relative bracket a short step at the best can resolve: epsilon, or 1 / sqrt(requests).
+  double Resolution() const;
+  // Measured seconds of a usual part (requests / rate), else kAssumedStepS.
+  double StepSeconds() const;
+  // The number of usual parts a hold chunk at `rate` lasts.
+  double HoldChunk(double rate) const;
+  // Readings in force at the same rate as `rate` (kSameRate).
+  bool SameRate(double a, double b) const;
+
+  const double min_qps_, max_qps_;
   const int tau_;
   const double epsilon_;
   const int max_steps_;
-  const bool confirm_best_;  // confirmation holds are run (see the header)
+  const double horizon_s_;
 
   double q_;
-  double step_;
-  double initial_step_;
+  Purpose purpose_ = Purpose::kMove;  // of the step in flight
+  double hold_ = 1;                   // of the step in flight
   std::optional<double> best_;
   std::optional<double> lowest_failure_;
-  // The ratios feedback placement interpolates: the pooled tail ratios at best_ and
-  // lowest_failure_ when both are usable and the best's step could read its own (see
-  // PoolVerdicts), else the steps' limit ratios.
   double best_ratio_ = 0;
   double failure_ratio_ = 0;
   std::vector<Judged> judged_;
-  std::optional<TailCurve> curve_;  // the neighbourhood's fitted tail curve, when it has one
-  // Whether the last feedback placement followed a pass (the lower end moved) or a failure,
-  // and the Illinois weights of the two ends' log ratios.
+  std::optional<TailCurve> curve_;
   std::optional<bool> last_placement_after_pass_;
   double low_scale_ = 1;
   double high_scale_ = 1;
   std::vector<double> best_history_;
-  std::vector<int> best_recorded_at_;  // steps_ when each best_history_ entry was recorded
-  int last_failure_at_ = 0;            // steps_ of the latest step judged a failure
+  std::vector<int> best_recorded_at_;
+  int last_failure_at_ = 0;
   int steps_ = 0;
-  int noise_steps_ = 0;
   int invalid_steps_ = 0;
-  int highest_level_ = vanguard::v1::HEALTH_STATE_HEALTHY;
-  int healthy_run_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
-  double hold_ = 1;               // the hold of the step in flight (for its rerun)
-  double confirmation_hold_ = 0;  // the length of the last confirmation hold, in steps
-  int confirmations_ = 0;
-  std::optional<double> confirmed_;        // the best the last confirmation hold was run at
-  std::optional<double> failure_checked_;  // the lowest failure measured again (see the header)
-  bool checking_failure_ = false;          // the step in flight measures it again
-  bool last_hold_passed_ = false;          // that hold's own verdict
+  std::vector<double> remeasured_;  // failure rates measured again
+  std::vector<std::string> drift_flags_;
+  // Extensions run at the rate of the last extended step.
+  std::optional<double> extended_rate_;
+  int extensions_ = 0;
+  // The final hold.
+  int holds_ = 0;
+  std::optional<double> hold_rate_;   // the rate of the hold in progress or last run
+  double hold_parts_ = 0;             // parts held at hold_rate_ so far
+  std::optional<bool> hold_held_;     // the last hold's outcome, once decided
+  std::vector<double> failed_holds_;  // rates where a hold failed
+  std::string verification_;
+  std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
 };
 

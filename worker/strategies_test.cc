@@ -89,7 +89,7 @@ StrategyRun Drive(Strategy& strategy, const std::function<StepOutcome(double)>& 
       strategy, [&](const RunStep& step) { return predictor(step.rate_qps); }, limit);
 }
 
-// The rates of the steps run as confirmation holds.
+// The rates of the steps run as holds (of the estimate, or longer looks at an undecided step).
 std::vector<double> HoldRates(const StrategyRun& run) {
   std::vector<double> rates;
   for (size_t i = 0; i < run.rates.size(); ++i) {
@@ -208,13 +208,11 @@ StepOutcome WithLimitRatio(double rate, double capacity, double limit_ratio) {
 }
 
 // An adaptive search over [min_qps, max_qps], default parameters otherwise.
-std::unique_ptr<Strategy> Adaptive(double min_qps = 50, double max_qps = 2000, int max_steps = 0,
-                                   bool confirm_best = false) {
+std::unique_ptr<Strategy> Adaptive(double min_qps = 50, double max_qps = 2000, int max_steps = 0) {
   vanguard::v1::AdaptiveStrategy c;
   c.set_min_qps(min_qps);
   c.set_max_qps(max_qps);
   c.set_max_steps(max_steps);
-  c.set_confirm_best(confirm_best);
   auto s = AdaptiveStrategy::Create(c);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
@@ -250,9 +248,10 @@ TEST(AdaptiveStrategyTest, BestsClimbingByDampedStepsAreNotConvergence) {
 }
 
 TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) {
-  // The first step (at min_qps) catches a stall: 2.6% of its requests over the limit. Calm
-  // steps at the same rate bring the pooled tail under the limit (two: (2.6 + 0.1 + 0.1) / 3),
-  // and the search goes on; a tail that stays over it ends the test after four.
+  // The first step (at min_qps) catches a stall: 2.6% of its requests over the limit. A calm
+  // step at the same rate contradicts it (pass against fail, no standard errors known): the
+  // stall's reading expires and the search goes on; a tail that stays over the limit ends the
+  // test after four steps judged together.
   for (bool persistent : {false, true}) {
     auto s = Adaptive();
     ASSERT_TRUE(s);
@@ -260,16 +259,20 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
     StrategyRun run = Drive(*s, [&](double r) {
       return WithTail(r, 800, step++ == 0 || persistent ? 2.6 : 0.1, 1000);
     });
-    ASSERT_GE(run.rates.size(), 4u);
-    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
+    ASSERT_GE(run.rates.size(), 3u);
+    for (int i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
     if (persistent) {
       EXPECT_EQ(run.rates.size(), 4u);
-      EXPECT_DOUBLE_EQ(run.rates[3], 50);
+      for (double r : run.rates) EXPECT_DOUBLE_EQ(r, 50);
       EXPECT_EQ(run.done.max_sustainable_qps, 0);
     } else {
-      EXPECT_GT(run.rates[3], 50);
-      EXPECT_TRUE(run.done.converged);
+      EXPECT_GT(run.rates[2], 50);
+      EXPECT_TRUE(run.done.converged) << run.done.summary;
       EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.05 * 800);
+      ASSERT_FALSE(run.done.drift_flags.empty());
+      EXPECT_NE(run.done.drift_flags[0].find("reading at 50 req/s (step 1) expired"),
+                std::string::npos)
+          << run.done.drift_flags[0];
     }
   }
   // A failure of anything else at min_qps ends the test at once.
@@ -278,46 +281,76 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
   EXPECT_EQ(run.rates.size(), 1u);
 }
 
-TEST(AdaptiveStrategyTest, AConvergedSearchFinishesWithoutAHoldUnlessAskedFor) {
+TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
+  // The hold runs at the estimate (the best pass less its resolution), not at the best, and
+  // is the last step; the result says what was held and what it read.
   auto s = Adaptive();
   ASSERT_TRUE(s);
   StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
   ASSERT_TRUE(run.done.converged) << run.done.summary;
-  EXPECT_TRUE(HoldRates(run).empty()) << ::testing::PrintToString(run.rates);
-  EXPECT_EQ(run.done.summary.find("confirmation hold"), std::string::npos) << run.done.summary;
+  const std::vector<double> holds = HoldRates(run);
+  ASSERT_EQ(holds.size(), 1u) << ::testing::PrintToString(run.rates);
+  EXPECT_GT(run.holds.back(), 1);
+  EXPECT_DOUBLE_EQ(holds[0], run.rates.back());
+  // The estimate of the moment: the best pass then (800) less its resolution.
+  EXPECT_NEAR(holds[0], 800 * (1 - AdaptiveStrategy::kDefaultConvergenceCv), 20);
+  EXPECT_LT(holds[0], 800 * (1 - AdaptiveStrategy::kDefaultConvergenceCv) + 1e-6);
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, holds[0]);
+  EXPECT_NE(run.done.verification.find(absl::StrFormat("held %.4g req/s", holds[0])),
+            std::string::npos)
+      << run.done.verification;
+  EXPECT_NE(run.done.verification.find(": held"), std::string::npos) << run.done.verification;
 }
 
-TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsBestOnceBeforeFinishing) {
-  auto s = Adaptive(50, 2000, 0, /*confirm_best=*/true);
-  ASSERT_TRUE(s);
-  StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
-  ASSERT_TRUE(run.done.converged) << run.done.summary;
-  // One hold, the last step (it held: the search finished on it), at the best pass.
-  EXPECT_EQ(HoldRates(run), std::vector<double>{run.done.best_pass_qps});
-  EXPECT_EQ(run.holds.back(), AdaptiveStrategy::kConfirmationHold);
-  EXPECT_NE(run.done.summary.find("1 confirmation hold"), std::string::npos) << run.done.summary;
-  EXPECT_NE(
-      run.done.summary.find(absl::StrFormat("the last at %g qps held", run.done.best_pass_qps)),
-      std::string::npos)
-      << run.done.summary;
+TEST(AdaptiveStrategyTest, AHoldStopsEarlyOnceConfidentElseRunsToTheHorizon) {
+  // Readings with batch-means standard errors: a hold reading far below the limit stops after
+  // its first chunk; one whose interval straddles the limit runs on, each chunk twice the
+  // last, until the horizon (here 60 s of 3 s parts: 20 parts) and is judged on its mean.
+  for (bool clear : {true, false}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(50);
+    c.set_max_qps(2000);
+    auto s = AdaptiveStrategy::Create(c, /*horizon_s=*/60);
+    ASSERT_TRUE(s.ok());
+    StrategyRun run = DriveSteps(**s, [&](const RunStep& step) {
+      const double r = step.rate_qps;
+      StepOutcome o = WithTail(r, 2000, r <= 800 ? (step.hold > 1 && !clear ? 0.8 : 0.1) : 3,
+                               static_cast<int64_t>(3 * r * step.hold));
+      o.tail_units = static_cast<int>(6 * step.hold);
+      o.tail_ratio_se = step.hold > 1 && !clear ? 0.5 / std::sqrt(step.hold) : 0.05;
+      return o;
+    });
+    ASSERT_TRUE(run.done.converged) << run.done.summary;
+    double held = 0;
+    for (double h : run.holds) held += h > 1 ? h : 0;
+    if (clear) {
+      EXPECT_EQ(HoldRates(run).size(), 1u) << ::testing::PrintToString(run.holds);
+      EXPECT_DOUBLE_EQ(held, AdaptiveStrategy::kMinHold);
+    } else {
+      EXPECT_GE(held, 20 - 1e-9) << ::testing::PrintToString(run.holds);
+      EXPECT_LE(held, 21) << ::testing::PrintToString(run.holds);
+    }
+    EXPECT_NE(run.done.verification.find("horizon 60 s"), std::string::npos)
+        << run.done.verification;
+  }
 }
 
 TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
-  // At the limit a p99 lets 1% of the requests over it: the hold runs until 20 of them would
-  // be, 2000 requests, however few a step measures; at least two steps, at most ten.
-  for (const auto& [per_step, hold] :
-       std::vector<std::pair<int64_t, double>>{{3000, AdaptiveStrategy::kConfirmationHold},
-                                               {250, 8},
-                                               {100, AdaptiveStrategy::kMaxHold}}) {
-    auto s = Adaptive(50, 2000, 0, /*confirm_best=*/true);
+  // At the limit a p99 lets 1% of the requests over it: the hold's first chunk runs until 20 of
+  // them would be, 2000 requests, however few a step measures; at least two parts, at most ten.
+  for (const auto& [per_step, hold] : std::vector<std::pair<int64_t, double>>{
+           {3000, AdaptiveStrategy::kMinHold}, {250, 8}, {100, AdaptiveStrategy::kMaxHoldChunk}}) {
+    auto s = Adaptive();
     ASSERT_TRUE(s);
-    StrategyRun run =
-        Drive(*s, [&](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3, per_step); });
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+      const auto n = static_cast<int64_t>(static_cast<double>(per_step) * step.hold);
+      return WithTail(step.rate_qps, 800, step.rate_qps <= 800 ? 0.5 : 3, n);
+    });
     ASSERT_TRUE(run.done.converged) << run.done.summary;
-    ASSERT_EQ(HoldRates(run).size(), 1u) << per_step;
-    EXPECT_DOUBLE_EQ(run.holds.back(), hold) << per_step;
-    EXPECT_NE(run.done.summary.find(absl::StrFormat("of %gx a step", hold)), std::string::npos)
-        << run.done.summary;
+    ASSERT_FALSE(HoldRates(run).empty()) << per_step;
+    size_t first = 0;
+    while (run.holds[first] <= 1) ++first;
+    EXPECT_DOUBLE_EQ(run.holds[first], hold) << per_step;
   }
 }
 
@@ -335,11 +368,12 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
     });
     ASSERT_TRUE(run.done.converged) << run.done.summary;
     EXPECT_LE(run.done.best_pass_qps, 800) << run.done.summary;
-    EXPECT_GT(run.done.best_pass_qps, (1 - resolution) * 800) << run.done.summary;
-    EXPECT_NEAR(run.done.max_sustainable_qps, run.done.best_pass_qps * (1 - resolution), 1e-6)
-        << per_step;
+    EXPECT_GE(run.done.best_pass_qps, (1 - resolution) * 800 - 1e-6) << run.done.summary;
+    // The estimate is the rate held: the best pass of the moment (800) less its resolution.
+    EXPECT_NEAR(run.done.max_sustainable_qps, 800 * (1 - resolution), 1e-6) << per_step;
+    EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, HoldRates(run).back());
     EXPECT_DOUBLE_EQ(run.done.confidence_low_qps, run.done.max_sustainable_qps);
-    EXPECT_GT(run.done.confidence_high_qps, 800);
+    EXPECT_GE(run.done.confidence_high_qps, 800);
     EXPECT_NE(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
   }
   // Without a failure above it (max_qps holds the SLO) the best is the estimate.
@@ -352,123 +386,46 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
   EXPECT_EQ(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
 }
 
-TEST(AdaptiveStrategyTest,
-     AHeldRateStandsForTheBestWhenTheBestMovesAboveItByLessThanAStepResolves) {
-  // Steps of 300 requests (an LLM) resolve a rate to about 6%. Calm up to 990, a marginal
-  // reading (1.1 of allowed) up to 1010, overloaded above; a long hold reads calm. Where the
-  // hold's calm reading moves the pooled best above the held rate by less than that, the held
-  // rate stands for the best (the estimate is taken from it): only it was run long enough to
-  // claim.
-  auto s = Adaptive(50, 2000, 0, /*confirm_best=*/true);
-  ASSERT_TRUE(s);
-  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
-    const double r = step.rate_qps;
-    const double tail = step.hold > 1 ? 0 : r <= 990 ? 0.5 : r <= 1010 ? 1.1 : 3;
-    return WithTail(r, 2000, tail, static_cast<int64_t>(300 * step.hold));
-  });
-  ASSERT_TRUE(run.done.converged) << run.done.summary;
-  ASSERT_EQ(HoldRates(run).size(), 1u) << run.done.summary;
-  EXPECT_DOUBLE_EQ(run.done.best_pass_qps, HoldRates(run)[0]) << run.done.summary;
-}
-
-TEST(AdaptiveStrategyTest, NoConvergenceWhileTheLowestFailureIsFarAboveTheBest) {
-  // A search of the ranking profile in virtual time (tests/bench/search_sim, seed 33; its
-  // capacity ~3000 is set by 30 ms stalls): a stall fails the climb's step at 1495.5, the
-  // steps below and the hold at 1492 pass (1495.5, measured again first, meets a stall again
-  // here), the pooled verdicts then let 1495.5 pass, the climb
-  // meets a stall again at 2806 and passes 3463. Bests 1461.7, 1492.1, 1495.5 stay put and
-  // the pooled curve crosses just above them, but with the lowest failure at 3463 the limit
-  // may be anywhere up there: the search goes on (it ended at 1495.5, -50%, without the rule).
-  struct Reading {
-    double rate, tail;
-    int64_t requests;
-    vanguard::v1::HealthState health, window;
-    double limit_ratio;
-    int spikes;
-  };
-  using vanguard::v1::HEALTH_STATE_CRITICAL;
-  using vanguard::v1::HEALTH_STATE_HEALTHY;
-  using vanguard::v1::HEALTH_STATE_OVERLOADED;
-  using vanguard::v1::HEALTH_STATE_UNHEALTHY;
-  using vanguard::v1::HEALTH_STATE_WARN;
-  const std::vector<Reading> trace = {
-      {181.3, 0, 545, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.449, 0},
-      {1495.5, 1.78, 4552, HEALTH_STATE_OVERLOADED, HEALTH_STATE_WARN, 1.166, 0},
-      {1282.8, 0, 3926, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.556, 0},
-      {1461.7, 0, 4383, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.575, 0},
-      {1492.1, 0, 4422, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.583, 0},
-      // Measured again (its ratio jumps far above the curve below), it meets a stall again.
-      {1495.5, 1.78, 4552, HEALTH_STATE_OVERLOADED, HEALTH_STATE_WARN, 1.166, 0},
-      {1492.1, 0, 13524, HEALTH_STATE_HEALTHY, HEALTH_STATE_HEALTHY, 0.575, 0},
-      {2806.4, 1.84, 8308, HEALTH_STATE_OVERLOADED, HEALTH_STATE_WARN, 1.141, 1},
-      {3463.5, 0.30, 10380, HEALTH_STATE_CRITICAL, HEALTH_STATE_UNHEALTHY, 0.956, 1},
-  };
-  auto s = Adaptive(181.274, 5438.2, 0, /*confirm_best=*/true);
-  ASSERT_TRUE(s);
-  size_t i = 0;
-  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
-    StepOutcome o;
-    if (i < trace.size()) {
-      const Reading& r = trace[i++];
-      EXPECT_NEAR(step.rate_qps, r.rate, 0.002 * r.rate) << "step " << i;  // ratios rounded
-      o.tail_ratio = r.tail;
-      o.tail_samples = r.requests;
-      o.health_state = r.health;
-      o.window_state = r.window;
-      o.limit_ratio = r.limit_ratio;
-      o.spikes = r.spikes;
-    } else {  // then calm up to 3000, overloaded above
-      const bool calm = step.rate_qps <= 3000;
-      o.tail_ratio = calm ? 0 : 3;
-      o.tail_samples = static_cast<int64_t>(3 * step.rate_qps * step.hold);
-      o.health_state = calm ? HEALTH_STATE_UNHEALTHY : HEALTH_STATE_OVERLOADED;
-      o.window_state = o.health_state;
-      o.limit_ratio = calm ? 0.85 : 1.3;
+TEST(AdaptiveStrategyTest, AStallFailingOneLowStepIsMeasuredAgainAndDoesNotEndTheSearch) {
+  // The ranking profile in virtual time: a 30 ms stall fails the first step above 1200 req/s
+  // (limit ratio 1.166, one WARN window) while the steps below read a flat 0.45-0.58; calm up
+  // to 3000 from then on, overloaded above. A bracket that closes on the stall must not end the
+  // search: the failure is measured again (an ordinary step, not a hold), reads calm, and the
+  // search goes on to the real limit.
+  for (double growth_cap : {1.0, 0.0}) {  // the stall met on the way up; met while refining
+    auto s = Adaptive(181.274, 5438.2);
+    ASSERT_TRUE(s);
+    std::optional<double> stall;
+    int stall_readings = 0;
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+      const double r = step.rate_qps;
+      if (!stall && r > 1200 && (growth_cap > 0 || r < 3000)) stall = r;
+      StepOutcome o;
+      const bool stalled = stall && r == *stall && stall_readings++ == 0;
+      const double ratio = stalled ? 1.166 : r <= 3000 ? 0.45 + 0.13 * r / 3000 : 1.3;
+      o.limit_ratio = ratio;
+      o.tail_ratio = stalled ? 1.78 : ratio > 1 ? 3 : 0;
+      o.tail_samples = static_cast<int64_t>(3 * r * step.hold);
+      o.health_state =
+          ratio > 1 ? vanguard::v1::HEALTH_STATE_OVERLOADED : vanguard::v1::HEALTH_STATE_HEALTHY;
+      o.window_state = stalled ? vanguard::v1::HEALTH_STATE_UNHEALTHY : o.health_state;
+      o.passed_apart_from_tail = true;
+      o.passed = o.tail_ratio <= 1;
+      o.achieved_qps = o.offered_qps = r;
+      return o;
+    });
+    ASSERT_TRUE(stall);
+    // Measured twice, the second time as an ordinary step.
+    std::vector<size_t> at_stall;
+    for (size_t i = 0; i < run.rates.size(); ++i) {
+      if (run.rates[i] == *stall) at_stall.push_back(i);
     }
-    o.passed_apart_from_tail = true;
-    o.passed = o.tail_ratio <= 1;
-    o.achieved_qps = o.offered_qps = step.rate_qps;
-    return o;
-  });
-  EXPECT_GT(run.rates.size(), trace.size()) << run.done.summary;
-  EXPECT_GT(run.done.max_sustainable_qps, 0.9 * 3000) << run.done.summary;
-}
-
-TEST(AdaptiveStrategyTest, AFailureThatJumpsFarAboveTheCurveBelowIsMeasuredAgain) {
-  // search_sim's ranking seed 33 without a hold: a 30 ms stall fails the climb's step at
-  // 1495.5 (limit ratio 1.166) while the steps below read a flat 0.45-0.58; the bracket closes
-  // at [1492.1, 1495.5], a jump no smooth curve makes over 0.2%. The failure is measured
-  // once more before the search ends on it; calm there, the climb goes on (calm up to 3000
-  // from then on, overloaded above). The search ended at 1462, -51%, without the re-check.
-  const std::vector<std::pair<double, double>> trace = {
-      {181.3, 0.449}, {1495.5, 1.166}, {1282.8, 0.556}, {1461.7, 0.575}, {1492.1, 0.583}};
-  auto s = Adaptive(181.274, 5438.2);
-  ASSERT_TRUE(s);
-  size_t i = 0;
-  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
-    StepOutcome o;
-    const bool scripted = i < trace.size();
-    const double ratio = scripted ? trace[i].second : step.rate_qps <= 3000 ? 0.85 : 1.3;
-    if (scripted) EXPECT_NEAR(step.rate_qps, trace[i].first, 0.002 * trace[i].first) << i;
-    ++i;
-    const bool stall = ratio > 1 && scripted;
-    o.limit_ratio = ratio;
-    o.tail_ratio = stall ? 1.78 : ratio > 1 ? 3 : 0;
-    o.tail_samples = static_cast<int64_t>(3 * step.rate_qps);
-    o.health_state =
-        ratio > 1 ? vanguard::v1::HEALTH_STATE_OVERLOADED : vanguard::v1::HEALTH_STATE_HEALTHY;
-    o.window_state = stall ? vanguard::v1::HEALTH_STATE_WARN : o.health_state;
-    o.passed_apart_from_tail = true;
-    o.passed = o.tail_ratio <= 1;
-    o.achieved_qps = o.offered_qps = step.rate_qps;
-    return o;
-  });
-  ASSERT_GT(run.rates.size(), trace.size());
-  EXPECT_NEAR(run.rates[trace.size()], 1495.5, 0.2) << ::testing::PrintToString(run.rates);
-  EXPECT_EQ(run.holds[trace.size()], 1);  // a step like any other, not a hold
-  EXPECT_GT(run.done.best_pass_qps, 0.9 * 3000) << run.done.summary;
-  EXPECT_LE(run.done.best_pass_qps, 3000) << run.done.summary;
-  EXPECT_NE(run.done.summary.find("measured again"), std::string::npos) << run.done.summary;
+    ASSERT_GE(at_stall.size(), 2u) << ::testing::PrintToString(run.rates);
+    EXPECT_EQ(run.holds[at_stall[1]], 1);
+    EXPECT_GT(run.done.max_sustainable_qps, 0.9 * 3000) << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, 3000) << run.done.summary;
+    EXPECT_NE(run.done.summary.find("measured again"), std::string::npos) << run.done.summary;
+  }
 }
 
 TEST(AdaptiveStrategyTest, AnEstimateIsNoFinerThanItsStepsCanResolve) {
@@ -516,19 +473,19 @@ TEST(AdaptiveStrategyTest, ABracketIsNoNarrowerThanItsStepsCanResolve) {
   }
   // The bracket the search closed: from its best pass to the lowest failure.
   EXPECT_LE(slow.done.confidence_high_qps - slow.done.best_pass_qps,
-            slow.done.best_pass_qps / std::sqrt(300.0));
+            1.1 * slow.done.best_pass_qps / std::sqrt(300.0));
   EXPECT_LE(fast.done.confidence_high_qps - fast.done.best_pass_qps,
             0.02 * fast.done.best_pass_qps);
-  EXPECT_LT(slow.rates.size(), fast.rates.size())
+  EXPECT_LE(slow.rates.size(), fast.rates.size())
       << ::testing::PrintToString(slow.rates) << " vs " << ::testing::PrintToString(fast.rates);
 }
 
 TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
   // Short steps near the limit usually miss the rare events that set the long-run tail and
-  // read half of it; a hold three steps long reads it in full. The long-run tail ratio is
-  // exp(8 (rate / 800 - 1)): short steps alone would pass up to 800 (1 + ln 2 / 8) = 869.
+  // read half of it; a hold reads it in full. The long-run tail ratio is
+  // exp(8 (rate / capacity - 1)): short steps alone would pass up to capacity (1 + ln 2 / 8).
   for (double capacity : {800.0, 1300.0}) {
-    auto s = Adaptive(50, 2000, 0, /*confirm_best=*/true);
+    auto s = Adaptive();
     ASSERT_TRUE(s);
     const auto truth = [&](double r) { return std::exp(8 * (r / capacity - 1)); };
     StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
@@ -538,24 +495,24 @@ TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
     });
     const Done& done = run.done;
     const std::vector<double> hold_rates = HoldRates(run);
-    ASSERT_TRUE(done.converged) << done.summary;
-    // The first hold, at the best the short steps found, reads over the limit.
+    // The first hold, at the estimate the short steps found, reads over the limit.
     ASSERT_FALSE(hold_rates.empty());
     EXPECT_GT(truth(hold_rates.front()), 1) << ::testing::PrintToString(hold_rates);
-    EXPECT_LE(hold_rates.size(), static_cast<size_t>(AdaptiveStrategy::kMaxConfirmations));
-    // The estimate comes down below where short steps alone would have put it (+8.7%); the
-    // search goes on from the failed hold with short steps again, so part of the way.
+    EXPECT_LE(hold_rates.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
+    // The estimate comes down below the failed hold; the search goes on from the new bracket.
     EXPECT_LT(done.max_sustainable_qps, hold_rates.front()) << done.summary;
-    EXPECT_LT(done.max_sustainable_qps, 1.06 * capacity) << done.summary;
-    EXPECT_NE(done.summary.find("confirmation hold"), std::string::npos) << done.summary;
+    EXPECT_LT(done.max_sustainable_qps, 1.03 * capacity) << done.summary;
+    EXPECT_GT(done.max_sustainable_qps, 0.9 * capacity) << done.summary;
+    EXPECT_NE(done.verification.find("held"), std::string::npos) << done.verification;
   }
 }
 
 TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
-  // Short steps pass up to 900 (tail 0.1 of allowed, 3000 requests); the hold at the best reads
-  // 1.1 over 9000 requests. Pooled with the short step at its rate it would pass (0.85); on its
-  // own it does not, and the rate is no longer the estimate.
-  auto s = Adaptive(50, 2000, 0, /*confirm_best=*/true);
+  // Short steps pass up to 900 (tail 0.1 of allowed, 3000 requests); every hold reads 1.1
+  // over 9000 requests. Pooled with a short step at its rate it could pass; on its own it does
+  // not: its rate and everything above fail, and with no hold left to back an estimate the
+  // result is not converged.
+  auto s = Adaptive();
   ASSERT_TRUE(s);
   StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
     return step.hold > 1 ? WithTail(step.rate_qps, 2000, 1.1, 9000)
@@ -563,12 +520,14 @@ TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
   });
   const Done& done = run.done;
   const std::vector<double> holds = HoldRates(run);
-  ASSERT_EQ(holds.size(), 1u) << "one hold at most";
+  ASSERT_EQ(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
   EXPECT_LE(holds[0], 900);
+  EXPECT_LT(holds[1], holds[0]);
   EXPECT_GT(done.max_sustainable_qps, 0);
-  EXPECT_LT(done.max_sustainable_qps, holds[0]) << done.summary;
-  EXPECT_DOUBLE_EQ(done.confidence_high_qps, holds[0]) << done.summary;
-  EXPECT_NE(done.summary.find("did not hold"), std::string::npos) << done.summary;
+  EXPECT_LT(done.max_sustainable_qps, holds[1]) << done.summary;
+  EXPECT_DOUBLE_EQ(done.confidence_high_qps, holds[1]) << done.summary;
+  EXPECT_FALSE(done.converged) << done.summary;
+  EXPECT_NE(done.verification.find("did not hold"), std::string::npos) << done.verification;
 }
 
 TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
@@ -585,11 +544,11 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementClosesTheBracketInFewerSteps) {
     EXPECT_TRUE(fed.done.converged) << capacity << ": " << fed.done.summary;
     EXPECT_LE(fed.done.best_pass_qps, capacity) << capacity;
     EXPECT_GE(fed.done.best_pass_qps, 0.98 * capacity) << capacity;
-    // After the first failure, the prediction (exact for this model) closes the bracket in
-    // at most two more steps.
+    // After the first failure (an overshoot of growth by up to 4x), the prediction (exact for
+    // this model) closes the bracket in at most three more moves (the hold is no move).
     size_t first_failure = 0;
     while (fed.rates[first_failure] <= capacity) ++first_failure;
-    EXPECT_LE(fed.rates.size() - first_failure - 1, 2u)
+    EXPECT_LE(fed.rates.size() - first_failure - 1 - HoldRates(fed).size(), 3u)
         << capacity << ": " << ::testing::PrintToString(fed.rates);
     EXPECT_LT(fed.rates.size(), blind.rates.size()) << capacity;
     EXPECT_GE(blind.done.max_sustainable_qps, 0.95 * capacity) << capacity;
@@ -611,7 +570,7 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementDoesNotCrawlFromOneEnd) {
     StrategyRun run = Drive(*s, [&](double r) { return BentPredictor(r, capacity); });
     EXPECT_TRUE(run.done.converged) << capacity << ": " << run.done.summary;
     EXPECT_LE(run.done.max_sustainable_qps, capacity);
-    EXPECT_GE(run.done.max_sustainable_qps, 0.97 * capacity);
+    EXPECT_GE(run.done.max_sustainable_qps, 0.96 * capacity);
     size_t first_failure = 0;
     while (run.rates[first_failure] <= capacity) ++first_failure;
     // Failures in a row after the first: from the second in a row on, the pass's weight is
@@ -621,138 +580,261 @@ TEST(AdaptiveStrategyTest, FeedbackPlacementDoesNotCrawlFromOneEnd) {
       in_a_row = run.rates[i] > capacity ? in_a_row + 1 : 0;
       longest = std::max(longest, in_a_row);
     }
-    EXPECT_LE(longest, 3u) << capacity << ": " << ::testing::PrintToString(run.rates);
-    EXPECT_LE(run.rates.size() - first_failure, 7u)
+    // Growth can overshoot to the top of a wide bracket: one failure more in a row than the
+    // interpolation alone would make.
+    EXPECT_LE(longest, 4u) << capacity << ": " << ::testing::PrintToString(run.rates);
+    EXPECT_LE(run.rates.size() - first_failure, 9u)
         << capacity << ": " << ::testing::PrintToString(run.rates);
   }
 }
 
 TEST(AdaptiveStrategyTest, APassThatReadNoTailIsPlacedByItsLimitRatio) {
-  // The readings of an end-to-end search of the embedding profile (capacity 4400 req/s, p99
-  // limit 5 ms): the passes read no request over the limit, the failure at 4781 read 31 times
-  // the allowed share. The pooled fit gives the pass at 4170 a tiny tail ratio, whose log
-  // kept every prediction next to the failure (4748, 4666, 4584, 4479, 4373: five failures
-  // in a row). Its step could not have read a ratio that small, so the p99 ratios (3.4 ms and
-  // 11.7 ms over 5 ms) place the next step instead, near where the p99 reaches its limit.
-  struct Reading {
-    double tail;
-    int64_t requests;
-    double p99_ms;
-    HealthState state;
-  };
+  // The embedding profile end to end (capacity 4400 req/s, p99 limit 5 ms): the passes read no
+  // request over the limit, the failures about 31 times the allowed share. The pooled fit gives
+  // a pass a tiny tail ratio its step could not have read, whose log kept every prediction next
+  // to the failure (five failures in a row); the p99 ratios place the next steps instead.
   auto s = Adaptive(250, 7500);
   ASSERT_TRUE(s);
-  Decision d = s->Next(std::nullopt);
-  for (const Reading& r : {Reading{0, 731, 1.3, vanguard::v1::HEALTH_STATE_HEALTHY},
-                           Reading{0, 6115, 1.7, vanguard::v1::HEALTH_STATE_HEALTHY},
-                           Reading{0, 11622, 3.1, vanguard::v1::HEALTH_STATE_WARN},
-                           Reading{31.14, 14400, 11.7, vanguard::v1::HEALTH_STATE_OVERLOADED},
-                           Reading{0, 12263, 3.4, vanguard::v1::HEALTH_STATE_WARN}}) {
-    ASSERT_TRUE(std::holds_alternative<RunStep>(d));
+  StrategyRun run = Drive(*s, [](double r) {
     StepOutcome o;
-    o.rate_qps = std::get<RunStep>(d).rate_qps;
-    o.achieved_qps = o.offered_qps = o.rate_qps;
-    o.p99_ms = r.p99_ms;
-    o.limit_ratio = r.p99_ms / 5;
-    o.tail_ratio = r.tail;
-    o.tail_samples = r.requests;
+    o.achieved_qps = o.offered_qps = r;
+    const bool over = r > 4400;
+    o.p99_ms = over ? 11.7 : 1.3 * std::exp(1.2 * r / 4400);
+    o.limit_ratio = o.p99_ms / 5;
+    o.tail_ratio = over ? 31.14 : 0;
+    o.tail_samples = static_cast<int64_t>(3 * r);
     o.passed_apart_from_tail = true;
-    o.passed = r.tail <= 1;
-    o.health_state = o.window_state = r.state;
-    d = s->Next(o);
+    o.passed = !over;
+    o.health_state = o.window_state =
+        over ? vanguard::v1::HEALTH_STATE_OVERLOADED : vanguard::v1::HEALTH_STATE_WARN;
+    return o;
+  });
+  EXPECT_TRUE(run.done.converged) << run.done.summary;
+  // Within the CV rule's bracket (5 epsilon) less the resolution.
+  EXPECT_GE(run.done.max_sustainable_qps, 0.92 * 4400) << run.done.summary;
+  EXPECT_LE(run.done.max_sustainable_qps, 4400) << run.done.summary;
+  size_t in_a_row = 0, longest = 0;
+  for (double r : run.rates) {
+    in_a_row = r > 4400 ? in_a_row + 1 : 0;
+    longest = std::max(longest, in_a_row);
   }
-  ASSERT_TRUE(std::holds_alternative<RunStep>(d));
-  const double next = std::get<RunStep>(d).rate_qps;
-  EXPECT_GT(next, 4300);
-  EXPECT_LT(next, 4500);
+  EXPECT_LE(longest, 2u) << ::testing::PrintToString(run.rates);
 }
 
-TEST(AdaptiveStrategyTest, FirstStepsFollowAlgorithmOne) {
-  vanguard::v1::AdaptiveStrategy c;
-  c.set_min_qps(100);
-  c.set_max_qps(500);  // step = 100
-  auto s = AdaptiveStrategy::Create(c);
-  ASSERT_TRUE(s.ok());
-  Strategy& a = **s;
-  auto outcome = [](double rate, bool passed, HealthState h, int spikes = 0,
-                    HealthState window = vanguard::v1::HEALTH_STATE_UNSPECIFIED) {
+TEST(AdaptiveStrategyTest, GrowthFollowsTheHeadroomAPassShowed) {
+  // Before any failure each pass multiplies the rate by 1 / its limit ratio, at most 4x, at
+  // least 1.15x, never above max_qps; without a ratio the health state stands for it.
+  auto next_after = [](double limit_ratio, HealthState h, double max_qps = 1e6) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(100);
+    c.set_max_qps(max_qps);
+    auto s = AdaptiveStrategy::Create(c);
+    EXPECT_TRUE(s.ok());
+    (*s)->Next(std::nullopt);
     StepOutcome o;
-    o.rate_qps = rate;
-    o.passed = passed;
-    o.health_state = h;
-    o.spikes = spikes;
-    o.window_state = window;
-    return o;
-  };
-  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(std::nullopt)).rate_qps, 100);
-  // Healthy: up by the full step.
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(outcome(100, true, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps,
-      200);
-  // Warn: dampen (alpha = 0.5) and up.
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(outcome(200, true, vanguard::v1::HEALTH_STATE_WARN))).rate_qps, 250);
-  // A failure made of two isolated spikes is noise: up by step * alpha, best unchanged.
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(outcome(250, false, vanguard::v1::HEALTH_STATE_OVERLOADED, 2,
-                                       vanguard::v1::HEALTH_STATE_WARN)))
-          .rate_qps,
-      275);
-  // A sustained failure backs off (never below the best, 200) and dampens.
-  const double next =
-      std::get<RunStep>(a.Next(outcome(275, false, vanguard::v1::HEALTH_STATE_OVERLOADED, 0,
-                                       vanguard::v1::HEALTH_STATE_OVERLOADED)))
-          .rate_qps;
-  EXPECT_DOUBLE_EQ(next, 225);  // 275 - 50 = 225 (> best 200), step now 25
-}
-
-TEST(AdaptiveStrategyTest, SustainedHealthUndoesAnEarlyDampening) {
-  vanguard::v1::AdaptiveStrategy c;
-  c.set_min_qps(100);
-  c.set_max_qps(8100);  // step 2000
-  auto s = AdaptiveStrategy::Create(c);
-  ASSERT_TRUE(s.ok());
-  Strategy& a = **s;
-  auto passed = [](double rate, HealthState h) {
-    StepOutcome o;
-    o.rate_qps = rate;
+    o.rate_qps = 100;
     o.passed = true;
-    o.health_state = h;
-    return o;
+    o.limit_ratio = limit_ratio;
+    o.health_state = o.window_state = h;
+    return std::get<RunStep>((*s)->Next(o)).rate_qps;
   };
-  a.Next(std::nullopt);
-  // A noisy first step scores CRITICAL: alpha^3 = 1/8 of the step.
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(passed(100, vanguard::v1::HEALTH_STATE_CRITICAL))).rate_qps, 350);
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(passed(350, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 600);
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(passed(600, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 850);
-  // The third healthy pass in a row doubles the step back: 850 + 500.
-  EXPECT_DOUBLE_EQ(
-      std::get<RunStep>(a.Next(passed(850, vanguard::v1::HEALTH_STATE_HEALTHY))).rate_qps, 1350);
+  EXPECT_DOUBLE_EQ(next_after(0.05, vanguard::v1::HEALTH_STATE_HEALTHY), 400);
+  EXPECT_DOUBLE_EQ(next_after(0.5, vanguard::v1::HEALTH_STATE_HEALTHY), 200);
+  EXPECT_NEAR(next_after(0.8, vanguard::v1::HEALTH_STATE_WARN), 125, 1e-9);
+  EXPECT_NEAR(next_after(0.97, vanguard::v1::HEALTH_STATE_CRITICAL), 115, 1e-9);
+  EXPECT_DOUBLE_EQ(next_after(0, vanguard::v1::HEALTH_STATE_HEALTHY), 200);
+  EXPECT_DOUBLE_EQ(next_after(0.05, vanguard::v1::HEALTH_STATE_HEALTHY, 300), 300);
+}
+
+TEST(AdaptiveStrategyTest, GeometricGrowthReachesTheLimitInLogarithmicallyManySteps) {
+  // min_qps at 1/200 of the capacity, max_qps at 20x: the first failure comes within a few
+  // steps (log4(200) < 4, more where the limit ratio leaves less headroom), not after quarters
+  // of a range 4000 times the start.
+  for (double capacity : {37.0, 911.0, 20000.0}) {
+    auto s = Adaptive(capacity / 200, capacity * 20);
+    ASSERT_TRUE(s);
+    StrategyRun run = Drive(*s, [&](double r) { return CliffPredictor(r, capacity); });
+    size_t first_failure = 0;
+    while (first_failure < run.rates.size() && run.rates[first_failure] <= capacity) {
+      ++first_failure;
+    }
+    EXPECT_LE(first_failure, 7u) << capacity << ": " << ::testing::PrintToString(run.rates);
+    EXPECT_LE(run.rates.size(), 20u) << capacity << ": " << ::testing::PrintToString(run.rates);
+    EXPECT_TRUE(run.done.converged) << run.done.summary;
+    EXPECT_GE(run.done.max_sustainable_qps, 0.95 * capacity) << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, capacity) << run.done.summary;
+  }
+}
+
+TEST(AdaptiveStrategyTest, TheEstimateDoesNotDependOnTheRange) {
+  // The same model (a stall-free tail curve), searched within a tight range around its
+  // capacity and within one from 1/200 of it to 20x it: the estimates agree to a few percent.
+  for (double capacity : {53.0, 1250.0, 8000.0}) {
+    const auto model = [&](double r) {
+      const double tail = std::exp(10 * (r / capacity - 1));
+      StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
+      o.limit_ratio = std::pow(tail, 0.25);
+      return o;
+    };
+    auto tight = Adaptive(capacity / 2, capacity * 1.5);
+    auto wide = Adaptive(capacity / 200, capacity * 20);
+    ASSERT_TRUE(tight && wide);
+    const StrategyRun a = Drive(*tight, model), b = Drive(*wide, model);
+    EXPECT_TRUE(a.done.converged && b.done.converged) << a.done.summary << b.done.summary;
+    EXPECT_NEAR(b.done.max_sustainable_qps / a.done.max_sustainable_qps, 1, 0.03)
+        << capacity << ": " << a.done.summary << " | " << b.done.summary;
+    EXPECT_NEAR(b.done.max_sustainable_qps / capacity, 1, 0.08) << b.done.summary;
+  }
+}
+
+TEST(AdaptiveStrategyTest, AMaxQpsThatHoldsIsReportedAsAtLeast) {
+  auto s = Adaptive(10, 500);
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [](double r) { return CliffPredictor(r, 2000); });
+  EXPECT_DOUBLE_EQ(run.rates.back(), 500);
+  EXPECT_TRUE(run.done.at_least);
+  EXPECT_FALSE(run.done.converged);
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 500);
+  EXPECT_NE(run.done.summary.find("at least 500 req/s"), std::string::npos) << run.done.summary;
+  // A capacity inside the range is never reported as "at least".
+  auto inside = Adaptive(10, 500);
+  StrategyRun found = Drive(*inside, [](double r) { return CliffPredictor(r, 300); });
+  EXPECT_FALSE(found.done.at_least);
+  EXPECT_TRUE(found.done.converged) << found.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AColdStartFailureExpiresWhenALaterReadingPasses) {
+  // For its first four steps the model is cold: six times slower, its capacity 1/6 of the
+  // warm 900 req/s. The failures it left behind are measured again once the search has moved
+  // on, contradicted by passes at their rates, and expire: the estimate is the warm capacity,
+  // and the result names what expired.
+  auto s = Adaptive(9, 18000);
+  ASSERT_TRUE(s);
+  int step = 0;
+  StrategyRun run = Drive(*s, [&](double r) {
+    const double capacity = step++ < 4 ? 150 : 900;
+    const double tail = std::exp(10 * (r / capacity - 1));
+    StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
+    o.limit_ratio = std::pow(tail, 0.25);
+    return o;
+  });
+  EXPECT_GE(run.done.max_sustainable_qps, 0.93 * 900) << run.done.summary;
+  EXPECT_LE(run.done.max_sustainable_qps, 900) << run.done.summary;
+  ASSERT_FALSE(run.done.drift_flags.empty()) << run.done.summary;
+  EXPECT_NE(run.done.drift_flags[0].find("expired: contradicted by step"), std::string::npos)
+      << run.done.drift_flags[0];
+}
+
+TEST(AdaptiveStrategyTest, AStallReadingWithAWideErrorIsExtendedAndPooledNotExpired) {
+  // A stall puts a step's tail all in one window: 2.0 of allowed, but a standard error of 1.9
+  // over its windows. That is undecided (within two errors of the limit): the rate is run
+  // again twice as long, reads calm, and both readings count (pooled (2 + 0.2) / 3 < 1), the
+  // stall's reading is not expired.
+  auto s = Adaptive(100, 1000);
+  ASSERT_TRUE(s);
+  s->Next(std::nullopt);
+  StepOutcome stalled = WithTail(100, 1000, 2.0, 1000);
+  stalled.tail_units = 8;
+  stalled.tail_ratio_se = 1.9;
+  const Decision d = s->Next(stalled);
+  ASSERT_TRUE(std::holds_alternative<RunStep>(d));
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(d).rate_qps, 100);
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(d).hold, 2);
+  StepOutcome calm = WithTail(100, 1000, 0.1, 2000);
+  calm.tail_units = 16;
+  calm.tail_ratio_se = 0.1;
+  const Decision after = s->Next(calm);
+  ASSERT_TRUE(std::holds_alternative<RunStep>(after));
+  EXPECT_GT(std::get<RunStep>(after).rate_qps, 100);
+  const StrategyRun rest = DriveSteps(*s, [](const RunStep& st) {
+    return WithTail(st.rate_qps, 1000, st.rate_qps <= 700 ? 0.2 : 4);
+  });
+  for (const std::string& flag : rest.done.drift_flags) {
+    EXPECT_EQ(flag.find("(step 1)"), std::string::npos) << flag;
+  }
+}
+
+TEST(AdaptiveStrategyTest, AnUndecidedStepIsHeldLongerAndJudgedOnItsPooledReadings) {
+  // A step whose tail ratio lies within two standard errors of the limit is run again at its
+  // rate, twice as long, then four times, and judged on all three readings; a pass whose
+  // backlog still rises after the longest extension is a failure.
+  for (bool backlog : {false, true}) {
+    auto s = Adaptive(100, 1000);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+      const double r = step.rate_qps;
+      StepOutcome o = WithTail(r, 2000,
+                               r < 390   ? 0.2
+                               : r < 410 ? 0.9
+                                         : 5,
+                               static_cast<int64_t>(1000 * step.hold));
+      o.limit_ratio = r < 390 ? 0.25 : r < 410 ? 0.95 : 1.5;
+      o.tail_units = static_cast<int>(8 * step.hold);
+      o.tail_ratio_se = r >= 390 && r < 410 ? 0.2 / std::sqrt(step.hold) : 0.02;
+      o.backlog_rising = backlog && r >= 390 && r < 410;
+      return o;
+    });
+    // 100 passes far below (x4: 400), undecided there.
+    ASSERT_GE(run.rates.size(), 4u);
+    EXPECT_DOUBLE_EQ(run.rates[1], 400);
+    EXPECT_DOUBLE_EQ(run.rates[2], 400);
+    EXPECT_DOUBLE_EQ(run.holds[2], 2);
+    EXPECT_DOUBLE_EQ(run.rates[3], 400);
+    EXPECT_DOUBLE_EQ(run.holds[3], 4);
+    EXPECT_GE(run.done.max_sustainable_qps, 0.9 * 400) << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, 410) << run.done.summary;
+    if (backlog) {
+      // Still rising after the longest extension: 400 is a failure, never run again.
+      EXPECT_DOUBLE_EQ(run.done.confidence_high_qps, 400) << run.done.summary;
+      for (size_t i = 4; i < run.rates.size(); ++i) EXPECT_NE(run.rates[i], 400);
+    }
+  }
+}
+
+TEST(AdaptiveStrategyTest, ABudgetThatEndsUndecidedIsNotConverged) {
+  // Eight steps from 1/200 of the capacity cannot bracket it to its resolution and hold it:
+  // the result says so, with the interval it reached and how much longer a run would need.
+  auto s = Adaptive(5, 20000, /*max_steps=*/8);
+  ASSERT_TRUE(s);
+  StrategyRun run = Drive(*s, [](double r) { return CliffPredictor(r, 1000); });
+  EXPECT_EQ(run.rates.size(), 8u);
+  EXPECT_FALSE(run.done.converged) << run.done.summary;
+  EXPECT_FALSE(run.done.at_least);
+  EXPECT_GT(run.done.more_time_needed_s, 0) << run.done.summary;
+  EXPECT_LE(run.done.confidence_low_qps, 1000) << run.done.summary;
+  EXPECT_GT(run.done.confidence_high_qps, 1000) << run.done.summary;
+  EXPECT_NE(run.done.summary.find("more would decide"), std::string::npos) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, TooManySpikesAreAFailure) {
-  vanguard::v1::AdaptiveStrategy c;
-  c.set_min_qps(100);
-  c.set_max_qps(500);
-  auto s = AdaptiveStrategy::Create(c);
-  ASSERT_TRUE(s.ok());
-  Strategy& a = **s;
-  a.Next(std::nullopt);
-  StepOutcome o;
-  o.rate_qps = 100;
-  o.passed = true;
-  o.health_state = vanguard::v1::HEALTH_STATE_HEALTHY;
-  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 200);
-  o.rate_qps = 200;
-  o.passed = false;
-  o.health_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
-  o.window_state = vanguard::v1::HEALTH_STATE_WARN;
-  o.spikes = 3;  // > tau = 2
-  // Back off: 200 - 100 = 100 <= best, so best + damped step.
-  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 150);
+  // A failure through at most tau = 2 isolated spike windows is noise: the search moves on up.
+  // Three are a failure: the next step lies inside the bracket below it.
+  for (int spikes : {2, 3}) {
+    vanguard::v1::AdaptiveStrategy c;
+    c.set_min_qps(100);
+    c.set_max_qps(500);
+    auto s = AdaptiveStrategy::Create(c);
+    ASSERT_TRUE(s.ok());
+    Strategy& a = **s;
+    a.Next(std::nullopt);
+    StepOutcome o;
+    o.rate_qps = 100;
+    o.passed = true;
+    o.health_state = vanguard::v1::HEALTH_STATE_HEALTHY;
+    EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 200);  // no ratio, HEALTHY: x2
+    o.rate_qps = 200;
+    o.passed = false;
+    o.health_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
+    o.window_state = vanguard::v1::HEALTH_STATE_WARN;
+    o.spikes = spikes;
+    const double next = std::get<RunStep>(a.Next(o)).rate_qps;
+    if (spikes == 2) {
+      EXPECT_GT(next, 200);
+    } else {
+      EXPECT_GT(next, 100);
+      EXPECT_LT(next, 200);
+    }
+  }
 }
 
 TEST(AdaptiveStrategyTest, NoiseNeverBecomesTheEstimate) {
@@ -822,14 +904,17 @@ TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
         error_sum[pooled] += error;
         abs_error_sum[pooled] += std::abs(error);
         // Judged step by step, a stall is a spike (noise) and calm steps pass up to where
-        // half the true ratio reaches 1: 11.5% above capacity.
+        // half the true ratio reaches 1: 11.5% above capacity (the hold, never spike-tolerant,
+        // takes part of that back when a stall lands in it).
         if (!pooled) {
-          EXPECT_GT(error, 0.05) << capacity << " phase " << phase;
+          EXPECT_GT(error, 0.02) << capacity << " phase " << phase;
         }
         // Pooled, a run whose neighbourhood of the limit saw no stall at all can still land
         // there; never further.
         if (pooled) {
-          EXPECT_LT(std::abs(error), 0.115) << capacity << " phase " << phase;
+          EXPECT_LT(std::abs(error), 0.115)
+              << capacity << " phase " << phase << ": " << ::testing::PrintToString(run.rates)
+              << " " << run.done.summary;
         }
       }
     }
@@ -837,7 +922,7 @@ TEST(AdaptiveStrategyTest, PooledTailsTakeRareStallsAtTheirLongRunWeight) {
   EXPECT_GT(error_sum[0] / runs, 0.09);
   EXPECT_LT(abs_error_sum[1] / runs, 0.05);
   EXPECT_LT(error_sum[1] / runs, 0.03);
-  EXPECT_LT(abs_error_sum[1], abs_error_sum[0] / 2);
+  EXPECT_LT(abs_error_sum[1], 0.6 * abs_error_sum[0]);
 }
 
 TEST(AdaptiveStrategyTest, StepsWithoutTailSamplesKeepTheirOwnVerdict) {
@@ -849,15 +934,16 @@ TEST(AdaptiveStrategyTest, StepsWithoutTailSamplesKeepTheirOwnVerdict) {
   StepOutcome o = ModelPredictor(100, 1000);
   o.tail_ratio = 5;
   o.tail_samples = 0;
-  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps, 200);  // passed: up by the step
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(o)).rate_qps,
+                   400);  // passed: up by 1 / 0.1, at most 4x
 }
 
 TEST(AdaptiveStrategyTest, ACalmPassAboveAStallIsNotTheBest) {
-  // 200 fails through one stall window (a spike: noise, the search moves on up); 250 reads
-  // calm and passes on its own. The tail cannot shrink with the rate, so pooled both read
-  // (3.0 + 0.5) / 2 = 1.75: 250 fails, and the best stays at 100.
+  // The second step fails through one stall window (a spike: noise, the search moves on up);
+  // the third reads calm and passes on its own. The tail cannot shrink with the rate, so pooled
+  // both read (3.0 + 0.5) / 2 = 1.75: the third fails, and the best stays at 100.
   for (bool report_tail : {false, true}) {
-    auto s = Adaptive(100, 500, /*max_steps=*/3);
+    auto s = Adaptive(100, 5000, /*max_steps=*/3);
     ASSERT_TRUE(s);
     Strategy& a = *s;
     a.Next(std::nullopt);
@@ -873,12 +959,13 @@ TEST(AdaptiveStrategyTest, ACalmPassAboveAStallIsNotTheBest) {
       }
       return o;
     };
-    EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(step(100, 0.1, 0))).rate_qps, 200);
-    EXPECT_DOUBLE_EQ(std::get<RunStep>(a.Next(step(200, 3.0, 1))).rate_qps, 250);
-    const Decision d = a.Next(step(250, 0.5, 0));
+    const double second = std::get<RunStep>(a.Next(step(100, 0.1, 0))).rate_qps;
+    const double third = std::get<RunStep>(a.Next(step(second, 3.0, 1))).rate_qps;
+    EXPECT_GT(third, second);
+    const Decision d = a.Next(step(third, 0.5, 0));
     ASSERT_TRUE(std::holds_alternative<Done>(d));
     // Judged alone (no tail samples), the calm step is the best.
-    EXPECT_DOUBLE_EQ(std::get<Done>(d).best_pass_qps, report_tail ? 100 : 250);
+    EXPECT_DOUBLE_EQ(std::get<Done>(d).best_pass_qps, report_tail ? 100 : third);
   }
 }
 
