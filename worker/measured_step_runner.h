@@ -15,9 +15,10 @@
 // rate as warmup (settle windows, fed to the SteadyStateDetector) and then the measured part.
 // If the detector was steady when the measured part began, that part is judged: one call.
 // Otherwise the part counts as settling, further chunks (calls of their own) run while the
-// windows still drift, until max_settle, and the step is measured in one more call behind a
-// continuous detector span; after a rate change, only when the first call's lead and
-// measured part leave settle time under max_settle (else the second call, starting from a
+// windows still drift, until max_settle (max_initial_settle on the test's first step), and
+// the step is measured in one more call behind a continuous detector span; after a rate
+// change, only when the first call's lead and measured part leave settle time under
+// max_settle (else the second call, starting from a
 // drained queue behind a shorter lead, could only be less settled than the first: the first
 // call's part is judged, the step not steady). Settling stops early when the windows are
 // OVERLOADED (hysteresis) and latency is still rising as the measured part begins: the rate
@@ -32,8 +33,9 @@
 // slowly for the steady-state test's few windows to see. Its settle windows also feed a
 // WarmupDetector (spans of 10 s; see warmup_detector.h), the first call's lead lasts at
 // least the detector's evidence (40 s), and the step is steady only when the detector says
-// warm as well. While the latency still falls the step may settle up to the detector's
-// max_warmup instead of max_initial_settle. MeasuredStep.model_warmup says how long the
+// warm as well. While the latency still falls (or no verdict yet) the step may settle up to
+// options.model_warmup.max_warmup (300 s) instead of max_initial_settle. A rising latency is
+// not a warmup: that step settles as before. MeasuredStep.model_warmup says how long the
 // latency kept falling.
 //
 // Re-measuring. A pass at UNHEALTHY or worse whose windows' mean latency still rises by more
