@@ -54,7 +54,8 @@ absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> AdaptiveStrategy::Create(
         absl::StrCat("adaptive.max_steps must be in [0, 1000], got ", config.max_steps()));
   }
   if (!std::isfinite(horizon_s) || horizon_s <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("horizon_s must be > 0, got ", horizon_s));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sustain_horizon must be > 0 s, got ", horizon_s));
   }
   const int max_steps = config.max_steps() == 0 ? kDefaultMaxSteps : config.max_steps();
   return std::unique_ptr<AdaptiveStrategy>(

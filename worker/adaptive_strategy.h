@@ -86,7 +86,8 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kSteepening = 10;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters, or
-  // "horizon_s" when it is not positive. `damping` and `confirm_best` are accepted and
+  // "sustain_horizon" when horizon_s is not positive (CreateStrategy passes
+  // spec.sustain_horizon). `damping` and `confirm_best` are accepted and
   // ignored (the growth and the hold replaced them).
   static absl::StatusOr<std::unique_ptr<AdaptiveStrategy>> Create(
       const vanguard::v1::AdaptiveStrategy& config, double horizon_s = kDefaultHorizonS);

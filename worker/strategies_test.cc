@@ -335,6 +335,21 @@ TEST(AdaptiveStrategyTest, AHoldStopsEarlyOnceConfidentElseRunsToTheHorizon) {
   }
 }
 
+TEST(AdaptiveStrategyTest, TheSpecsSustainHorizonIsTheHoldsHorizon) {
+  vanguard::v1::TestSpec spec;
+  spec.mutable_adaptive()->set_min_qps(50);
+  spec.mutable_adaptive()->set_max_qps(2000);
+  spec.mutable_sustain_horizon()->set_seconds(45);
+  auto s = CreateStrategy(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  StrategyRun run = Drive(**s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
+  EXPECT_NE(run.done.verification.find("horizon 45 s"), std::string::npos) << run.done.verification;
+  spec.mutable_sustain_horizon()->set_seconds(0);
+  auto bad = CreateStrategy(spec);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sustain_horizon"), std::string::npos) << bad.status();
+}
+
 TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
   // At the limit a p99 lets 1% of the requests over it: the hold's first chunk runs until 20 of
   // them would be, 2000 requests, however few a step measures; at least two parts, at most ten.

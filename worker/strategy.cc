@@ -10,6 +10,7 @@
 #include "worker/binary_search_strategy.h"
 #include "worker/direct_controller_strategy.h"
 #include "worker/ladder_strategy.h"
+#include "worker/proto_time.h"
 #include "worker/stability_strategy.h"
 #include "worker/sweep_strategy.h"
 
@@ -62,7 +63,11 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::Tes
     case vanguard::v1::TestSpec::kBinarySearch:
       return Upcast(BinarySearchStrategy::Create(spec.binary_search()));
     case vanguard::v1::TestSpec::kAdaptive:
-      return Upcast(AdaptiveStrategy::Create(spec.adaptive()));
+      // The horizon the estimate claims and its final hold backs (empty: 5 minutes).
+      return Upcast(AdaptiveStrategy::Create(
+          spec.adaptive(), spec.has_sustain_horizon()
+                               ? absl::ToDoubleSeconds(FromProtoDuration(spec.sustain_horizon()))
+                               : AdaptiveStrategy::kDefaultHorizonS));
     case vanguard::v1::TestSpec::kLadder:
       return Upcast(LadderStrategy::Create(spec.ladder()));
     case vanguard::v1::TestSpec::kStability:
