@@ -39,7 +39,7 @@ echo "machine: $(nproc) CPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/l
 echo "A: ${PREFIX_A:-} $replayer_a ${ARGS_A:-}"
 echo "B: ${PREFIX_B:-} $replayer_b ${ARGS_B:-}"
 
-exec python3 - "$url" "$replayer_a" "$replayer_b" "${ARGS_A:-}" "${ARGS_B:-}" \
+python3 - "$url" "$replayer_a" "$replayer_b" "${ARGS_A:-}" "${ARGS_B:-}" \
   "${PREFIX_A:-}" "${PREFIX_B:-}" \
   "${RATES:-49 77 488}" "${DURATION_S:-10}" "${ROUNDS:-2}" "${HOGS:-$(($(nproc) + 1))}" \
   "${CONDITIONS:-quiet contended}" "$work" <<'EOF'
@@ -112,7 +112,7 @@ for rnd in range(rounds):
                         print(f"{name}: failed"); continue
                     wait_ms, slices, nv = r["_outside"]
                     cc = r.get("client_conditions", {})
-                    cause = r.get("client_invalid_cause", "")
+                    cause = "" if r.get("client_valid") else r.get("client_invalid_cause", "")
                     print(f"{condition:9s} rate {rate:5g} {tag}: skew p50 {r.get('send_skew_p50_us', 0):7.0f} "
                           f"p99 {r.get('send_skew_p99_us', 0):7.0f} max {r.get('send_skew_max_us', 0):7.0f} us  "
                           f"threads' run-queue wait {wait_ms:7.1f} ms over {slices} slices, "
