@@ -369,7 +369,7 @@ double AdaptiveStrategy::Place(double target) const {
 }
 
 std::optional<RunStep> AdaptiveStrategy::Extension(const StepOutcome& last) {
-  if (!last.client_valid || !Undecided(last)) return std::nullopt;
+  if (!last.client_valid || !UndecidedAt(q_, last)) return std::nullopt;
   if (!extended_rate_ || !SameRate(*extended_rate_, q_)) {
     extended_rate_ = q_;
     extensions_ = 0;
@@ -379,6 +379,23 @@ std::optional<RunStep> AdaptiveStrategy::Extension(const StepOutcome& last) {
   purpose_ = Purpose::kExtension;
   hold_ = extensions_ == 1 ? 2 : 4;
   return RunStep{q_, hold_};
+}
+
+bool AdaptiveStrategy::UndecidedAt(double rate, const StepOutcome& last) const {
+  if (last.passed && last.backlog_rising) return true;
+  // The readings at the rate pooled: their tail ratio by requests and its standard error.
+  double over = 0, requests = 0, se_sq = 0;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || j.is_hold || o.rate_qps != rate || o.tail_samples <= 0) continue;
+    if (o.tail_units < 2) return Undecided(last);  // no window evidence: the step's own
+    const double n = static_cast<double>(o.tail_samples);
+    over += o.tail_ratio * n;
+    requests += n;
+    se_sq += n * n * o.tail_ratio_se * o.tail_ratio_se;
+  }
+  if (requests <= 0) return false;
+  return std::abs(over / requests - 1) < 2 * std::sqrt(se_sq) / requests;
 }
 
 Decision AdaptiveStrategy::Remeasure(double rate) {

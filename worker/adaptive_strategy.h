@@ -21,9 +21,9 @@
 //  - Re-measuring: the lowest failure is measured again (once per rate) when passes lie above
 //    it, and before the search ends on it when it looks like a disturbance, was measured in
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
-//  - Extending: an undecided step (|tail ratio - 1| < 2 standard errors over >= 2 units, or a
-//    pass whose backlog rose) is run again at its rate with a longer hold, up to
-//    kMaxExtensions times; a backlog still rising after them is a failure.
+//  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
+//    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
+//    to kMaxExtensions times; a backlog still rising after them is a failure.
 //  - Holding: a converged search holds its estimate (not its best pass) in chunks until the
 //    reading is confident or the sustained horizon is covered; a failed hold makes its rate
 //    and everything above it a failure and the search goes on (at most kMaxHolds holds).
@@ -153,6 +153,8 @@ class AdaptiveStrategy : public Strategy {
   double Place(double target) const;
   // A longer hold of an undecided last step, or nullopt.
   std::optional<RunStep> Extension(const StepOutcome& last);
+  // Whether the readings at `rate` pooled (the last one `last`) cannot decide: see the header.
+  bool UndecidedAt(double rate, const StepOutcome& last) const;
   // Runs `rate` again as an ordinary step (a second reading, not a move).
   Decision Remeasure(double rate);
   // The rate of a failure to measure again now (non-monotone evidence), or before finishing

@@ -743,8 +743,8 @@ TEST(AdaptiveStrategyTest, AColdStartFailureExpiresWhenALaterReadingPasses) {
 TEST(AdaptiveStrategyTest, AStallReadingWithAWideErrorIsExtendedAndPooledNotExpired) {
   // A stall puts a step's tail all in one window: 2.0 of allowed, but a standard error of 1.9
   // over its windows. That is undecided (within two errors of the limit): the rate is run
-  // again twice as long, reads calm, and both readings count (pooled (2 + 0.2) / 3 < 1), the
-  // stall's reading is not expired.
+  // again twice as long, then four times, reads calm, and all readings count (pooled, not
+  // expired).
   auto s = Adaptive(100, 1000);
   ASSERT_TRUE(s);
   s->Next(std::nullopt);
@@ -758,6 +758,15 @@ TEST(AdaptiveStrategyTest, AStallReadingWithAWideErrorIsExtendedAndPooledNotExpi
   StepOutcome calm = WithTail(100, 1000, 0.1, 2000);
   calm.tail_units = 16;
   calm.tail_ratio_se = 0.1;
+  // Pooled, 0.73 +- 0.64: still undecided, so four times as long.
+  const Decision longer = s->Next(calm);
+  ASSERT_TRUE(std::holds_alternative<RunStep>(longer));
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(longer).rate_qps, 100);
+  EXPECT_DOUBLE_EQ(std::get<RunStep>(longer).hold, 4);
+  calm.tail_samples = 4000;
+  calm.tail_units = 32;
+  calm.tail_ratio_se = 0.05;
+  // Pooled 0.37 +- 0.27: a pass, and the search moves on.
   const Decision after = s->Next(calm);
   ASSERT_TRUE(std::holds_alternative<RunStep>(after));
   EXPECT_GT(std::get<RunStep>(after).rate_qps, 100);
