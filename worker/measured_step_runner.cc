@@ -276,6 +276,7 @@ struct MeasuredStepRunner::StepRun {
   std::vector<GaugeReading> measured_gauges;
   // Per measured window of the latest call: samples and those over each tail limit.
   std::vector<TailUnit> tail_units[kTailSources];
+  std::vector<TailUnit> error_units;  // per measured window: scheduled, errors + timeouts
   double tail_limit_ms[kTailSources] = {0, 0, 0};
 
   bool steady_at_start = false;
@@ -352,6 +353,10 @@ void MeasuredStepRunner::Plan(StepRun& run) const {
   run.measured = requested;
   if (lifetimes > requested) {
     run.measured = std::min(lifetimes, std::max(options_.max_measured, requested));
+  }
+  if (run.rate > 0 && options_.min_measured_requests > 0) {
+    const absl::Duration arrivals = absl::Seconds(options_.min_measured_requests / run.rate);
+    run.measured = std::max(run.measured, std::min(arrivals, options_.max_measured));
   }
   if (run.hold > 1) run.measured *= run.hold;
   if (run.window > absl::ZeroDuration()) run.measured = RoundUp(run.measured, run.window);
@@ -450,6 +455,7 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
   if (lead > absl::ZeroDuration()) assessor_->Reset();
   run.measured_gauges.clear();
   for (std::vector<TailUnit>& units : run.tail_units) units.clear();
+  run.error_units.clear();
   bool measuring = false;
   run.steady_at_start = Steady(run);
   run.first_measured = run.out.windows.size();
@@ -475,6 +481,7 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
               TailUnitOf(w.ttft_histogram(), run.tail_limit_ms[kTtftTail]));
           run.tail_units[kInterTokenTail].push_back(
               TailUnitOf(w.inter_chunk_histogram(), run.tail_limit_ms[kInterTokenTail]));
+          run.error_units.push_back({w.scheduled(), w.errors() + w.timeouts()});
         }
         if (run.on_window) run.on_window(run.out.windows.back());
       });
@@ -547,6 +554,19 @@ absl::Status MeasuredStepRunner::RemeasureIfRising(StepRun& run) {
   return absl::OkStatus();
 }
 
+void MeasuredStepRunner::ErrorsAsTail(const StepRun& run, const vanguard::v1::StepResult& result,
+                                      StepOutcome* o) const {
+  const double allowed = slo_.max_error_rate();
+  if (!(allowed > 0) || !run.out.judgement.client_valid || result.scheduled() <= 0) return;
+  const double ratio = o->error_rate / allowed;
+  if (ratio <= o->tail_ratio) return;
+  o->tail_ratio = ratio;
+  o->tail_samples = result.scheduled();
+  const TailConfidence confidence = TailConfidenceOf(run.error_units, allowed);
+  o->tail_ratio_se = confidence.ratio_se;
+  o->tail_units = confidence.units;
+}
+
 bool MeasuredStepRunner::BacklogRising(const StepRun& run) {
   std::deque<double> queue;
   for (const GaugeReading& g : run.measured_gauges) {
@@ -611,7 +631,12 @@ void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
   o.tail_ratio_se = confidence.ratio_se;
   o.tail_units = confidence.units;
   o.backlog_rising = BacklogRising(run);
-  o.passed_apart_from_tail = out.judgement.passed_apart_from_p99 && !limits.other_breach;
+  // With an error limit, errors are a share of requests over what the SLO allows, like a
+  // p99 tail: pooled across steps and judged with their uncertainty (ErrorsAsTail).
+  o.passed_apart_from_tail = (slo_.max_error_rate() > 0 ? out.judgement.passed_apart_from_tails
+                                                         : out.judgement.passed_apart_from_p99) &&
+                             !limits.other_breach;
+  ErrorsAsTail(run, result, &o);
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {
     o.window_state = assessor_->worst_state();

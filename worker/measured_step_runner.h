@@ -131,6 +131,9 @@ struct MeasuredStepOptions {
   double min_requests_per_window = 10;
   absl::Duration max_window = absl::Seconds(5);
   absl::Duration max_measured = absl::Seconds(60);
+  // At low rates the measured part is lengthened (up to max_measured) to hold this many
+  // arrivals: a percentile verdict over a handful of requests is noise.
+  double min_measured_requests = 200;
   // A passing step at UNHEALTHY or worse whose mean latency still rises through the
   // measured part is measured once more, and judged on that second part (see Run).
   bool remeasure_rising_near_limit = true;
@@ -239,6 +242,11 @@ class MeasuredStepRunner {
   void JudgeCall(StepRun& run);
   // Whether the backlog grew through the judged call's measured part (see Judging).
   static bool BacklogRising(const StepRun& run);
+  // With an SLO error limit, the error rate over it is a tail ratio too (the share of
+  // requests that failed over the share allowed): when it exceeds the latency tail's it
+  // becomes the outcome's tail_ratio, with its batch-means error over the measured windows.
+  void ErrorsAsTail(const StepRun& run, const vanguard::v1::StepResult& result,
+                    StepOutcome* o) const;
 
   WindowSignals SignalsOf(const vanguard::v1::WindowMetrics& w, const GaugeReading& gauges) const;
   // Scrapes the gauges (into *gauges_out) and, for a measured window, scores its health.

@@ -697,7 +697,9 @@ TEST_F(MeasuredStepRunnerTest, StretchedPartsAreWholeWindowsNeverZero) {
         script->events.push_back(ResultEvent(MakeStepResult(r.rate_qps(), r.rate_qps(), 450, 900)));
         return NewScriptedReader(script);
       });
-  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  MeasuredStepOptions options;
+  options.min_measured_requests = 0;  // the arrivals' minimum would make it 60 s (below)
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), options);
   vanguard::v1::RunStepRequest request = Request();
   request.set_rate_qps(2);
   *request.mutable_duration() = ToProtoDuration(absl::Seconds(3));
@@ -708,6 +710,54 @@ TEST_F(MeasuredStepRunnerTest, StretchedPartsAreWholeWindowsNeverZero) {
     EXPECT_EQ(Window(requests_[0]), absl::Seconds(5));
     EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(5));
   }
+}
+
+TEST_F(MeasuredStepRunnerTest, LowRatesMeasureEnoughArrivalsForAVerdictUpToTheCap) {
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  vanguard::v1::RunStepRequest request = Request();
+  request.set_rate_qps(10);  // 200 arrivals take 20 s, more than the 10 s asked
+  ASSERT_TRUE(runner.Run(request, /*first_step=*/false, nullptr, nullptr).ok());
+  EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(20));
+  requests_.clear();
+  request.set_rate_qps(0.5);  // 400 s would be needed: capped at max_measured
+  ASSERT_TRUE(runner.Run(request, /*first_step=*/false, nullptr, nullptr).ok());
+  EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(60));
+  requests_.clear();
+  request.set_rate_qps(1000);  // plenty in the 10 s asked
+  ASSERT_TRUE(runner.Run(request, /*first_step=*/false, nullptr, nullptr).ok());
+  EXPECT_EQ(FromProtoDuration(requests_.back().duration()), absl::Seconds(10));
+}
+
+// A step failing on errors set by a rare episode: errors are a tail ratio (errors over the
+// 1% allowed), their uncertainty over the windows, and everything else held.
+TEST_F(MeasuredStepRunnerTest, ErrorsAreATailRatioWithTheirWindowUncertainty) {
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        requests_.push_back(r);
+        auto script = std::make_shared<StreamScript>();
+        AddWindows(*script, r, 10, 30);
+        // The measured part's windows: 100 scheduled each, all 40 errors in one of them.
+        int measured = 0;
+        for (vanguard::v1::RunStepEvent& e : script->events) {
+          if (e.window().warmup()) continue;
+          if (measured++ == 3) e.mutable_window()->set_errors(40);
+        }
+        vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 30);
+        result.set_errors(result.scheduled() / 50);  // 2% of the step's requests
+        result.set_completed(result.scheduled() - result.errors());
+        script->events.push_back(ResultEvent(result));
+        return NewScriptedReader(script);
+      });
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  const StepOutcome o = MustRun(options).outcome;
+  ASSERT_FALSE(o.passed);
+  EXPECT_TRUE(o.passed_apart_from_tail);  // only the error share breached
+  EXPECT_NEAR(o.tail_ratio, 2.0, 1e-9);
+  EXPECT_EQ(o.tail_samples, 1000);
+  EXPECT_GE(o.tail_units, 8);
+  // All of it in one window: the share is barely known.
+  EXPECT_GT(o.tail_ratio_se, 0.5 * o.tail_ratio);
 }
 
 }  // namespace

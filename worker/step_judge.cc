@@ -112,9 +112,11 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     signals.push_back({"inter_token", result.inter_chunk().p99_ms(), inter_limit_ms});
   }
 
+  bool errors_breached = false;
   if (slo_.max_error_rate() > 0) {
     signals.push_back({"error_rate", j.error_rate, slo_.max_error_rate()});
     if (j.error_rate > slo_.max_error_rate()) {
+      errors_breached = true;
       breaches.push_back(absl::StrFormat("error rate %.2f%% > %g%%", j.error_rate * 100,
                                          slo_.max_error_rate() * 100));
     } else {
@@ -166,6 +168,8 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   }
   j.passed = breaches.empty();
   j.passed_apart_from_p99 = breaches.size() == (p99_breached ? 1u : 0u);
+  j.passed_apart_from_tails =
+      breaches.size() == (p99_breached ? 1u : 0u) + (errors_breached ? 1u : 0u);
   j.verdict =
       j.passed ? absl::StrCat("pass: ", absl::StrJoin(held, ", ")) : absl::StrJoin(breaches, "; ");
   return j;

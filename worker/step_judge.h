@@ -47,6 +47,9 @@ struct StepJudgement {
   // Every check but the p99 latency held (and the client was valid): the step fails, if at
   // all, on its latency tail alone.
   bool passed_apart_from_p99 = false;
+  // Every check but the p99 latency and the error rate held: the step fails, if at all, on
+  // a share of its requests (slow or failed) over what the SLO allows.
+  bool passed_apart_from_tails = false;
   double error_rate = 0;  // (errors + timeouts) / scheduled
   // What the step offered: scheduled / measured seconds when the result says, else the
   // target.

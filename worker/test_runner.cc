@@ -139,6 +139,11 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
   result.set_survivor_qps(done.survivor_qps);
   for (double r : done.ramp_max_qps) result.add_ramp_max_qps(r);
   for (const std::string& f : done.drift_flags) result.add_drift_flags(f);
+  result.set_at_least(done.at_least);
+  result.set_verification(done.verification);
+  if (done.more_time_needed_s > 0) {
+    *result.mutable_more_time_needed() = ToProtoDuration(absl::Seconds(done.more_time_needed_s));
+  }
   if (first_step != nullptr) {
     *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
     if (first_step->model_warming) {

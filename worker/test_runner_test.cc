@@ -464,6 +464,21 @@ TEST(BuildTestResultTest, ReportsHowLongTheModelTookToWarmUp) {
   EXPECT_FALSE(BuildTestResult(done, 0, absl::Minutes(1)).has_model_warmup());
 }
 
+TEST(BuildTestResultTest, CarriesAtLeastVerificationAndTheTimeAnUndecidedRunNeeds) {
+  Done done;
+  done.max_sustainable_qps = 400;
+  done.at_least = true;
+  done.verification = "held 400 req/s for 5m: passed";
+  done.more_time_needed_s = 90;
+  done.drift_flags = {"reading at 380 req/s (step 2) expired: contradicted by step 6"};
+  const vanguard::v1::TestResult result = BuildTestResult(done, 7, absl::Minutes(9));
+  EXPECT_TRUE(result.at_least());
+  EXPECT_EQ(result.verification(), "held 400 req/s for 5m: passed");
+  EXPECT_EQ(FromProtoDuration(result.more_time_needed()), absl::Seconds(90));
+  ASSERT_EQ(result.drift_flags_size(), 1);
+  EXPECT_FALSE(BuildTestResult(Done{}, 1, absl::Minutes(1)).has_more_time_needed());
+}
+
 TEST(BuildInterruptedStepReportTest, CarriesRateTimesAndWhyButNoVerdictOfPassing) {
   const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
   vanguard::v1::StepWindow window;
