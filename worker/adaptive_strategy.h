@@ -15,9 +15,10 @@
 //  - Verdicts: every step is re-judged after each step from the pooled tail fit of all the
 //    readings still in force (tail_pooling.h); a failure through at most tau isolated spike
 //    windows is noise.
-//  - Expiry: a later reading within kSameRate of an earlier one that contradicts it (opposite
-//    own verdicts, or tail ratios apart by more than kContradictionZ combined standard errors
-//    when both are known) expires the earlier one (Done.drift_flags names both).
+//  - Expiry: a later reading within kSameRate of an earlier one that contradicts it against
+//    the order a stationary model keeps (better at a rate at least as high, or worse at one at
+//    most as high: opposite own verdicts, or tail ratios apart by more than kContradictionZ
+//    combined standard errors when both are known) expires the earlier one (drift_flags).
 //  - Re-measuring: the lowest failure is measured again (once per rate) when passes lie above
 //    it, and before the search ends on it when it looks like a disturbance, was measured in
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
