@@ -404,6 +404,7 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
     std::vector<vanguard::v1::StepWindow>* windows_so_far) {
   absl::StatusOr<MeasuredStep> executed;
   absl::Duration backoff = options_.retry_backoff;
+  int outside_pauses = 0;
   for (int retry = 0;; ++retry) {
     *step_start = clock_->Now();
     windows_so_far->clear();
@@ -414,6 +415,19 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
           run.keeper->MaybeBeat();
         },
         hold);
+    if (executed.ok() && DisturbedFromOutside(*executed) &&
+        outside_pauses < options_.max_outside_pauses && !run.step_cancel.IsCancelled() &&
+        !stopped()) {
+      ++outside_pauses;
+      --retry;  // not a replayer failure
+      Log(absl::StrFormat("test %d step %d: %s; pausing %s and measuring again (%d of %d)",
+                          run.test_id, run.index, executed->judgement.verdict,
+                          absl::FormatDuration(options_.outside_pause), outside_pauses,
+                          options_.max_outside_pauses));
+      Backoff(options_.outside_pause, &run.step_cancel);
+      run.keeper->MaybeBeat();
+      continue;
+    }
     if (executed.ok() || run.step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
         retry >= options_.max_step_retries) {
       return executed;
@@ -425,6 +439,10 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
     backoff *= 2;
     run.keeper->MaybeBeat();
   }
+}
+
+bool TestRunner::DisturbedFromOutside(const MeasuredStep& step) {
+  return !step.judgement.client_valid && step.judgement.client_disturbed_from_outside;
 }
 
 TestRunOutcome TestRunner::StepFailed(TestRun& run, const absl::Status& status, double rate,

@@ -58,6 +58,12 @@ struct TestRunnerOptions {
   // retry_backoff.
   int max_step_retries = 2;
   absl::Duration retry_backoff = absl::Seconds(1);
+  // A step whose load generator was disturbed from outside (other processes held the CPUs:
+  // the replayer's verdict says so) says nothing about the model: the runner pauses
+  // outside_pause and measures it again, at most max_outside_pauses times a step, without
+  // the strategy seeing it (a rate the client could not hold for its own reasons still counts).
+  int max_outside_pauses = 3;
+  absl::Duration outside_pause = absl::Seconds(10);
   // Orchestrator UNAVAILABLE on ReportStep/CompleteTest: attempts before giving up (the
   // lease then expires and the test is retried).
   int max_report_attempts = 5;
@@ -173,12 +179,14 @@ class TestRunner {
   // Next(); how the test ended, when it did.
   std::optional<TestRunOutcome> TakeStep(TestRun& run, const RunStep& step);
   // The step on the replayer, again while it is transiently unavailable (max_step_retries,
-  // backoff doubling); its windows, as they arrive, in *windows_so_far.
+  // backoff doubling) and, after a pause, while its load generator was disturbed from
+  // outside (max_outside_pauses); its windows, as they arrive, in *windows_so_far.
   absl::StatusOr<MeasuredStep> MeasureWithRetries(
       TestRun& run, const vanguard::v1::RunStepRequest& request, double hold,
       absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far);
   // A step that could not be measured: after Stop() reported interrupted and the lease given
   // back, else the test completed with the error.
+  static bool DisturbedFromOutside(const MeasuredStep& step);
   TestRunOutcome StepFailed(TestRun& run, const absl::Status& status, double rate,
                             absl::Time step_start,
                             const std::vector<vanguard::v1::StepWindow>& windows);

@@ -464,6 +464,30 @@ TEST(BuildTestResultTest, ReportsHowLongTheModelTookToWarmUp) {
   EXPECT_FALSE(BuildTestResult(done, 0, absl::Minutes(1)).has_model_warmup());
 }
 
+TEST_F(TestRunnerTest, AStepDisturbedFromOutsideIsMeasuredAgainAfterAPause) {
+  options_.outside_pause = absl::Seconds(10);
+  int calls = 0;
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        std::shared_ptr<StreamScript> script = PredictorStep(r.rate_qps());
+        if (calls++ == 0) {  // the first call: other processes held the CPUs
+          vanguard::v1::StepResult* result =
+              script->events.back().mutable_result();
+          result->set_client_valid(false);
+          result->set_client_invalid_outside(true);
+          result->set_client_invalid_reason("send skew p99 20 ms; CPU contention");
+        }
+        return NewScriptedReader(script);
+      });
+  const absl::Time start = clock_.Now();
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+  // Three steps reported, as without the disturbance; one replayer call more, and the pause.
+  EXPECT_EQ(reports_.size(), 3u);
+  EXPECT_EQ(calls, 4);
+  for (const vanguard::v1::ReportStepRequest& r : reports_) EXPECT_TRUE(r.step().client_valid());
+  EXPECT_GE(clock_.Now() - start, absl::Seconds(10) + 4 * absl::Seconds(kWindowsPerStep));
+}
+
 TEST(BuildTestResultTest, CarriesAtLeastVerificationAndTheTimeAnUndecidedRunNeeds) {
   Done done;
   done.max_sustainable_qps = 400;
