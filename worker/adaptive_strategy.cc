@@ -131,11 +131,6 @@ bool AdaptiveStrategy::Record(StepOutcome outcome, Purpose purpose) {
     outcome.spikes = 0;
     outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
-  if (purpose == Purpose::kExtension && extensions_ >= kMaxExtensions && outcome.passed &&
-      outcome.backlog_rising) {
-    // The queue still built after the longest extension: the rate does not hold.
-    outcome.passed = outcome.passed_apart_from_tail = false;
-  }
   ++steps_;
   outcome.rate_qps = q_;
   Judged j;

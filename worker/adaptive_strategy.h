@@ -24,7 +24,7 @@
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
-//    to kMaxExtensions times; a backlog still rising after them is a failure.
+//    to kMaxExtensions times; then the pooled readings decide.
 //  - Holding: a converged search holds its estimate (not its best pass) in chunks until the
 //    reading is confident or the sustained horizon is covered; a failed hold makes its rate
 //    and everything above it a failure and the search goes on (at most kMaxHolds holds).
