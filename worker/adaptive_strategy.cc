@@ -545,9 +545,12 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double horizon_parts = horizon_s_ / StepSeconds();
   const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
   const bool enough_requests = requests * kTailAllowedFraction >= kHoldTailEvents;
-  // Without tail samples the chunks' own verdicts are all there is.
-  const bool sure_pass = others_held && !rising && ratio <= 1 && hold_parts_ >= kMinHold &&
-                         (se_known ? ratio + 2 * se < 1 : enough_requests || requests == 0);
+  // Without tail samples the chunks' own verdicts are all there is. A confident reading
+  // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header).
+  const double min_cover = std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
+  const bool confident_pass = others_held && !rising && ratio <= 1 &&
+                              (se_known ? ratio + 2 * se < 1 : enough_requests || requests == 0);
+  const bool sure_pass = confident_pass && hold_parts_ >= min_cover - 1e-9;
   const bool sure_fail =
       !others_held || (se_known ? ratio - 2 * se > 1 : ratio > 1 && enough_requests);
   const bool passes = others_held && !rising && ratio <= 1;
@@ -570,9 +573,11 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     return std::nullopt;  // the search goes on from the new bracket
   }
   if (steps_ >= max_steps_) return Finish(false, "step limit reached during the hold");
-  // Each chunk twice the last, up to the horizon: few steps (and leads) per hold.
+  // Each chunk twice the last, up to the horizon: few steps (and leads) per hold; a confident
+  // reading short of the cover runs the rest of the cover in one chunk.
   purpose_ = Purpose::kHold;
-  hold_ = std::max(1.0, std::min(2 * last.hold, horizon_parts - hold_parts_));
+  const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
+  hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_};
 }
 

@@ -76,6 +76,10 @@ class AdaptiveStrategy : public Strategy {
   // requests over a p99 limit at the limit, at most kMaxHoldChunk parts; the horizon caps
   // the total. At most kMaxHolds holds per test.
   static constexpr double kMinHold = 2;
+  // A hold passes before the horizon only after covering this share of it: the batch-means
+  // error of a short hold cannot see episodes (stalls, a queue building) rarer than the hold,
+  // so a confident-looking pass over a few seconds is no evidence over minutes.
+  static constexpr double kMinHoldHorizonShare = 0.25;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHoldChunk = 10;
   static constexpr int kMaxHolds = 2;
