@@ -858,7 +858,7 @@ Commands:
   models list [--name=N] [--limit=N]
       List registered model versions.
   submit --model=N [--version=V] (--rates=R1,R2,... | --min_qps=A --max_qps=B --steps=K |
-         --strategy=binary|adaptive --min_qps=A --max_qps=B [--confirm_best] |
+         --strategy=binary|adaptive --min_qps=A --max_qps=B |
          --strategy=ladder [--max_qps=B])
          [--stop_after_failures=1] [--step_duration=10s] [--step_warmup=2s]
          [--request_timeout=10s] [--schedule=constant|poisson] [--trace=FILE]

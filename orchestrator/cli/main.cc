@@ -109,8 +109,8 @@ ABSL_FLAG(std::string, request_id, "",
 ABSL_FLAG(std::string, spec_file, "",
           "submit: read a vanguard.v1.TestSpec in protobuf JSON; flags override it.");
 ABSL_FLAG(bool, confirm_best, false,
-          "submit: adaptive: hold the best once more as one long step before finishing "
-          "(more conservative, slower; docs/strategies.md).");
+          "submit: adaptive: accepted for old scripts and ignored: every adaptive search now "
+          "holds its estimate before finishing (see --sustain_horizon).");
 ABSL_FLAG(bool, wait, false,
           "submit: poll until the test ends, progress on stderr, then print it; exit 0 if it "
           "SUCCEEDED, 3 if it FAILED or was CANCELLED.");
