@@ -90,11 +90,21 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   const Judged& last = judged_.back();
   if (!best_ && lowest_failure_ && q_ <= min_qps_ && !last.empty) {
     // Nothing below to lend the step its requests: a failure on the tail alone is measured
-    // again at min_qps (the steps there judged together) before the test is given up.
+    // again at min_qps (the steps there judged together) before the test is given up, and so
+    // is any failure while the model may still be warming (the first kWarmingSteps steps, or
+    // a reading better than the one before it at min_qps): a cold model fails rates it
+    // carries once warm, and a later pass expires the cold reading.
     int at_min = 0;
-    for (const Judged& j : judged_) at_min += !j.expired && j.outcome.rate_qps == q_ ? 1 : 0;
-    if (last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0 &&
-        at_min < kTailJudgingSteps && steps_ < max_steps_) {
+    const StepOutcome* before = nullptr;
+    for (const Judged& j : judged_) {
+      if (j.expired || j.outcome.rate_qps != q_) continue;
+      ++at_min;
+      if (&j != &last) before = &j.outcome;
+    }
+    const bool tail_only = last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0;
+    const bool warming = steps_ <= kWarmingSteps ||
+                         (before != nullptr && last.outcome.limit_ratio < before->limit_ratio);
+    if ((tail_only || warming) && at_min < kTailJudgingSteps && steps_ < max_steps_) {
       return RunStep{q_};
     }
     return Finish(false, "min_qps already fails");

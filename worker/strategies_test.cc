@@ -275,10 +275,27 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
           << run.done.drift_flags[0];
     }
   }
-  // A failure of anything else at min_qps ends the test at once.
+  // A failure of anything else at min_qps, the model not getting better, ends the test once
+  // min_qps has been read kTailJudgingSteps times (the first ones may be a cold model).
   auto s = Adaptive();
   StrategyRun run = Drive(*s, [](double r) { return ModelPredictor(r, 40); });
-  EXPECT_EQ(run.rates.size(), 1u);
+  EXPECT_EQ(run.rates.size(), static_cast<size_t>(kTailJudgingSteps));
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+  EXPECT_FALSE(run.done.converged);
+}
+
+TEST(AdaptiveStrategyTest, AColdModelFailingMinQpsOnThroughputIsMeasuredAgainNotGivenUp) {
+  // The model is cold for the first two steps: it cannot even carry min_qps (a shortfall of
+  // throughput, not a tail), then it is warm with a capacity of 800.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  int step = 0;
+  StrategyRun run = Drive(*s, [&](double r) { return ModelPredictor(r, step++ < 2 ? 30 : 800); });
+  ASSERT_GE(run.rates.size(), 3u);
+  EXPECT_DOUBLE_EQ(run.rates[0], 50);
+  EXPECT_DOUBLE_EQ(run.rates[1], 50);
+  EXPECT_GT(run.rates.back(), 50);
+  EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
