@@ -634,7 +634,7 @@ void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
   // With an error limit, errors are a share of requests over what the SLO allows, like a
   // p99 tail: pooled across steps and judged with their uncertainty (ErrorsAsTail).
   o.passed_apart_from_tail = (slo_.max_error_rate() > 0 ? out.judgement.passed_apart_from_tails
-                                                         : out.judgement.passed_apart_from_p99) &&
+                                                        : out.judgement.passed_apart_from_p99) &&
                              !limits.other_breach;
   ErrorsAsTail(run, result, &o);
   o.health_state = out.judgement.health.state;

@@ -323,8 +323,8 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
 
 TEST(AdaptiveStrategyTest, AHoldStopsEarlyOnceConfidentElseRunsToTheHorizon) {
   // Readings with batch-means standard errors: a hold reading far below the limit stops once it
-  // covers a quarter of the horizon; one whose interval straddles the limit runs on, each chunk twice the
-  // last, until the horizon (here 60 s of 3 s parts: 20 parts) and is judged on its mean.
+  // covers a quarter of the horizon; one whose interval straddles the limit runs on, each chunk
+  // twice the last, until the horizon (here 60 s of 3 s parts: 20 parts) and is judged on its mean.
   for (bool clear : {true, false}) {
     vanguard::v1::AdaptiveStrategy c;
     c.set_min_qps(50);

@@ -471,8 +471,7 @@ TEST_F(TestRunnerTest, AStepDisturbedFromOutsideIsMeasuredAgainAfterAPause) {
       .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
         std::shared_ptr<StreamScript> script = PredictorStep(r.rate_qps());
         if (calls++ == 0) {  // the first call: other processes held the CPUs
-          vanguard::v1::StepResult* result =
-              script->events.back().mutable_result();
+          vanguard::v1::StepResult* result = script->events.back().mutable_result();
           result->set_client_valid(false);
           result->set_client_invalid_outside(true);
           result->set_client_invalid_reason("send skew p99 20 ms; CPU contention");

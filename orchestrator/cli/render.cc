@@ -220,8 +220,8 @@ std::string RenderResult(const v1::Test& test) {
       absl::StrCat("Result: max sustainable ", result.at_least() ? "at least " : "",
                    FormatQps(result.max_sustainable_qps()), " qps",
                    result.at_least() ? " (the top of the range held)" : "", ", converged ",
-                   result.converged() ? "yes" : "no", ", ", result.steps_taken(),
-                   " steps, took ", FormatDuration(result.test_duration()));
+                   result.converged() ? "yes" : "no", ", ", result.steps_taken(), " steps, took ",
+                   FormatDuration(result.test_duration()));
   if (result.confidence_low_qps() != 0 || result.confidence_high_qps() != 0) {
     absl::StrAppend(&out, ", range ", FormatQps(result.confidence_low_qps()), " to ",
                     FormatQps(result.confidence_high_qps()), " qps");

@@ -14,17 +14,17 @@
 // One line per seed (estimate, error, steps, virtual time), then
 // `profile=… strategy=… mae_pct=… bias_pct=… max_err_pct=… within_10_pct=… mean_time_s=…`.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <deque>
-#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
-#include <thread>
 #include <queue>
-#include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -43,8 +43,8 @@
 #include "worker/adaptive_strategy.h"
 #include "worker/binary_search_strategy.h"
 #include "worker/health_assessor.h"
-#include "worker/proto_time.h"
 #include "worker/measured_step_runner.h"
+#include "worker/proto_time.h"
 #include "worker/steady_state.h"
 #include "worker/tail_confidence.h"
 #include "worker/tail_pooling.h"
@@ -119,20 +119,19 @@ void FillWindowEvidence(const std::vector<std::vector<double>>& windows, double 
   const worker::TailConfidence c = worker::TailConfidenceOf(units, allowed);
   o->tail_ratio_se = c.ratio_se;
   o->tail_units = c.units;
-  o->backlog_rising = mean_ms.size() >= 4 &&
-                      worker::SteadyStateDetector::Trending(
-                          mean_ms, worker::MeasuredStepRunner::kRisingLatencyDrift, true);
+  o->backlog_rising =
+      mean_ms.size() >= 4 && worker::SteadyStateDetector::Trending(
+                                 mean_ms, worker::MeasuredStepRunner::kRisingLatencyDrift, true);
 }
 
 // How the virtual client and judge deviate from the runner's (the ablations).
 struct ModelVariant {
-  bool cold = false;           // the test starts when the model does (its warmup ahead)
-  bool template_cost = false;  // every request costs the nominal (one template request)
-  bool closed_loop = false;    // fixed concurrency ceil(rate * latency limit)
-  bool p99_only = false;       // judged on p99 at the SLO's latency limit, nothing else
+  bool cold = false;            // the test starts when the model does (its warmup ahead)
+  bool template_cost = false;   // every request costs the nominal (one template request)
+  bool closed_loop = false;     // fixed concurrency ceil(rate * latency limit)
+  bool p99_only = false;        // judged on p99 at the SLO's latency limit, nothing else
   bool window_evidence = true;  // tail_ratio_se by batch means and the backlog trend
 };
-
 
 // One continuous model timeline: steps run one after another, the queue draining between
 // them as it does between two replayer calls.
@@ -148,7 +147,7 @@ class VirtualModel {
         costs_(seed * 104723 + 5),
         assessor_(*worker::HealthAssessor::Create(SloOf(profile))) {
     // After the model's own warmup, unless the test starts with the model.
-    now_ = variant.cold ? absl::ZeroDuration()
+    now_ = variant.cold  ? absl::ZeroDuration()
            : generative_ ? profile.generative.perturbations.warmup
                          : profile.batch.perturbations.warmup;
   }
@@ -250,9 +249,8 @@ class VirtualModel {
       const bool rejected_here =
           generative_
               ? tokens_.Arrive(id, t, 0, &events) == sim::TokenScheduler::Admission::kRejected
-              : scheduler_.Arrive(id, t, &done, variant_.template_cost
-                                                    ? 1.0
-                                                    : sim::DrawCost(profile_, costs_)) ==
+              : scheduler_.Arrive(id, t, &done,
+                                  variant_.template_cost ? 1.0 : sim::DrawCost(profile_, costs_)) ==
                     SlotScheduler::Admission::kRejected;
       if (judged(t)) {
         ++scheduled;
@@ -356,8 +354,7 @@ class VirtualModel {
     // runner reads them: the tail ratio is the worse of the two shares over what they allow,
     // so pooled and sequential verdicts see an error rate set by rare episodes as well.
     const bool errors_as_tail = !variant_.p99_only && profile_.slo.max_error_rate > 0;
-    const double error_ratio =
-        errors_as_tail ? o.error_rate / profile_.slo.max_error_rate : 0;
+    const double error_ratio = errors_as_tail ? o.error_rate / profile_.slo.max_error_rate : 0;
     const bool errors_bind = errors_as_tail && error_ratio > o.tail_ratio;
     if (errors_bind) {
       o.tail_ratio = error_ratio;
@@ -366,9 +363,8 @@ class VirtualModel {
     o.passed_apart_from_tail = (errors_as_tail || errors_ok) && throughput_ok;
     const double worst_percentile = std::max(latency.at_percentile, ttft.at_percentile);
     o.passed = o.passed_apart_from_tail && errors_ok && worst_percentile <= 1;
-    o.limit_ratio = std::max(worst_percentile, variant_.p99_only
-                                                   ? 0.0
-                                                   : o.error_rate / profile_.slo.max_error_rate);
+    o.limit_ratio = std::max(worst_percentile,
+                             variant_.p99_only ? 0.0 : o.error_rate / profile_.slo.max_error_rate);
     if (variant_.window_evidence && !generative_) {
       FillWindowEvidence(windows, absl::ToDoubleMilliseconds(profile_.slo.latency_limit), allowed,
                          &o);
@@ -484,7 +480,6 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, double lo, doubl
   return nullptr;
 }
 
-
 // --- Held-out models (--generated=N) ------------------------------------------------------
 
 // One search against one virtual model: the decisions, the steps, the virtual time.
@@ -515,8 +510,8 @@ double WarmUpAt(VirtualModel& model, double rate) {
   return absl::ToDoubleSeconds(watched);
 }
 
-SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead,
-                    absl::Duration step, bool warmup_phase, bool verbose) {
+SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, absl::Duration step,
+                    bool warmup_phase, bool verbose) {
   SearchRun run;
   std::optional<StepOutcome> last;
   for (;;) {
@@ -539,13 +534,14 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead,
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
     if (verbose) {
-      std::printf("    step %d: %.2f%s -> p99 %.1f ms (%.3f of the limit), tail %.2f+-%.2f of %lld "
-                  "(%d units)%s, %s\n",
-                  run.steps, next.rate_qps,
-                  next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "",
-                  last->p99_ms, last->limit_ratio, last->tail_ratio, last->tail_ratio_se,
-                  static_cast<long long>(last->tail_samples), last->tail_units,
-                  last->backlog_rising ? " backlog rising" : "", last->passed ? "pass" : "FAIL");
+      std::printf(
+          "    step %d: %.2f%s -> p99 %.1f ms (%.3f of the limit), tail %.2f+-%.2f of %lld "
+          "(%d units)%s, %s\n",
+          run.steps, next.rate_qps,
+          next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "", last->p99_ms,
+          last->limit_ratio, last->tail_ratio, last->tail_ratio_se,
+          static_cast<long long>(last->tail_samples), last->tail_units,
+          last->backlog_rising ? " backlog rising" : "", last->passed ? "pass" : "FAIL");
     }
   }
 }
@@ -555,7 +551,7 @@ struct SearchVariant {
   std::string name;      // printed: adaptive, binary, ablation_<x>
   std::string strategy;  // adaptive or binary_search
   ModelVariant model;
-  bool warmup_phase = true;   // the first step's warmup phase and each step's lead
+  bool warmup_phase = true;  // the first step's warmup phase and each step's lead
 };
 
 std::vector<SearchVariant> Variants(const std::string& list) {
@@ -634,8 +630,7 @@ Agreement Agree(const std::vector<double>& estimates, const std::vector<double>&
   a.loa_low = a.bias - 1.96 * std::sqrt(var);
   a.loa_high = a.bias + 1.96 * std::sqrt(var);
   std::sort(abs_errors.begin(), abs_errors.end());
-  a.p95 = abs_errors[std::min(abs_errors.size() - 1,
-                              static_cast<size_t>(std::ceil(0.95 * n)) - 1)];
+  a.p95 = abs_errors[std::min(abs_errors.size() - 1, static_cast<size_t>(std::ceil(0.95 * n)) - 1)];
   a.max_abs = abs_errors.back();
   a.over5 = 100 * a.over5 / n;
   const double cov = sxy - sx * sy / n, vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
@@ -712,19 +707,21 @@ int RunGenerated() {
       estimates.push_back(EstimateOf(v, out[i]));
       seconds += out[i].seconds;
       if (verbose || v.name == "adaptive") {
-        std::printf("  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
-                    "%.0f s%s\n",
-                    v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
-                    models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
-                    out[i].steps, out[i].seconds, out[i].done.at_least ? " (at least)" : "");
+        std::printf(
+            "  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
+            "%.0f s%s\n",
+            v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
+            models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
+            out[i].steps, out[i].seconds, out[i].done.at_least ? " (at least)" : "");
         if (verbose) std::printf("    %s\n", models[i].description.c_str());
       }
     }
     const Agreement a = Agree(estimates, truths);
-    std::printf("variant=%s models=%d mae_pct=%.2f bias_pct=%.2f p95_abs_err_pct=%.2f "
-                "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
-                v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2,
-                a.max_abs, seconds);
+    std::printf(
+        "variant=%s models=%d mae_pct=%.2f bias_pct=%.2f p95_abs_err_pct=%.2f "
+        "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
+        v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2, a.max_abs,
+        seconds);
     if (v.name == "adaptive") {
       absl::StrAppendFormat(&line,
                             "heldout_mae_pct=%.2f heldout_p95_abs_err_pct=%.2f "

@@ -15,10 +15,10 @@ namespace {
 class Draw {
  public:
   explicit Draw(uint64_t seed) : rng_(seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL) {}
-  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
-  double LogUniform(double lo, double hi) {
-    return std::exp(Uniform(std::log(lo), std::log(hi)));
+  double Uniform(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng_);
   }
+  double LogUniform(double lo, double hi) { return std::exp(Uniform(std::log(lo), std::log(hi))); }
   int LogInt(int lo, int hi) {
     return std::clamp(static_cast<int>(std::floor(LogUniform(lo, hi + 1.0))), lo, hi);
   }

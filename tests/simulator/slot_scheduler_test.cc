@@ -75,10 +75,8 @@ TEST(SlotSchedulerTest, ARequestsCostScalesItsServiceAndABatchPadsToItsLargest) 
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].finish - done[0].start, Ms(25));
 
-  SlotScheduler batched({.slots = 1,
-                         .service_time = Ms(10),
-                         .max_batch = 2,
-                         .max_queue_delay = Ms(5)});
+  SlotScheduler batched(
+      {.slots = 1, .service_time = Ms(10), .max_batch = 2, .max_queue_delay = Ms(5)});
   done.clear();
   batched.Arrive(1, absl::ZeroDuration(), &done, /*cost=*/1);
   batched.Arrive(2, Ms(1), &done, /*cost=*/3);
