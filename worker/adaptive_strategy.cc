@@ -556,10 +556,13 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
   const bool enough_requests = requests * kTailAllowedFraction >= kHoldTailEvents;
   // Without tail samples the chunks' own verdicts are all there is. A confident reading
-  // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header).
+  // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header); a hold
+  // with no request over the limit at all is never confident (its standard error is 0 because
+  // no episode landed in it, which says nothing about episodes rarer than the hold so far).
   const double min_cover = std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
-  const bool confident_pass = others_held && !rising && ratio <= 1 &&
-                              (se_known ? ratio + 2 * se < 1 : enough_requests || requests == 0);
+  const bool confident_pass =
+      others_held && !rising && ratio <= 1 &&
+      (se_known ? ratio > 0 && ratio + 2 * se < 1 : enough_requests || requests == 0);
   const bool sure_pass = confident_pass && hold_parts_ >= min_cover - 1e-9;
   const bool sure_fail =
       !others_held || (se_known ? ratio - 2 * se > 1 : ratio > 1 && enough_requests);
@@ -613,6 +616,10 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   const bool held = hold_held_.value_or(false) && hold_rate_;
   done.best_pass_qps = best_.value_or(0);
   done.max_sustainable_qps = held ? *hold_rate_ : Estimate();
+  if (!converged && !held && best_ && lowest_failure_) {
+    // Not verified: the conservative end of the bracket.
+    done.max_sustainable_qps = std::min(done.max_sustainable_qps, *best_ * (1 - Resolution()));
+  }
   done.converged = converged;
   done.confidence_low_qps = done.max_sustainable_qps;
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
@@ -633,9 +640,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
     absl::StrAppendFormat(&notes, "; %d reading(s) expired", drift_flags_.size());
   }
   if (best_ && lowest_failure_) {
-    absl::StrAppendFormat(&notes,
-                          "; estimate %.6g qps: the best pass %g qps less its resolution %.3g%%",
-                          Estimate(), *best_, 100 * Resolution());
+    absl::StrAppendFormat(&notes, "; bracket [%g, %g] qps, resolution %.3g%%", *best_,
+                          *lowest_failure_, 100 * Resolution());
   }
   absl::StrAppendFormat(&notes, "; verification: %s", done.verification);
   if (!converged && done.more_time_needed_s > 0) {
@@ -654,7 +660,7 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
 
 double AdaptiveStrategy::Estimate() const {
   if (!best_) return 0;
-  return lowest_failure_ ? *best_ * (1 - Resolution()) : *best_;
+  return *best_;
 }
 
 double AdaptiveStrategy::MoreTimeNeeded() const {

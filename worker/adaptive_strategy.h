@@ -25,12 +25,14 @@
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
 //    to kMaxExtensions times; then the pooled readings decide.
-//  - Holding: a converged search holds its estimate (not its best pass) in chunks until the
-//    reading is confident or the sustained horizon is covered; a failed hold makes its rate
-//    and everything above it a failure and the search goes on (at most kMaxHolds holds).
+//  - Holding: a converged search holds its estimate (the best pass) in chunks until the
+//    reading is confident (never on a hold with no request over the limit) or the sustained
+//    horizon is covered; a failed hold makes its rate and everything above it a failure and
+//    the search goes on (at most kMaxHolds holds).
 //  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
-//    rules) and the hold held; at max_steps the result is converged=false with the interval
-//    and Done.more_time_needed_s.
+//    rules) and the hold held, and the estimate is the held rate. Otherwise (max_steps, or no
+//    hold held) the result is converged=false with the interval, Done.more_time_needed_s and,
+//    as the estimate, the conservative end: the best pass less its resolution.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -186,7 +188,7 @@ class AdaptiveStrategy : public Strategy {
   Decision FinishAtLeast();
 
   // --- Figures ---
-  // The estimate: the best less its resolution once a failure brackets it, else the best.
+  // The estimate the hold verifies: the best pass (0: none).
   double Estimate() const;
   // About how many seconds of measuring would decide an unconverged search.
   double MoreTimeNeeded() const;

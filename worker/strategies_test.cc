@@ -299,8 +299,8 @@ TEST(AdaptiveStrategyTest, AColdModelFailingMinQpsOnThroughputIsMeasuredAgainNot
 }
 
 TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
-  // The hold runs at the estimate (the best pass less its resolution), not at the best, and
-  // is the last step; the result says what was held and what it read.
+  // The hold runs at the estimate (the best pass) and is the last step; the result says what
+  // was held and what it read.
   auto s = Adaptive();
   ASSERT_TRUE(s);
   StrategyRun run = Drive(*s, [](double r) { return WithTail(r, 800, r <= 800 ? 0.5 : 3); });
@@ -311,9 +311,10 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
   for (double h : holds) EXPECT_DOUBLE_EQ(h, holds[0]);
   EXPECT_GT(run.holds.back(), 1);
   EXPECT_DOUBLE_EQ(holds[0], run.rates.back());
-  // The estimate of the moment: the best pass then (800) less its resolution.
-  EXPECT_NEAR(holds[0], 800 * (1 - AdaptiveStrategy::kDefaultConvergenceCv), 20);
-  EXPECT_LT(holds[0], 800 * (1 - AdaptiveStrategy::kDefaultConvergenceCv) + 1e-6);
+  // The estimate of the moment: the best pass then, within the convergence resolution of 800.
+  EXPECT_LE(holds[0], 800);
+  EXPECT_GE(holds[0], 800 * (1 - AdaptiveStrategy::kDefaultConvergenceCv) - 1e-6);
+  EXPECT_DOUBLE_EQ(holds[0], run.done.best_pass_qps);
   EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, holds[0]);
   EXPECT_NE(run.done.verification.find(absl::StrFormat("held %.4g req/s", holds[0])),
             std::string::npos)
@@ -390,27 +391,39 @@ TEST(AdaptiveStrategyTest, AHoldLastsUntilItsTailCanBeJudged) {
   }
 }
 
-TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
+TEST(AdaptiveStrategyTest, TheEstimateIsTheHeldBestPassAndAnUnheldOneIsConservative) {
   // Steps of 3000 requests resolve a rate to epsilon (2%: their arrivals scatter by 1.8%),
-  // steps of 300 to 1 / sqrt(300) = 5.8%: the estimate is the best pass less that much, and
-  // the confidence interval runs from the estimate to the lowest failure.
+  // steps of 300 to 1 / sqrt(300) = 5.8%. A converged search holds its best pass and reports
+  // the rate held, with the interval from it to the lowest failure. When no hold holds (here
+  // every hold reads over the limit, as a model whose rare episodes only long looks meet), the
+  // result is unconverged and the estimate is the conservative end: the best pass less its
+  // resolution.
   for (const auto& [per_step, resolution] : std::vector<std::pair<int64_t, double>>{
            {3000, AdaptiveStrategy::kDefaultConvergenceCv}, {300, 1 / std::sqrt(300.0)}}) {
-    auto s = Adaptive();
-    ASSERT_TRUE(s);
-    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
-      const auto n = static_cast<int64_t>(static_cast<double>(per_step) * step.hold);
-      return WithTail(step.rate_qps, 2000, step.rate_qps <= 800 ? 0.5 : 3, n);
-    });
-    ASSERT_TRUE(run.done.converged) << run.done.summary;
-    EXPECT_LE(run.done.best_pass_qps, 800) << run.done.summary;
-    EXPECT_GE(run.done.best_pass_qps, (1 - resolution) * 800 - 1e-6) << run.done.summary;
-    // The estimate is the rate held: the best pass of the moment (800) less its resolution.
-    EXPECT_NEAR(run.done.max_sustainable_qps, 800 * (1 - resolution), 1e-6) << per_step;
-    EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, HoldRates(run).back());
-    EXPECT_DOUBLE_EQ(run.done.confidence_low_qps, run.done.max_sustainable_qps);
-    EXPECT_GE(run.done.confidence_high_qps, 800);
-    EXPECT_NE(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
+    for (bool holds_hold : {true, false}) {
+      auto s = Adaptive();
+      ASSERT_TRUE(s);
+      StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+        const auto n = static_cast<int64_t>(static_cast<double>(per_step) * step.hold);
+        const bool over = step.rate_qps > 800 || (step.hold > 1.5 && !holds_hold);
+        return WithTail(step.rate_qps, 2000, over ? 3 : 0.5, n);
+      });
+      EXPECT_LE(run.done.best_pass_qps, 800) << run.done.summary;
+      EXPECT_DOUBLE_EQ(run.done.confidence_low_qps, run.done.max_sustainable_qps);
+      EXPECT_GT(run.done.confidence_high_qps, run.done.best_pass_qps);
+      EXPECT_NE(run.done.summary.find("resolution"), std::string::npos) << run.done.summary;
+      if (holds_hold) {
+        ASSERT_TRUE(run.done.converged) << run.done.summary;
+        EXPECT_GE(run.done.best_pass_qps, (1 - resolution) * 800 - 1e-6) << run.done.summary;
+        EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, run.done.best_pass_qps) << per_step;
+        EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, HoldRates(run).back());
+      } else {
+        EXPECT_FALSE(run.done.converged) << run.done.summary;
+        EXPECT_GE(HoldRates(run).size(), 2u);  // kMaxHolds holds, each failed
+        EXPECT_NEAR(run.done.max_sustainable_qps, run.done.best_pass_qps * (1 - resolution), 1e-6)
+            << run.done.summary;
+      }
+    }
   }
   // Without a failure above it (max_qps holds the SLO) the best is the estimate.
   auto s = Adaptive(100, 500);
@@ -419,7 +432,7 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheBestPassLessItsResolution) {
   EXPECT_FALSE(run.done.converged) << run.done.summary;
   EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 500) << run.done.summary;
   EXPECT_DOUBLE_EQ(run.done.best_pass_qps, 500);
-  EXPECT_EQ(run.done.summary.find("less its resolution"), std::string::npos) << run.done.summary;
+  EXPECT_EQ(run.done.summary.find("resolution"), std::string::npos) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, AStallFailingOneLowStepIsMeasuredAgainAndDoesNotEndTheSearch) {

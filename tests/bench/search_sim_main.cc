@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +32,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -74,6 +77,9 @@ ABSL_FLAG(bool, cold, false,
 ABSL_FLAG(int, generated, 0,
           "Instead of a profile: search N generated models (tests/simulator/model_generator.h), "
           "each cold at the start, within a user-style range, against its long-run truth");
+ABSL_FLAG(int, gen_replications, vanguard::sim::GeneratorOptions().replications,
+          "--generated: independent runs of the horizon pooled for each model's truth (the "
+          "expected share of requests over the limit in a horizon, not one draw of it)");
 ABSL_FLAG(uint64_t, gen_seed, 0, "--generated: the first model's seed; 0: from the clock");
 ABSL_FLAG(double, horizon_s, 300, "--generated: the horizon the truth holds over, seconds");
 ABSL_FLAG(int, threads, 2, "--generated: threads");
@@ -85,6 +91,9 @@ ABSL_FLAG(std::string, variants, "adaptive,binary",
 ABSL_FLAG(std::string, write_profiles, "",
           "--generated: write the models to this directory (<name>.json profiles and "
           "models.tsv: name, truth, min_qps, max_qps, binding, description) and exit");
+ABSL_FLAG(std::string, models_dir, "",
+          "--generated: read the models --write_profiles wrote to this directory (models.tsv "
+          "and the profiles) instead of drawing them; --generated caps how many");
 ABSL_FLAG(double, fixed_rate, 0,
           "Instead of searching: run --seeds steps at this rate on one timeline and print the "
           "pooled tail ratio and the share of steps that fail");
@@ -655,15 +664,40 @@ int WriteProfiles(const std::vector<sim::GeneratedModel>& models, const std::str
     }
     std::fputs(json->c_str(), f);
     std::fclose(f);
-    std::fprintf(index, "%s\t%.6g\t%.6g\t%.6g\t%s\t%s\n", m.profile.name.c_str(), m.truth_rps,
+    std::fprintf(index, "%s\t%.17g\t%.17g\t%.17g\t%s\t%s\n", m.profile.name.c_str(), m.truth_rps,
                  m.min_qps, m.max_qps, m.binding.c_str(), m.description.c_str());
   }
   std::fclose(index);
   return 0;
 }
 
+// The models WriteProfiles wrote to `dir`, at most `n` of them (fewer when the index is
+// shorter); the seed of each is the number in its name ("gen-<seed>").
+absl::StatusOr<std::vector<sim::GeneratedModel>> ReadModels(const std::string& dir, int n) {
+  std::ifstream index(dir + "/models.tsv");
+  if (!index) return absl::NotFoundError(absl::StrCat("cannot read ", dir, "/models.tsv"));
+  std::vector<sim::GeneratedModel> models;
+  std::string line;
+  while (static_cast<int>(models.size()) < n && std::getline(index, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, '\t');
+    sim::GeneratedModel m;
+    if (f.size() < 6 || !absl::StartsWith(f[0], "gen-") ||
+        !absl::SimpleAtoi(f[0].substr(4), &m.seed) || !absl::SimpleAtod(f[1], &m.truth_rps) ||
+        !absl::SimpleAtod(f[2], &m.min_qps) || !absl::SimpleAtod(f[3], &m.max_qps)) {
+      return absl::InvalidArgumentError(absl::StrCat(dir, "/models.tsv: bad line: ", line));
+    }
+    absl::StatusOr<Profile> profile = sim::LoadProfile(absl::StrCat(dir, "/", f[0], ".json"));
+    if (!profile.ok()) return profile.status();
+    m.profile = *std::move(profile);
+    m.binding = f[4];
+    m.description = f[5];
+    models.push_back(std::move(m));
+  }
+  return models;
+}
+
 int RunGenerated() {
-  const int n = absl::GetFlag(FLAGS_generated);
+  int n = absl::GetFlag(FLAGS_generated);
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
   if (seed0 == 0) seed0 = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()) % 1000000000);
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -672,15 +706,26 @@ int RunGenerated() {
               static_cast<unsigned long long>(seed0), absl::GetFlag(FLAGS_horizon_s));
   sim::GeneratorOptions options;
   options.horizon = absl::Seconds(absl::GetFlag(FLAGS_horizon_s));
+  options.replications = absl::GetFlag(FLAGS_gen_replications);
   std::vector<sim::GeneratedModel> models(n);
-  ParallelFor(n, threads, [&](int i) {
-    absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);
-    if (!m.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
-      std::exit(1);
+  if (const std::string dir = absl::GetFlag(FLAGS_models_dir); !dir.empty()) {
+    absl::StatusOr<std::vector<sim::GeneratedModel>> read = ReadModels(dir, n);
+    if (!read.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(read.status().message()).c_str());
+      return 1;
     }
-    models[i] = *std::move(m);
-  });
+    models = *std::move(read);
+    n = static_cast<int>(models.size());
+  } else {
+    ParallelFor(n, threads, [&](int i) {
+      absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);
+      if (!m.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
+        std::exit(1);
+      }
+      models[i] = *std::move(m);
+    });
+  }
   if (const std::string dir = absl::GetFlag(FLAGS_write_profiles); !dir.empty()) {
     return WriteProfiles(models, dir);
   }
@@ -712,7 +757,10 @@ int RunGenerated() {
             "%.0f s%s\n",
             v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
             models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
-            out[i].steps, out[i].seconds, out[i].done.at_least ? " (at least)" : "");
+            out[i].steps, out[i].seconds,
+            out[i].done.at_least    ? " (at least)"
+            : out[i].done.converged ? ""
+                                    : " (unconverged)");
         if (verbose) std::printf("    %s\n", models[i].description.c_str());
       }
     }
