@@ -847,7 +847,8 @@ int Main() {
   const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
   const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
   if (const double rate = absl::GetFlag(FLAGS_fixed_rate); rate > 0) {
-    VirtualModel model(*profile, static_cast<uint64_t>(absl::GetFlag(FLAGS_first_seed)));
+    VirtualModel model(*profile, static_cast<uint64_t>(absl::GetFlag(FLAGS_first_seed)),
+                       {.cold = absl::GetFlag(FLAGS_cold)});
     double over = 0, requests = 0;
     int failed = 0;
     const int steps = absl::GetFlag(FLAGS_seeds);
