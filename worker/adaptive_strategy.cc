@@ -102,8 +102,17 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
       if (&j != &last) before = &j.outcome;
     }
     const bool tail_only = last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0;
-    const bool warming = steps_ <= kWarmingSteps ||
-                         (before != nullptr && last.outcome.limit_ratio < before->limit_ratio);
+    const bool better = before != nullptr && last.outcome.limit_ratio < before->limit_ratio;
+    if (better && last.outcome.passed && !last.noise) {
+      // Passing on its own and better than the reading before: the model got faster (still
+      // warming); the older readings at min_qps expire instead of outvoting it.
+      ExpireWarmingReadings(last);
+      if (PoolVerdicts() && steps_ < max_steps_) {
+        q_ = Place(Grow(false));
+        return RunStep{q_};
+      }
+    }
+    const bool warming = steps_ <= kWarmingSteps || better;
     if ((tail_only || warming) && at_min < kTailJudgingSteps && steps_ < max_steps_) {
       return RunStep{q_};
     }
@@ -163,6 +172,19 @@ bool AdaptiveStrategy::Record(StepOutcome outcome, Purpose purpose) {
   const bool passed = PoolVerdicts();
   if (!passed && !j.noise) last_failure_at_ = steps_;
   return passed;
+}
+
+void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
+  for (Judged& older : judged_) {
+    if (older.expired || older.step >= newer.step ||
+        older.outcome.rate_qps != newer.outcome.rate_qps) {
+      continue;
+    }
+    older.expired = true;
+    drift_flags_.push_back(absl::StrFormat(
+        "reading at %.4g req/s (step %d) expired: the model read faster since (step %d passed)",
+        older.outcome.rate_qps, older.step, newer.step));
+  }
 }
 
 bool AdaptiveStrategy::Contradicts(const Judged& older, const Judged& newer) {

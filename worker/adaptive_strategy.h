@@ -137,6 +137,9 @@ class AdaptiveStrategy : public Strategy {
   bool Record(StepOutcome outcome, Purpose purpose);
   // Marks older readings near `newer`'s rate that it contradicts as expired (drift_flags_).
   void ExpireContradicted(const Judged& newer);
+  // Expires the readings before `newer` at its rate: at min_qps with nothing passed yet, a
+  // pass better than the reading before it says the model got faster (still warming).
+  void ExpireWarmingReadings(const Judged& newer);
   // Whether `newer` contradicts `older` (see the header).
   static bool Contradicts(const Judged& older, const Judged& newer);
   // Re-judges every reading in force from the pooled tail fit (steps without tail samples

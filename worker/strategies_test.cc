@@ -298,6 +298,37 @@ TEST(AdaptiveStrategyTest, AColdModelFailingMinQpsOnThroughputIsMeasuredAgainNot
   EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
 }
 
+TEST(AdaptiveStrategyTest, AModelWarmingSlowlyAtMinQpsIsNotOutvotedByItsColdReadings) {
+  // A warmup slower than the warmup phase saw: min_qps reads just over the limit three times
+  // (tail ratios 1.3, 1.5, 1.03, each latency a little lower), then passes (0.98). Pooled, the
+  // four readings fail; the model got faster, so the cold readings expire (drift_flags) and
+  // the search goes on to the warm model's capacity of 800 instead of ending at 0.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  const std::vector<std::pair<double, double>> cold = {
+      {1.3, 1.13}, {1.5, 1.12}, {1.03, 1.09}, {0.98, 1.0}};  // tail ratio, p99 / limit
+  size_t step = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& r) {
+    if (step < cold.size()) {
+      StepOutcome o = WithTail(r.rate_qps, 800, cold[step].first, 200);
+      o.tail_units = 14;
+      o.tail_ratio_se = 0.2;
+      o.limit_ratio = cold[step++].second;
+      return o;
+    }
+    ++step;
+    return WithTail(r.rate_qps, 800, r.rate_qps <= 800 ? 0.5 : 3,
+                    static_cast<int64_t>(3000 * r.hold));
+  });
+  ASSERT_GE(run.rates.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50) << i;
+  EXPECT_GT(run.rates[4], 50);
+  EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
+  ASSERT_FALSE(run.done.drift_flags.empty());
+  EXPECT_NE(run.done.drift_flags[0].find("the model read faster since"), std::string::npos)
+      << run.done.drift_flags[0];
+}
+
 TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
   // The hold runs at the estimate (the best pass) and is the last step; the result says what
   // was held and what it read.

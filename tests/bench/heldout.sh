@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# capacity searches on generated models in virtual time: held-out accuracy, ablations (~15 min)
+# capacity searches on generated models in virtual time: held-out accuracy, ablations (~35 min)
 #
 # search_sim --generated draws HELDOUT_MODELS (default 300) random model servers from
 # tests/simulator/model_generator.h (slots, batching, service time, warmup, stalls,
 # content-dependent cost, errors, an SLO on p99/p90/p50 or errors), each with its long-run
-# truth over a 5-minute horizon and a user-style range around it (min truth/200..truth/2,
+# truth over a 5-minute horizon (four horizons pooled: the share over the limit a horizon has
+# on average; about 20 of the 35 minutes) and a user-style range around it (min truth/200..truth/2,
 # max 1.2..20 x truth). Every search starts with the model cold. The seed of the first model
 # is HELDOUT_SEED, else taken from the clock, and printed: no change can be tuned to a fixed
 # set. Variants (HELDOUT_VARIANTS): the adaptive search, binary search with the same range,

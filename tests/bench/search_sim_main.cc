@@ -36,6 +36,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "tests/simulator/ground_truth.h"
@@ -85,6 +86,8 @@ ABSL_FLAG(double, horizon_s, 300, "--generated: the horizon the truth holds over
 ABSL_FLAG(int, threads, 2, "--generated: threads");
 ABSL_FLAG(int, repeat_models, 20,
           "--generated: models searched 5 more times with other seeds for repeat_cv_pct");
+ABSL_FLAG(int, repeat_verbose, 0,
+          "--repeat_models with --threads=1: print every step of this repeat (1-5)");
 ABSL_FLAG(std::string, variants, "adaptive,binary",
           "--generated: comma-separated searches: adaptive, binary, and the ablations "
           "no_warmup, closed_loop, p99_only, template, no_batching_awareness");
@@ -803,10 +806,18 @@ int RunGenerated() {
         VirtualModel model(models[i].profile, models[i].seed * 31 + r, {.cold = true});
         std::unique_ptr<Strategy> search =
             MakeStrategy("adaptive", models[i].min_qps, models[i].max_qps);
-        estimates.push_back(
-            RunSearch(model, *search, lead, step, true, false).done.max_sustainable_qps);
+        estimates.push_back(RunSearch(model, *search, lead, step, true,
+                                      threads == 1 && r == absl::GetFlag(FLAGS_repeat_verbose))
+                                .done.max_sustainable_qps);
       }
       cvs[i] = worker::CoefficientOfVariation(estimates);
+      std::printf(
+          "  repeat %s: truth %.2f, estimates %s: cv %.1f%%\n", models[i].profile.name.c_str(),
+          models[i].truth_rps,
+          absl::StrJoin(estimates, " ",
+                        [](std::string* out, double e) { absl::StrAppendFormat(out, "%.2f", e); })
+              .c_str(),
+          100 * cvs[i]);
     });
     double mean = 0;
     for (double cv : cvs) mean += 100 * cv / repeats;
