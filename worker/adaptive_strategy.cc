@@ -118,7 +118,13 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
     }
     return Finish(false, "min_qps already fails");
   }
-  if (passed && q_ >= max_qps_ && !lowest_failure_) return FinishAtLeast();
+  if (passed && q_ >= max_qps_ && !lowest_failure_) {
+    // "At least max_qps" is a claim too: held like an estimate before it is made.
+    if (holds_ < kMaxHolds && steps_ < max_steps_ && !hold_held_.value_or(false)) {
+      return StartHold(max_qps_);
+    }
+    return FinishAtLeast();
+  }
   if (steps_ < max_steps_) {
     if (std::optional<double> again = FailureToRemeasure(/*finishing=*/false)) {
       return Remeasure(*again);
@@ -598,6 +604,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_pass || (at_horizon && passes)) {
     hold_held_ = true;
     absl::StrAppend(&verification_, ": held");
+    if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
     return Finish(true, why);
   }
   if (sure_fail || at_horizon) {
@@ -624,7 +631,9 @@ Decision AdaptiveStrategy::FinishAtLeast() {
   done.confidence_low_qps = max_qps_;
   done.confidence_high_qps = 0;  // not known: the range ended first
   done.drift_flags = drift_flags_;
-  done.verification = "not held: the range's top passed";
+  done.verification = hold_held_.value_or(false) && hold_rate_ && *hold_rate_ >= max_qps_
+                          ? verification_
+                          : "not held: the range's top passed";
   done.summary = absl::StrFormat(
       "adaptive: max_qps holds the SLO after %d steps: capacity at least %g req/s (the range's "
       "top, not the capacity; raise max_qps to measure it)",

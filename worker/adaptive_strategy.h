@@ -8,7 +8,8 @@
 // The phases, each a function below (docs/strategies.md has the reasons and the figures):
 //  - Grow: from min_qps, each pass multiplies the rate by its headroom (1 / limit ratio,
 //    between kMinGrowth and kMaxGrowth), never above max_qps: the range bounds the cost,
-//    not the answer. A max_qps that holds ends the test with Done.at_least.
+//    not the answer. A max_qps that passes is held like an estimate (below); held, it ends
+//    the test with Done.at_least; a failed hold there brackets the search below it.
 //  - Refine: once a failure lies above the best pass, the next rate is interpolated on
 //    log(limit ratio) between them (Illinois-weighted regula falsi), else bisected, and kept
 //    inside the bracket (a wide one shrinks by at least a quarter of its log width per step).
@@ -187,7 +188,8 @@ class AdaptiveStrategy : public Strategy {
   // After a hold's chunk: another chunk, the finish, or back to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
   Decision Finish(bool converged, const std::string& why);
-  // max_qps passed before any failure: "at least max_qps", never the capacity.
+  // max_qps passed before any failure (and held, unless no hold was left): "at least
+  // max_qps", never the capacity.
   Decision FinishAtLeast();
 
   // --- Figures ---

@@ -779,11 +779,36 @@ TEST(AdaptiveStrategyTest, AMaxQpsThatHoldsIsReportedAsAtLeast) {
   EXPECT_FALSE(run.done.converged);
   EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, 500);
   EXPECT_NE(run.done.summary.find("at least 500 req/s"), std::string::npos) << run.done.summary;
+  // The claim was held at max_qps first, like an estimate.
+  ASSERT_FALSE(HoldRates(run).empty());
+  EXPECT_DOUBLE_EQ(HoldRates(run).back(), 500);
+  EXPECT_NE(run.done.verification.find(": held"), std::string::npos) << run.done.verification;
   // A capacity inside the range is never reported as "at least".
   auto inside = Adaptive(10, 500);
   StrategyRun found = Drive(*inside, [](double r) { return CliffPredictor(r, 300); });
   EXPECT_FALSE(found.done.at_least);
   EXPECT_TRUE(found.done.converged) << found.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AMaxQpsWhoseHoldFailsIsNotAtLeastButSearchedBelow) {
+  // Short steps pass everywhere (a stall every minute lands in none of them); a longer look
+  // above 300 reads over the limit. No "at least 500": the failed hold at max_qps brackets
+  // the search below it; with short steps still passing just below, the second hold fails
+  // too and the result says it is unverified (converged = false, the conservative end).
+  auto s = Adaptive(10, 500);
+  ASSERT_TRUE(s);
+  StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
+    const bool long_look = step.hold > 1.5;
+    const double ratio = step.rate_qps <= 300 ? 0.5 : long_look ? 1.8 : 0.5;
+    return WithTail(step.rate_qps, 2000, ratio, static_cast<int64_t>(3000 * step.hold));
+  });
+  EXPECT_FALSE(run.done.at_least) << run.done.summary;
+  EXPECT_FALSE(run.done.converged) << run.done.summary;
+  EXPECT_LT(run.done.max_sustainable_qps, 500) << run.done.summary;
+  EXPECT_LT(run.done.max_sustainable_qps, run.done.best_pass_qps) << run.done.summary;
+  ASSERT_FALSE(HoldRates(run).empty());
+  EXPECT_DOUBLE_EQ(HoldRates(run).front(), 500);
+  EXPECT_NE(run.done.verification.find("did not hold"), std::string::npos) << run.done.verification;
 }
 
 TEST(AdaptiveStrategyTest, AColdStartFailureExpiresWhenALaterReadingPasses) {
