@@ -88,6 +88,13 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
 
 Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   const Judged& last = judged_.back();
+  if (!best_ && lowest_failure_ && q_ <= min_qps_ && last.outcome.passed && !last.noise &&
+      BetterThanBefore(last)) {
+    // At min_qps, passing on its own and better than the reading before: the model got faster
+    // (still warming); the older readings there expire instead of outvoting it.
+    ExpireWarmingReadings(last);
+    passed = PoolVerdicts();
+  }
   if (!best_ && lowest_failure_ && q_ <= min_qps_ && !last.empty) {
     // Nothing below to lend the step its requests: a failure on the tail alone is measured
     // again at min_qps (the steps there judged together) before the test is given up, and so
@@ -95,24 +102,9 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
     // a reading better than the one before it at min_qps): a cold model fails rates it
     // carries once warm, and a later pass expires the cold reading.
     int at_min = 0;
-    const StepOutcome* before = nullptr;
-    for (const Judged& j : judged_) {
-      if (j.expired || j.outcome.rate_qps != q_) continue;
-      ++at_min;
-      if (&j != &last) before = &j.outcome;
-    }
+    for (const Judged& j : judged_) at_min += !j.expired && j.outcome.rate_qps == q_ ? 1 : 0;
     const bool tail_only = last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0;
-    const bool better = before != nullptr && last.outcome.limit_ratio < before->limit_ratio;
-    if (better && last.outcome.passed && !last.noise) {
-      // Passing on its own and better than the reading before: the model got faster (still
-      // warming); the older readings at min_qps expire instead of outvoting it.
-      ExpireWarmingReadings(last);
-      if (PoolVerdicts() && steps_ < max_steps_) {
-        q_ = Place(Grow(false));
-        return RunStep{q_};
-      }
-    }
-    const bool warming = steps_ <= kWarmingSteps || better;
+    const bool warming = steps_ <= kWarmingSteps || BetterThanBefore(last);
     if ((tail_only || warming) && at_min < kTailJudgingSteps && steps_ < max_steps_) {
       return RunStep{q_};
     }
@@ -120,7 +112,7 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   }
   if (passed && q_ >= max_qps_ && !lowest_failure_) {
     // "At least max_qps" is a claim too: held like an estimate before it is made.
-    if (holds_ < kMaxHolds && steps_ < max_steps_ && !hold_held_.value_or(false)) {
+    if (holds_ < kMaxHolds && steps_ < max_steps_) {
       return StartHold(max_qps_);
     }
     return FinishAtLeast();
@@ -178,6 +170,16 @@ bool AdaptiveStrategy::Record(StepOutcome outcome, Purpose purpose) {
   const bool passed = PoolVerdicts();
   if (!passed && !j.noise) last_failure_at_ = steps_;
   return passed;
+}
+
+bool AdaptiveStrategy::BetterThanBefore(const Judged& last) const {
+  const StepOutcome* before = nullptr;
+  for (const Judged& j : judged_) {
+    if (!j.expired && &j != &last && j.outcome.rate_qps == last.outcome.rate_qps) {
+      before = &j.outcome;
+    }
+  }
+  return before != nullptr && last.outcome.limit_ratio < before->limit_ratio;
 }
 
 void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {

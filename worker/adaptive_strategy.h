@@ -138,6 +138,8 @@ class AdaptiveStrategy : public Strategy {
   bool Record(StepOutcome outcome, Purpose purpose);
   // Marks older readings near `newer`'s rate that it contradicts as expired (drift_flags_).
   void ExpireContradicted(const Judged& newer);
+  // Whether `last` reads a lower limit ratio than the reading before it at its rate.
+  bool BetterThanBefore(const Judged& last) const;
   // Expires the readings before `newer` at its rate: at min_qps with nothing passed yet, a
   // pass better than the reading before it says the model got faster (still warming).
   void ExpireWarmingReadings(const Judged& newer);
