@@ -3,12 +3,20 @@
 //
 //   ASSIGN_OR_RETURN(HttpResponse r, HttpGet("http://127.0.0.1:8000/metrics", absl::Seconds(1)));
 //
-// Errors: INVALID_ARGUMENT for a URL that is not http://host[:port][/path]; UNAVAILABLE
-// when the connection fails; DEADLINE_EXCEEDED after `timeout`. Any HTTP status is returned
-// as is. Thread-compatible: each call uses its own connection.
+// The URL comes from a submitter and the answer from whatever it points at, so both are
+// outside input: ParseHttpUrl refuses anything that could add a header or a second request
+// (control characters, spaces, user@ credentials), and an error message names the target by
+// host:port only (never the path or query, which may carry tokens) with a fixed reason,
+// never text the server sent.
+//
+// Errors: INVALID_ARGUMENT for a URL that is not http://host[:port][/path][?query];
+// UNAVAILABLE when the connection fails or the answer is not HTTP; DEADLINE_EXCEEDED after
+// `timeout`; RESOURCE_EXHAUSTED when the body is larger than `max_body_bytes`. Any HTTP
+// status is returned as is. Thread-compatible: each call uses its own connection.
 #ifndef VANGUARD_WORKER_HTTP_GET_H_
 #define VANGUARD_WORKER_HTTP_GET_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,20 +24,30 @@
 
 namespace vanguard::worker {
 
+// The largest body HttpGet reads unless told otherwise (a /metrics page is well below it).
+inline constexpr size_t kDefaultMaxHttpBodyBytes = 8 << 20;
+
 struct HttpResponse {
   int status = 0;
   std::string body;
 };
 
 struct ParsedUrl {
-  std::string host;
-  std::string port;
-  std::string target;  // path and query, at least "/"
+  std::string host;    // a name or IPv4 address; an IPv6 address without its brackets
+  std::string port;    // decimal, 1-65535
+  std::string target;  // path and query, at least "/"; the fragment is dropped
+
+  // "host:port" ("[::1]:80" for IPv6): how errors name the target.
+  std::string HostPort() const;
 };
 
+// Splits an http:// URL. INVALID_ARGUMENT (a fixed message, not echoing the URL) for another
+// scheme, user@ credentials, an empty or malformed host, a port outside 1-65535, or a byte
+// outside printable ASCII (CR, LF, NUL, space, ...) anywhere in it.
 absl::StatusOr<ParsedUrl> ParseHttpUrl(const std::string& url);
 
-absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout);
+absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
+                                     size_t max_body_bytes = kDefaultMaxHttpBodyBytes);
 
 }  // namespace vanguard::worker
 

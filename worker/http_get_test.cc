@@ -1,0 +1,124 @@
+// ParseHttpUrl and HttpGet against hostile URLs and answers: nothing that could add a header
+// or a request gets through, and errors name the target by host:port only.
+#include "worker/http_get.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/testing/one_shot_http_server.h"
+
+namespace vanguard::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing_util::ClosedLoopbackPort;
+using testing_util::OneShotHttpServer;
+
+TEST(ParseHttpUrlTest, SplitsHostPortAndTarget) {
+  absl::StatusOr<ParsedUrl> p = ParseHttpUrl("http://h:81/a?b=c#frag");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->host, "h");
+  EXPECT_EQ(p->port, "81");
+  EXPECT_EQ(p->target, "/a?b=c");
+  EXPECT_EQ(p->HostPort(), "h:81");
+
+  p = ParseHttpUrl("http://autoscaler.svc?q=1");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->port, "80");
+  EXPECT_EQ(p->target, "/?q=1");
+
+  p = ParseHttpUrl("http://[::1]:8080/metrics");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->host, "::1");
+  EXPECT_EQ(p->port, "8080");
+  EXPECT_EQ(p->HostPort(), "[::1]:8080");
+}
+
+TEST(ParseHttpUrlTest, RefusesWhatCouldSplitTheRequestOrHideTheHost) {
+  const std::string bad[] = {
+      "ftp://h/",
+      "http://h/a\r\nX-Injected: 1",
+      "http://h/a\nb",
+      "http://h/a b",
+      std::string("http://h/a\0b", 12),
+      "http://h\r\n:80/",
+      "http://user:pass@h/",
+      "http://h@evil/",
+      "http://:80/",
+      "http:///x",
+      "http://h:0/",
+      "http://h:65536/",
+      "http://h:8o/",
+      "http://h:/",
+      "http://[::1/",
+      "http://[::1]x/",
+      "http://[]/",
+      "http://h\x7f/",
+      "http://h/\xc3\xa9",
+  };
+  for (const std::string& url : bad) {
+    EXPECT_TRUE(absl::IsInvalidArgument(ParseHttpUrl(url).status())) << url;
+  }
+}
+
+TEST(ParseHttpUrlTest, ErrorsDoNotEchoTheUrl) {
+  absl::StatusOr<ParsedUrl> p = ParseHttpUrl("gopher://host/?token=SECRET");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), Not(HasSubstr("SECRET")));
+  p = ParseHttpUrl("http://user:SECRET@host/");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), Not(HasSubstr("SECRET")));
+}
+
+TEST(HttpGetTest, FetchesABody) {
+  OneShotHttpServer server(
+      "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nqueue_len 3");
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", server.port(), "/metrics"), absl::Seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "queue_len 3");
+}
+
+TEST(HttpGetTest, ARefusedConnectionNamesHostPortNotPathOrQuery) {
+  const int port = ClosedLoopbackPort();
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", port, "/secret-path?token=SECRET"),
+                   absl::Seconds(5));
+  ASSERT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("127.0.0.1:", port)));
+  EXPECT_THAT(r.status().message(), Not(HasSubstr("SECRET")));
+  EXPECT_THAT(r.status().message(), Not(HasSubstr("secret-path")));
+}
+
+TEST(HttpGetTest, ABodyOverTheLimitIsResourceExhausted) {
+  OneShotHttpServer server(
+      "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n0123456789");
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", server.port(), "/"), absl::Seconds(5),
+                   /*max_body_bytes=*/50);
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
+TEST(HttpGetTest, AnEnormousDeclaredBodyIsRefusedNotAllocated) {
+  // Body bytes in the same packet as the header: Beast alone would reserve the declared size.
+  OneShotHttpServer declared(
+      "HTTP/1.1 200 OK\r\nContent-Length: 4000000000000000000\r\n\r\n0123456789");
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", declared.port(), "/"), absl::Seconds(5));
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+  OneShotHttpServer chunked(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "fffffffffffffff\r\n0123456789");
+  r = HttpGet(absl::StrCat("http://127.0.0.1:", chunked.port(), "/"), absl::Seconds(5));
+  EXPECT_TRUE(absl::IsResourceExhausted(r.status())) << r.status();
+}
+
+TEST(HttpGetTest, AnAnswerThatIsNotHttpIsUnavailableWithoutItsText) {
+  OneShotHttpServer server("SECRET-BANNER not http at all\r\n\r\n");
+  auto r = HttpGet(absl::StrCat("http://127.0.0.1:", server.port(), "/"), absl::Seconds(5));
+  ASSERT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), Not(HasSubstr("SECRET")));
+}
+
+}  // namespace
+}  // namespace vanguard::worker
