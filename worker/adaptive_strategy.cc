@@ -72,7 +72,7 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
   }
   if (!last->client_valid && !retried_invalid_client_) {
     retried_invalid_client_ = true;
-    return RunStep{q_, hold_};  // the same step again, for the same purpose
+    return RunStep{q_, hold_, purpose_ == Purpose::kHold};  // again, for the same purpose
   }
   const Purpose purpose = purpose_;
   const bool passed = Record(*last, purpose);
@@ -103,9 +103,12 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
     // carries once warm, and a later pass expires the cold reading.
     int at_min = 0;
     for (const Judged& j : judged_) at_min += !j.expired && j.outcome.rate_qps == q_ ? 1 : 0;
+    // A reading better than the one before is still warming however many came before it.
     const bool tail_only = last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0;
-    const bool warming = steps_ <= kWarmingSteps || BetterThanBefore(last);
-    if ((tail_only || warming) && at_min < kTailJudgingSteps && steps_ < max_steps_) {
+    const bool improving = BetterThanBefore(last);
+    const bool warming = steps_ <= kWarmingSteps || improving;
+    if (steps_ < max_steps_ &&
+        (improving || ((tail_only || warming) && at_min < kTailJudgingSteps))) {
       return RunStep{q_};
     }
     return Finish(false, "min_qps already fails");
@@ -126,6 +129,11 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   if (steps_ >= max_steps_) return Finish(false, "step limit reached");
   const bool noise = last.noise;
   double next;
+  if (std::optional<double> probe = ProbeAboveUndecidedFailure()) {
+    probed_.push_back(*lowest_failure_);
+    q_ = *probe;  // above the failure on purpose: not through Place
+    return RunStep{q_};
+  }
   if (last.empty) {
     next = q_ * kMaxGrowth;  // too few requests to read anything: far below any limit
   } else if (!lowest_failure_) {
@@ -433,6 +441,29 @@ bool AdaptiveStrategy::UndecidedAt(double rate, const StepOutcome& last) const {
   return std::abs(over / requests - 1) < 2 * std::sqrt(se_sq) / requests;
 }
 
+std::optional<double> AdaptiveStrategy::ProbeAboveUndecidedFailure() const {
+  if (!lowest_failure_ || *lowest_failure_ >= max_qps_ || !failed_holds_.empty()) {
+    return std::nullopt;
+  }
+  const double rate = *lowest_failure_;
+  const Judged& last = judged_.back();
+  if (last.is_hold || last.outcome.rate_qps != rate || !UndecidedAt(rate, last.outcome)) {
+    return std::nullopt;
+  }
+  for (double r : probed_) {
+    if (SameRate(r, rate)) return std::nullopt;
+  }
+  // The lowest limit ratio read at the rate: its headroom when no episode landed in it.
+  double ratio = 1;
+  for (const Judged& j : judged_) {
+    if (j.expired) continue;
+    const double r = j.outcome.rate_qps;
+    if (r > rate * (1 + kSameRate)) return std::nullopt;  // measured above it already
+    if (r == rate && j.outcome.limit_ratio > 0) ratio = std::min(ratio, j.outcome.limit_ratio);
+  }
+  return std::min(max_qps_, rate * std::clamp(1 / ratio, kMinGrowth, kMaxProbeGrowth));
+}
+
 Decision AdaptiveStrategy::Remeasure(double rate) {
   remeasured_.push_back(rate);
   purpose_ = Purpose::kRemeasure;
@@ -560,7 +591,7 @@ RunStep AdaptiveStrategy::StartHold(double rate) {
   q_ = rate;
   purpose_ = Purpose::kHold;
   hold_ = HoldChunk(rate);
-  return RunStep{q_, hold_};
+  return RunStep{q_, hold_, /*verification=*/true};
 }
 
 std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why) {
@@ -622,7 +653,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   purpose_ = Purpose::kHold;
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
-  return RunStep{q_, hold_};
+  return RunStep{q_, hold_, /*verification=*/true};
 }
 
 Decision AdaptiveStrategy::FinishAtLeast() {

@@ -26,6 +26,11 @@
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
 //    to kMaxExtensions times; then the pooled readings decide.
+//  - Probing: a lowest failure still undecided after its extensions, with nothing measured
+//    above it, is probed once above (by its readings' headroom, kMinGrowth to
+//    kMaxProbeGrowth): a rate above reads more requests per second, and a pass there pools
+//    with the failure below (the tail fit is monotone), so a failure made by a rare episode
+//    in few requests does not end the growth.
 //  - Holding: a converged search holds its estimate (the best pass) in chunks until the
 //    reading is confident (never on a hold with no request over the limit) or the sustained
 //    horizon is covered; a failed hold makes its rate and everything above it a failure and
@@ -70,6 +75,8 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kFasterRatio = 0.7;
   // Longer holds of an undecided step, at most this many per rate.
   static constexpr int kMaxExtensions = 2;
+  // The probe above an undecided failure goes at most this far above it.
+  static constexpr double kMaxProbeGrowth = 2;
   // The neighbourhood fitted with one tail curve starts at this share of the best pass.
   static constexpr double kCurveBelow = 0.8;
   // Convergence by the bests' CV or by the pooled curve needs the lowest failure within this
@@ -168,6 +175,8 @@ class AdaptiveStrategy : public Strategy {
   std::optional<RunStep> Extension(const StepOutcome& last);
   // Whether the readings at `rate` pooled (the last one `last`) cannot decide: see the header.
   bool UndecidedAt(double rate, const StepOutcome& last) const;
+  // The rate to probe above the lowest failure, or nullopt: see "Probing" above.
+  std::optional<double> ProbeAboveUndecidedFailure() const;
   // Runs `rate` again as an ordinary step (a second reading, not a move).
   Decision Remeasure(double rate);
   // The rate of a failure to measure again now (non-monotone evidence), or before finishing
@@ -236,6 +245,7 @@ class AdaptiveStrategy : public Strategy {
   bool started_ = false;
   bool retried_invalid_client_ = false;
   std::vector<double> remeasured_;  // failure rates measured again
+  std::vector<double> probed_;      // undecided failure rates probed above
   std::vector<std::string> drift_flags_;
   // Extensions run at the rate of the last extended step.
   std::optional<double> extended_rate_;

@@ -59,7 +59,8 @@ StepOutcome WithTail(double rate, double capacity, double tail_ratio, int64_t sa
 struct StrategyRun {
   Done done;
   std::vector<double> rates;
-  std::vector<double> holds;  // RunStep::hold of each step
+  std::vector<double> holds;        // RunStep::hold of each step
+  std::vector<bool> verifications;  // RunStep::verification of each step
 };
 
 // Runs the strategy to its end against a predictor of each step (rate and hold).
@@ -77,6 +78,7 @@ StrategyRun DriveSteps(Strategy& strategy,
     const RunStep step = std::get<RunStep>(d);
     run.rates.push_back(step.rate_qps);
     run.holds.push_back(step.hold);
+    run.verifications.push_back(step.verification);
     last = predictor(step);
   }
   ADD_FAILURE() << "strategy did not finish in " << limit << " steps";
@@ -329,6 +331,88 @@ TEST(AdaptiveStrategyTest, AModelWarmingSlowlyAtMinQpsIsNotOutvotedByItsColdRead
       << run.done.drift_flags[0];
 }
 
+TEST(AdaptiveStrategyTest, AWarmupOutlastingTheTailJudgingStepsIsWaitedForWhileItImproves) {
+  // A cold start far slower than the warmup phase saw: min_qps is saturated at first and reads
+  // a little better each step (limit ratios 10 down to 1.05, all failing) for longer than
+  // kTailJudgingSteps steps, then passes. While each reading is better than the one before,
+  // the model is still warming: the search waits instead of ending at 0 ("min_qps already
+  // fails"), and finds the warm model's capacity.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  const std::vector<double> cold = {10, 8, 6, 4, 2.5, 1.6, 1.05};  // p99 / limit
+  size_t step = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& r) {
+    if (step < cold.size()) {
+      StepOutcome o = WithTail(r.rate_qps, 800, 100, 200);
+      o.tail_units = 8;
+      o.tail_ratio_se = 1;
+      o.limit_ratio = cold[step++];
+      return o;
+    }
+    ++step;
+    return WithTail(r.rate_qps, 800, r.rate_qps <= 800 ? 0.5 : 3,
+                    static_cast<int64_t>(3000 * r.hold));
+  });
+  ASSERT_GT(run.rates.size(), cold.size() + 1);
+  for (size_t i = 0; i <= cold.size(); ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50) << i;
+  EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AColdModelThatStopsImprovingAtMinQpsEndsTheTest) {
+  // The counterpart: readings at min_qps that stop getting better are not waited for.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  const std::vector<double> ratios = {10, 8, 9, 9.5, 9.7, 9.9, 10};
+  size_t step = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& r) {
+    StepOutcome o = WithTail(r.rate_qps, 800, 100, 200);
+    o.passed_apart_from_tail = false;
+    o.tail_units = 8;
+    o.tail_ratio_se = 1;
+    o.limit_ratio = ratios[std::min(step++, ratios.size() - 1)];
+    return o;
+  });
+  EXPECT_LE(run.rates.size(), static_cast<size_t>(kTailJudgingSteps));
+  EXPECT_EQ(run.done.max_sustainable_qps, 0);
+}
+
+TEST(AdaptiveStrategyTest, AnUndecidedFailureWhileGrowingIsProbedFromAbove) {
+  // A model far below its capacity of 800 whose rare episode landed in the readings at one
+  // rate: pooled there, its tail reads 1.2 +- 0.8 (undecided) through both extensions. The
+  // search probes above that rate instead of bracketing the capacity below it; the probe reads
+  // many requests with nothing over the limit, the monotone tail fit pools the two, and the
+  // search grows on to the capacity.
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  std::optional<double> unlucky;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& r) {
+    const int64_t samples = static_cast<int64_t>(200 * r.hold);
+    if (!unlucky && r.rate_qps > 100 && r.rate_qps < 400) unlucky = r.rate_qps;
+    if (unlucky && r.rate_qps == *unlucky && r.hold <= 4) {
+      StepOutcome o = WithTail(r.rate_qps, 800, 1.2, samples);
+      o.tail_units = 8;
+      o.tail_ratio_se = 0.8;
+      o.limit_ratio = 0.45;
+      return o;
+    }
+    StepOutcome o = WithTail(r.rate_qps, 800, r.rate_qps <= 800 ? 0 : 3,
+                             r.rate_qps > *unlucky && r.rate_qps <= 800 ? 20 * samples : samples);
+    o.tail_units = 8;
+    o.tail_ratio_se = r.rate_qps <= 800 ? 0 : 0.2;
+    return o;
+  });
+  ASSERT_TRUE(unlucky);
+  // Three readings at the unlucky rate (the step and its two extensions), then the probe.
+  size_t first = 0;
+  while (run.rates[first] != *unlucky) ++first;
+  ASSERT_GT(run.rates.size(), first + 3);
+  EXPECT_DOUBLE_EQ(run.rates[first + 1], *unlucky);
+  EXPECT_DOUBLE_EQ(run.rates[first + 2], *unlucky);
+  EXPECT_GT(run.rates[first + 3], *unlucky * AdaptiveStrategy::kMinGrowth - 1e-9);
+  EXPECT_LE(run.rates[first + 3], *unlucky * AdaptiveStrategy::kMaxProbeGrowth + 1e-9);
+  EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
   // The hold runs at the estimate (the best pass) and is the last step; the result says what
   // was held and what it read.
@@ -341,6 +425,9 @@ TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
   ASSERT_GE(holds.size(), 1u) << ::testing::PrintToString(run.rates);
   for (double h : holds) EXPECT_DOUBLE_EQ(h, holds[0]);
   EXPECT_GT(run.holds.back(), 1);
+  // The hold's chunks say they verify the estimate; the search's steps do not.
+  EXPECT_TRUE(run.verifications.back());
+  EXPECT_FALSE(run.verifications.front());
   EXPECT_DOUBLE_EQ(holds[0], run.rates.back());
   // The estimate of the moment: the best pass then, within the convergence resolution of 800.
   EXPECT_LE(holds[0], 800);

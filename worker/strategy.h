@@ -95,6 +95,9 @@ struct RunStep {
   // The measured part as a multiple of the usual one: a longer hold where a verdict needs
   // more evidence than a step gives (the adaptive search's confirmation of its estimate).
   double hold = 1;
+  // A chunk of the final hold that verifies the estimate (or "at least max_qps") rather than
+  // a step of the search: measured and judged like any step.
+  bool verification = false;
 };
 
 // The test is finished.

@@ -499,8 +499,10 @@ struct SearchRun {
   Done done;
   double seconds = 0;
   int steps = 0;
-  double longest_hold = 1;  // the longest hold the strategy asked for, in steps
-  double warmup_s = 0;      // the first-step warmup phase
+  // Seconds of the final verification: the trailing steps the strategy marked as verifying
+  // its estimate (the hold that ended the search).
+  double final_verification_s = 0;
+  double warmup_s = 0;                              // the first-step warmup phase
   std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
 };
 
@@ -542,7 +544,9 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
     const absl::Duration measured = model.Measured(step, next.rate_qps) * next.hold;
     last = model.Run(next.rate_qps, step_lead, measured);
     run.seconds += absl::ToDoubleSeconds(step_lead + measured);
-    run.longest_hold = std::max(run.longest_hold, next.hold);
+    run.final_verification_s =
+        next.verification ? run.final_verification_s + absl::ToDoubleSeconds(step_lead + measured)
+                          : 0;
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
     if (verbose) {
@@ -786,15 +790,14 @@ int RunGenerated() {
     }
   }
   if (runs.count("adaptive") && runs.count("binary")) {
-    // Binary search given the same final verification: the adaptive search's longest hold
-    // at its estimate, charged to binary search's time.
+    // Binary search given the same final verification: the seconds of the adaptive search's
+    // final hold of its estimate, charged to binary search's time.
     double adaptive = 0, binary = 0;
     for (int i = 0; i < n; ++i) {
       const SearchRun& a = runs["adaptive"][i];
       const SearchRun& b = runs["binary"][i];
       adaptive += a.seconds;
-      binary += b.seconds + (a.longest_hold > 1 ? a.longest_hold : 0) *
-                                absl::ToDoubleSeconds(absl::Seconds(absl::GetFlag(FLAGS_step_s)));
+      binary += b.seconds + a.final_verification_s;
     }
     absl::StrAppendFormat(&line, "heldout_time_vs_binary=%.2f ", adaptive / binary);
   }
