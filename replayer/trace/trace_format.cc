@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -87,6 +88,28 @@ absl::Status GetString(std::string_view* in, size_t limit, absl::string_view fie
   return absl::OkStatus();
 }
 
+// The fields that become lines of an HTTP request (method, path, header names and values)
+// must not hold a byte that ends a line: the trace could add headers or whole requests.
+absl::Status CheckSingleLine(absl::string_view field, absl::string_view value) {
+  if (value.find_first_of(absl::string_view("\r\n\0", 3)) != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " holds a CR, LF or NUL byte (it would split the HTTP request)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequestLines(const TraceRecord& record) {
+  RETURN_IF_ERROR(CheckSingleLine("method", record.method));
+  RETURN_IF_ERROR(CheckSingleLine("path", record.path));
+  for (size_t i = 0; i < record.headers.size(); ++i) {
+    RETURN_IF_ERROR(
+        CheckSingleLine(absl::StrCat("header ", i + 1, " name"), record.headers[i].first));
+    RETURN_IF_ERROR(
+        CheckSingleLine(absl::StrCat("header ", i + 1, " value"), record.headers[i].second));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ErrnoStatus(int error, absl::string_view what) {
   std::string message = absl::StrCat(what, ": ", std::strerror(error));
   switch (error) {
@@ -137,7 +160,7 @@ absl::Status ValidateTraceRecord(const TraceRecord& record) {
                                                    record.payload.size(), " bytes; the limit is ",
                                                    kMaxTracePayloadBytes));
   }
-  return absl::OkStatus();
+  return CheckRequestLines(record);
 }
 
 void AppendFramedTraceRecord(const TraceRecord& record, std::string* out) {
@@ -180,7 +203,7 @@ absl::Status DecodeTraceRecordBody(std::string_view body, TraceRecord* record) {
   }
   RETURN_IF_ERROR(GetString(&body, kMaxTracePayloadBytes, "payload", &record->payload));
   // Bytes after the payload are fields added by a later minor revision; version 1 ignores them.
-  return absl::OkStatus();
+  return CheckRequestLines(*record);
 }
 
 // ---- TraceWriter ----
@@ -231,27 +254,65 @@ absl::Status TraceWriter::Close() {
 
 // ---- TraceReader ----
 
-TraceReader::TraceReader(std::string path, int fd, Options options)
-    : path_(std::move(path)), fd_(fd), options_(options), buffer_(options.buffer_bytes) {}
+TraceReader::TraceReader(std::string path, int fd, std::string memory, Options options)
+    : path_(std::move(path)),
+      fd_(fd),
+      memory_(std::move(memory)),
+      options_(options),
+      buffer_(options.buffer_bytes) {}
 
 TraceReader::~TraceReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+// Options a reader can work with: a buffer that holds a record length, room for a checksum.
+TraceReader::Options Sane(TraceReader::Options options) {
+  options.buffer_bytes = std::max<size_t>(options.buffer_bytes, 64);
+  options.max_record_bytes = std::max<size_t>(options.max_record_bytes, 4);
+  return options;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
                                                                Options options) {
   if (path.empty()) return absl::InvalidArgumentError("trace path is empty");
-  if (options.buffer_bytes < 64) options.buffer_bytes = 64;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open trace ", path));
-  std::unique_ptr<TraceReader> reader(new TraceReader(path, fd, options));
+  std::unique_ptr<TraceReader> reader(new TraceReader(path, fd, "", Sane(options)));
   RETURN_IF_ERROR(reader->Rewind());
   return reader;
 }
 
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string name,
+                                                                     std::string bytes,
+                                                                     Options options) {
+  std::unique_ptr<TraceReader> reader(
+      new TraceReader(std::move(name), -1, std::move(bytes), Sane(options)));
+  RETURN_IF_ERROR(reader->Rewind());
+  return reader;
+}
+
+absl::StatusOr<size_t> TraceReader::ReadSome(char* dst, size_t n) {
+  if (fd_ < 0) {
+    const size_t got = std::min(n, memory_.size() - memory_offset_);
+    std::memcpy(dst, memory_.data() + memory_offset_, got);
+    memory_offset_ += got;
+    return got;
+  }
+  while (true) {
+    ssize_t got = ::read(fd_, dst, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) return ErrnoStatus(errno, absl::StrCat("cannot read trace ", path_));
+  }
+}
+
 absl::Status TraceReader::Rewind() {
   error_ = absl::OkStatus();
-  if (::lseek(fd_, 0, SEEK_SET) != 0)
+  memory_offset_ = 0;
+  if (fd_ >= 0 && ::lseek(fd_, 0, SEEK_SET) != 0)
     return ErrnoStatus(errno, absl::StrCat("cannot seek trace ", path_));
   begin_ = end_ = 0;
   eof_ = false;
@@ -289,13 +350,9 @@ absl::StatusOr<size_t> TraceReader::Fill(size_t n) {
     begin_ = 0;
   }
   while (end_ < n && !eof_) {
-    ssize_t got = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("cannot read trace ", path_));
-    }
+    ASSIGN_OR_RETURN(size_t got, ReadSome(buffer_.data() + end_, buffer_.size() - end_));
     if (got == 0) eof_ = true;
-    end_ += static_cast<size_t>(got);
+    end_ += got;
   }
   NotePeak();
   return std::min(n, end_ - begin_);
@@ -323,17 +380,13 @@ absl::StatusOr<std::string_view> TraceReader::Take(size_t n, absl::string_view w
   std::memcpy(record_buffer_.data(), buffer_.data() + begin_, have);
   begin_ = end_ = 0;
   while (have < n) {
-    ssize_t got = ::read(fd_, record_buffer_.data() + have, n - have);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("cannot read trace ", path_));
-    }
+    ASSIGN_OR_RETURN(size_t got, ReadSome(record_buffer_.data() + have, n - have));
     if (got == 0) {
       eof_ = true;
       return Corrupt(
           absl::StrCat("truncated ", what, ": needs ", n, " bytes, the file has ", have, " left"));
     }
-    have += static_cast<size_t>(got);
+    have += got;
   }
   NotePeak();
   return std::string_view(record_buffer_.data(), n);
@@ -362,7 +415,8 @@ absl::StatusOr<bool> TraceReader::ReadRecord(TraceRecord* record) {
     return Corrupt(available < kMaxVarintBytes ? "truncated record length"
                                                : "malformed record length varint");
   }
-  if (body_length + 4 > options_.max_record_bytes) {
+  // Subtraction: body_length may be near 2^64, where body_length + 4 wraps around.
+  if (body_length > options_.max_record_bytes - 4) {
     return Corrupt(absl::StrCat("record length ", body_length, " exceeds the limit of ",
                                 options_.max_record_bytes, " bytes (corrupt length?)"));
   }
@@ -389,7 +443,14 @@ absl::StatusOr<TraceSummary> SummarizeTrace(const std::string& path) {
   while (true) {
     ASSIGN_OR_RETURN(bool got, reader->Next(&record));
     if (!got) break;
-    if (summary.records > 0) summary.span_us += record.interarrival_us;
+    if (summary.records > 0) {
+      if (record.interarrival_us > kMaxTraceSpanUs - summary.span_us) {
+        return absl::DataLossError(absl::StrCat(path, ": record ", summary.records + 1,
+                                                " takes the recorded span past ", kMaxTraceSpanUs,
+                                                " us (corrupt inter-arrival?)"));
+      }
+      summary.span_us += record.interarrival_us;
+    }
     ++summary.records;
     summary.payload_bytes += record.payload.size();
   }

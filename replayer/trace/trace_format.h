@@ -17,7 +17,10 @@
 // Layout: an 8-byte magic "VGTRACE\n", a 4-byte little-endian version (1), then records,
 // each `varint body_length | body | crc32c(body) little-endian`. Corruption is reported as
 // DATA_LOSS naming the file, the record number and its byte offset; it never crashes and
-// never allocates more than max_record_bytes for a record.
+// never allocates more than max_record_bytes for a record. A trace is outside input (a
+// submitter names it), so a record whose method, path or a header name or value holds CR,
+// LF or NUL — bytes that would end a line of the HTTP request it becomes and let the trace
+// add headers or requests — is refused the same way, when the trace is loaded.
 //
 // Writer and reader are single-threaded: one thread owns each object.
 #ifndef VANGUARD_REPLAYER_TRACE_TRACE_FORMAT_H_
@@ -45,6 +48,9 @@ inline constexpr size_t kMaxTracePayloadBytes = 64 << 20;
 inline constexpr size_t kMaxTraceRecordBytes = kMaxTracePayloadBytes + (1 << 20);
 inline constexpr size_t kMaxTraceHeaders = 64;
 inline constexpr size_t kMaxTraceFieldBytes = 16 << 10;  // protocol, model, method, path, header
+// The longest recorded span SummarizeTrace accepts (sum of inter-arrival times): replay
+// offsets are int64 microseconds, and no recording lasts 100 years.
+inline constexpr uint64_t kMaxTraceSpanUs = uint64_t{100} * 365 * 24 * 3600 * 1'000'000;
 
 // Protocol names a record may carry (free-form strings in the file; these are the known ones).
 inline constexpr std::string_view kTraceProtocolHttp = "http";
@@ -66,14 +72,16 @@ struct TraceRecord {
   bool operator==(const TraceRecord&) const = default;
 };
 
-// INVALID_ARGUMENT naming the field if `record` exceeds the format's limits.
+// INVALID_ARGUMENT naming the field if `record` exceeds the format's limits or its method,
+// path or a header holds CR, LF or NUL.
 absl::Status ValidateTraceRecord(const TraceRecord& record);
 
 // Appends the framed record (length, body, checksum) to *out. The record must be valid.
 void AppendFramedTraceRecord(const TraceRecord& record, std::string* out);
 
 // Decodes a record body (the bytes between the length and the checksum) into *record,
-// reusing its storage. INVALID_ARGUMENT describing the first inconsistency.
+// reusing its storage. INVALID_ARGUMENT describing the first inconsistency or the first
+// field ValidateTraceRecord would refuse.
 absl::Status DecodeTraceRecordBody(std::string_view body, TraceRecord* record);
 
 // CRC-32C (Castagnoli) of `data`, as stored after each record body.
@@ -122,6 +130,12 @@ class TraceReader {
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path) {
     return Open(path, Options());
   }
+  // The same reader over a trace held in memory (`bytes`, owned by the reader); `name`
+  // stands for the path in errors. Errors as Open, but never NOT_FOUND. For callers that
+  // already hold the bytes, and the fuzz target.
+  static absl::StatusOr<std::unique_ptr<TraceReader>> FromBuffer(std::string name,
+                                                                 std::string bytes,
+                                                                 Options options);
   ~TraceReader();
 
   // Reads the next record into *record (reusing its storage). true: a record was read;
@@ -141,7 +155,10 @@ class TraceReader {
   size_t peak_buffered_bytes() const { return peak_buffered_bytes_; }
 
  private:
-  TraceReader(std::string path, int fd, Options options);
+  TraceReader(std::string path, int fd, std::string memory, Options options);
+  // Reads up to n bytes at the current position into dst (from the file, or from memory_
+  // when there is no file); 0 at the end.
+  absl::StatusOr<size_t> ReadSome(char* dst, size_t n);
   // Makes up to `n` (<= buffer size) unread bytes available in buffer_; returns how many are
   // (fewer than n only at end of file).
   absl::StatusOr<size_t> Fill(size_t n);
@@ -153,7 +170,9 @@ class TraceReader {
   absl::StatusOr<bool> ReadRecord(TraceRecord* record);
 
   std::string path_;
-  int fd_;
+  int fd_;              // -1: the trace is memory_
+  std::string memory_;  // the whole trace, for a reader made by FromBuffer
+  size_t memory_offset_ = 0;
   Options options_;
   std::vector<char> buffer_;
   size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)
@@ -167,8 +186,8 @@ class TraceReader {
 };
 
 // Streams the whole trace once (bounded memory) and returns its shape; the first corruption
-// is returned as the reader reports it. Used to validate a trace before a step and to learn
-// its recorded rate.
+// is returned as the reader reports it, and a span over kMaxTraceSpanUs is DATA_LOSS. Used to
+// validate a trace before a step and to learn its recorded rate.
 struct TraceSummary {
   int64_t records = 0;
   // Sum of the inter-arrival times of records 2..N (the first record's is ignored).
