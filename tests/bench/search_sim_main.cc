@@ -597,6 +597,11 @@ std::vector<SearchVariant> Variants(const std::string& list) {
 
 // The estimate a variant reports: a closed loop offers no rate, so its estimate is the
 // throughput its best pass achieved, less the share the search took off the best.
+// Whether the model's SLO hardly defines its capacity (sim::kFlatTailElasticity).
+bool FlatTail(const sim::GeneratedModel& m) {
+  return m.elasticity >= 0 && m.elasticity < sim::kFlatTailElasticity;
+}
+
 double EstimateOf(const SearchVariant& v, const SearchRun& run) {
   if (!v.model.closed_loop || run.done.best_pass_qps <= 0) return run.done.max_sustainable_qps;
   for (const auto& [rate, achieved] : run.achieved) {
@@ -655,7 +660,8 @@ Agreement Agree(const std::vector<double>& estimates, const std::vector<double>&
 }
 
 // Writes each model as DIR/<name>.json (a profile the simulated predictor loads) and one
-// line per model to DIR/models.tsv: name, truth_rps, min_qps, max_qps, binding, description.
+// line per model to DIR/models.tsv: name, truth_rps, min_qps, max_qps, binding, description,
+// elasticity (sim::TruthElasticity).
 int WriteProfiles(const std::vector<sim::GeneratedModel>& models, const std::string& dir) {
   std::FILE* index = std::fopen((dir + "/models.tsv").c_str(), "w");
   if (index == nullptr) {
@@ -671,16 +677,21 @@ int WriteProfiles(const std::vector<sim::GeneratedModel>& models, const std::str
     }
     std::fputs(json->c_str(), f);
     std::fclose(f);
-    std::fprintf(index, "%s\t%.17g\t%.17g\t%.17g\t%s\t%s\n", m.profile.name.c_str(), m.truth_rps,
-                 m.min_qps, m.max_qps, m.binding.c_str(), m.description.c_str());
+    std::fprintf(index, "%s\t%.17g\t%.17g\t%.17g\t%s\t%s\t%.6g\n", m.profile.name.c_str(),
+                 m.truth_rps, m.min_qps, m.max_qps, m.binding.c_str(), m.description.c_str(),
+                 m.elasticity);
   }
   std::fclose(index);
   return 0;
 }
 
 // The models WriteProfiles wrote to `dir`, at most `n` of them (fewer when the index is
-// shorter); the seed of each is the number in its name ("gen-<seed>").
-absl::StatusOr<std::vector<sim::GeneratedModel>> ReadModels(const std::string& dir, int n) {
+// shorter); the seed of each is the number in its name ("gen-<seed>"). An index written
+// before the elasticity column has its models' elasticity computed here (`options`).
+
+absl::StatusOr<std::vector<sim::GeneratedModel>> ReadModels(const std::string& dir, int n,
+                                                            const sim::GeneratorOptions& options,
+                                                            int threads) {
   std::ifstream index(dir + "/models.tsv");
   if (!index) return absl::NotFoundError(absl::StrCat("cannot read ", dir, "/models.tsv"));
   std::vector<sim::GeneratedModel> models;
@@ -698,8 +709,18 @@ absl::StatusOr<std::vector<sim::GeneratedModel>> ReadModels(const std::string& d
     m.profile = *std::move(profile);
     m.binding = f[4];
     m.description = f[5];
+    if (f.size() < 7 || !absl::SimpleAtod(f[6], &m.elasticity)) m.elasticity = -1;
     models.push_back(std::move(m));
   }
+  std::atomic<bool> failed = false;
+  ParallelFor(static_cast<int>(models.size()), threads, [&](int i) {
+    sim::GeneratedModel& m = models[i];
+    if (m.elasticity >= 0) return;
+    absl::StatusOr<double> e = sim::TruthElasticity(m.profile, m.truth_rps, options);
+    if (e.ok()) m.elasticity = *e;
+    failed = failed || !e.ok();
+  });
+  if (failed) return absl::InternalError(absl::StrCat(dir, ": cannot evaluate an elasticity"));
   return models;
 }
 
@@ -716,7 +737,7 @@ int RunGenerated() {
   options.replications = absl::GetFlag(FLAGS_gen_replications);
   std::vector<sim::GeneratedModel> models(n);
   if (const std::string dir = absl::GetFlag(FLAGS_models_dir); !dir.empty()) {
-    absl::StatusOr<std::vector<sim::GeneratedModel>> read = ReadModels(dir, n);
+    absl::StatusOr<std::vector<sim::GeneratedModel>> read = ReadModels(dir, n, options, threads);
     if (!read.ok()) {
       std::fprintf(stderr, "%s\n", std::string(read.status().message()).c_str());
       return 1;
@@ -761,13 +782,16 @@ int RunGenerated() {
       if (verbose || v.name == "adaptive") {
         std::printf(
             "  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
-            "%.0f s%s\n",
+            "%.0f s%s%s\n",
             v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
             models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
             out[i].steps, out[i].seconds,
             out[i].done.at_least    ? " (at least)"
             : out[i].done.converged ? ""
-                                    : " (unconverged)");
+                                    : " (unconverged)",
+            FlatTail(models[i])
+                ? absl::StrFormat(" (flat tail: elasticity %.2f)", models[i].elasticity).c_str()
+                : "");
         if (verbose) std::printf("    %s\n", models[i].description.c_str());
       }
     }
@@ -783,6 +807,22 @@ int RunGenerated() {
                             "heldout_over5_pct=%.1f heldout_bias_pct=%.2f heldout_loa_low_pct=%.1f "
                             "heldout_loa_high_pct=%.1f heldout_r2=%.3f ",
                             a.mae, a.p95, a.over5, a.bias, a.loa_low, a.loa_high, a.r2);
+      // The same figures without the models whose SLO hardly defines a capacity.
+      std::vector<double> kept_estimates, kept_truths;
+      for (int i = 0; i < n; ++i) {
+        if (FlatTail(models[i])) continue;
+        kept_estimates.push_back(estimates[i]);
+        kept_truths.push_back(truths[i]);
+      }
+      const int flat = n - static_cast<int>(kept_truths.size());
+      if (!kept_truths.empty()) {
+        const Agreement c = Agree(kept_estimates, kept_truths);
+        absl::StrAppendFormat(&line,
+                              "heldout_flat_tail_pct=%.1f heldout_conditioned_mae_pct=%.2f "
+                              "heldout_conditioned_p95_abs_err_pct=%.2f "
+                              "heldout_conditioned_over5_pct=%.1f ",
+                              100.0 * flat / n, c.mae, c.p95, c.over5);
+      }
     } else if (v.name == "binary") {
       absl::StrAppendFormat(&line, "binary_mae_pct=%.2f ", a.mae);
     } else {

@@ -66,6 +66,9 @@ void Judge(const Slo& slo, const GroundTruthOptions& options, std::vector<int64_
   result->achieved_rps = result->succeeded / absl::ToDoubleSeconds(options.measure) /
                          std::max(1, options.replications);
   result->latency_at_percentile = Percentile(latencies, slo.latency_percentile);
+  const int64_t limit_ns = absl::ToInt64Nanoseconds(slo.latency_limit);
+  result->over_limit = static_cast<uint64_t>(
+      std::count_if(latencies.begin(), latencies.end(), [&](int64_t ns) { return ns > limit_ns; }));
   bool ttft_ok = true;
   if (ttfts != nullptr) {
     result->ttft_at_percentile = Percentile(*ttfts, slo.latency_percentile);
@@ -241,6 +244,17 @@ absl::StatusOr<GroundTruth> ComputeGroundTruth(const Profile& profile, const Slo
   truth.max_sustainable_rps = low;
   truth.at_max = at_low;
   return truth;
+}
+
+double LimitShareRatio(const RateEvaluation& eval, const Slo& slo) {
+  const double allowed = 1 - slo.latency_percentile / 100;
+  const double latency = eval.succeeded == 0 ? 0
+                         : allowed > 0
+                             ? static_cast<double>(eval.over_limit) / eval.succeeded / allowed
+                             : (eval.over_limit > 0 ? 1e9 : 0);
+  const double errors = slo.max_error_rate > 0 ? eval.error_rate / slo.max_error_rate
+                                               : (eval.error_rate > 0 ? 1e9 : 0);
+  return std::max(latency, errors);
 }
 
 }  // namespace vanguard::sim

@@ -59,8 +59,15 @@ struct RateEvaluation {
   double achieved_rps = 0;               // succeeded / measure
   absl::Duration latency_at_percentile;  // of succeeded requests; infinite if none
   absl::Duration ttft_at_percentile;     // generative only; zero otherwise
+  // Succeeded requests whose latency exceeds slo.latency_limit.
+  uint64_t over_limit = 0;
   bool meets_slo = false;
 };
+
+// How far the evaluation is from its SLO's limits, as the largest of the share of succeeded
+// requests over the latency limit divided by the share the percentile allows, and the error
+// rate divided by slo.max_error_rate: > 1 fails. (TTFT is not counted.)
+double LimitShareRatio(const RateEvaluation& eval, const Slo& slo);
 
 // INVALID_ARGUMENT when rate <= 0 or not finite, settle < 0, measure <= 0, or the SLO's
 // percentile is outside (0, 100].

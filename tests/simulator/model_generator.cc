@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -99,9 +100,16 @@ absl::Status DrawSlo(Draw& d, Profile* p, std::string* binding) {
   return absl::OkStatus();
 }
 
-}  // namespace
+GroundTruthOptions LongRun(const GeneratorOptions& options, uint64_t seed) {
+  GroundTruthOptions long_run;
+  long_run.settle = options.settle;
+  long_run.measure = options.horizon;
+  long_run.replications = options.replications;
+  long_run.seed = seed;
+  return long_run;
+}
 
-absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptions& options) {
+absl::Status CheckOptions(const GeneratorOptions& options) {
   if (options.horizon <= absl::ZeroDuration() || options.horizon > absl::Hours(4) ||
       options.settle < absl::ZeroDuration() || options.replications < 1 ||
       !(options.min_capacity_rps > 0) || !(options.max_capacity_rps > options.min_capacity_rps)) {
@@ -109,6 +117,32 @@ absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptio
         "generator options: horizon in (0, 4h], settle >= 0, replications >= 1, "
         "0 < min_capacity_rps < max_capacity_rps");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<double> TruthElasticity(const Profile& profile, double truth_rps,
+                                       const GeneratorOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (!(truth_rps > 0)) return absl::InvalidArgumentError("truth_rps must be > 0");
+  constexpr double kBelow = 0.8, kAbove = 1.25;
+  const GroundTruthOptions long_run =
+      LongRun(options, profile.batch.perturbations.seed % 1000000 + 17);
+  absl::StatusOr<RateEvaluation> below =
+      EvaluateRate(profile, profile.slo, truth_rps * kBelow, long_run);
+  if (!below.ok()) return below.status();
+  absl::StatusOr<RateEvaluation> above =
+      EvaluateRate(profile, profile.slo, truth_rps * kAbove, long_run);
+  if (!above.ok()) return above.status();
+  const double low = LimitShareRatio(*below, profile.slo);
+  const double high = LimitShareRatio(*above, profile.slo);
+  if (low <= 0) return std::numeric_limits<double>::infinity();
+  return std::log(std::max(high, 1e-9) / low) / std::log(kAbove / kBelow);
+}
+
+absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   Draw d(seed);
   for (int attempt = 0; attempt < 50; ++attempt) {
     GeneratedModel m;
@@ -119,11 +153,7 @@ absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptio
     m.profile.name = absl::StrCat("gen-", seed);
     if (absl::Status s = DrawSlo(d, &m.profile, &m.binding); !s.ok()) return s;
     m.profile.description = m.description;
-    GroundTruthOptions long_run;
-    long_run.settle = options.settle;
-    long_run.measure = options.horizon;
-    long_run.replications = options.replications;
-    long_run.seed = d.Bits() % 1000000;
+    const GroundTruthOptions long_run = LongRun(options, d.Bits() % 1000000);
     absl::StatusOr<GroundTruth> truth = ComputeGroundTruth(m.profile, m.profile.slo, long_run);
     if (!truth.ok()) return truth.status();
     m.saturation_rps = truth->saturation_rps;
@@ -131,6 +161,9 @@ absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptio
     if (m.truth_rps < options.min_capacity_rps || m.truth_rps > options.max_capacity_rps) continue;
     m.min_qps = m.truth_rps * d.LogUniform(1.0 / 200, 0.5);
     m.max_qps = m.truth_rps * d.LogUniform(1.2, 20);
+    absl::StatusOr<double> elasticity = TruthElasticity(m.profile, m.truth_rps, options);
+    if (!elasticity.ok()) return elasticity.status();
+    m.elasticity = *elasticity;
     absl::StrAppendFormat(&m.description, "; SLO %s <= %.2f ms; truth %.2f req/s", m.binding,
                           absl::ToDoubleMilliseconds(m.profile.slo.latency_limit), m.truth_rps);
     return m;

@@ -23,8 +23,8 @@
 //   drawn again (deterministically from the seed).
 // Not covered: generative (token) models, SLOs on achieved rate, co-location.
 //
-// Pure functions of their arguments; any thread. Cost: the ground truth's bisection, about
-// 12 evaluations of replications * (settle + horizon) * rate requests.
+// Pure functions of their arguments; any thread. Cost: the ground truth's bisection and its
+// elasticity, about 14 evaluations of replications * (settle + horizon) * rate requests.
 #ifndef VANGUARD_TESTS_SIMULATOR_MODEL_GENERATOR_H_
 #define VANGUARD_TESTS_SIMULATOR_MODEL_GENERATOR_H_
 
@@ -59,7 +59,20 @@ struct GeneratedModel {
   double truth_rps = 0;  // the long-run capacity (warm, steady, over options.horizon)
   double min_qps = 0;    // a user-style range around the truth
   double max_qps = 0;
+  // How well the SLO defines the truth: TruthElasticity below.
+  double elasticity = 0;
 };
+
+// The elasticity of the SLO's binding share over the limit (LimitShareRatio) with the rate
+// around the truth: log(ratio at 1.25 x truth / ratio at 0.8 x truth) / log(1.5625), each
+// on options.replications horizons pooled; infinity when nothing is over the limit at 0.8 x.
+// A queue near saturation is steep (10 and more); a share set by rate-independent episodes
+// (stalls, served errors) is flat: below kFlatTailElasticity the capacity is ill-conditioned,
+// as a horizon's own noise in the share moves the crossing by a large factor. INVALID_ARGUMENT
+// as GenerateModel's options. Cost: two evaluations of the truth's bisection.
+inline constexpr double kFlatTailElasticity = 1;
+absl::StatusOr<double> TruthElasticity(const Profile& profile, double truth_rps,
+                                       const GeneratorOptions& options = {});
 
 // INVALID_ARGUMENT for options out of range; INTERNAL if no draw in 50 landed in the
 // capacity range (not expected).

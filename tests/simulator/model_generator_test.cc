@@ -57,6 +57,47 @@ TEST(ModelGeneratorTest, TruthHoldsAndTenPercentAboveFails) {
   EXPECT_FALSE(above->meets_slo) << m->description;
 }
 
+// A model of 4 slots of 10 ms (400 req/s flat out) judged on p99 <= 60 ms, and its truth
+// from a short quick bisection.
+Profile FourSlots() {
+  Profile p;
+  p.batch.slots = 4;
+  p.batch.service_time = absl::Milliseconds(10);
+  p.slo.latency_percentile = 99;
+  p.slo.latency_limit = absl::Milliseconds(60);
+  p.slo.max_error_rate = 0.01;
+  return p;
+}
+
+TEST(ModelGeneratorTest, AQueueNearSaturationIsSteepAndRateIndependentErrorsAreFlat) {
+  // The p99 of a queue near saturation rises steeply with the rate; a model whose 0.9% of
+  // served errors (against 1% allowed) is all that binds below saturation hardly changes
+  // with the rate around the rate where its errors reach 1%.
+  GeneratorOptions o = Quick();
+  o.horizon = absl::Seconds(60);
+  Profile queue = FourSlots();
+  ASSERT_TRUE(FinalizeProfile(queue).ok());
+  GroundTruthOptions bisect;
+  bisect.settle = o.settle;
+  bisect.measure = o.horizon;
+  bisect.replications = 1;
+  absl::StatusOr<GroundTruth> truth = ComputeGroundTruth(queue, queue.slo, bisect);
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  absl::StatusOr<double> steep = TruthElasticity(queue, truth->max_sustainable_rps, o);
+  ASSERT_TRUE(steep.ok()) << steep.status();
+  EXPECT_GT(*steep, 3 * kFlatTailElasticity);
+
+  Profile errors = FourSlots();
+  errors.slo.latency_limit = absl::Seconds(10);
+  errors.batch.perturbations.error_rate = 0.0098;
+  ASSERT_TRUE(FinalizeProfile(errors).ok());
+  // Any rate well below saturation: the share of errors is the same at 0.8x and 1.25x.
+  absl::StatusOr<double> flat = TruthElasticity(errors, 100, o);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_LT(*flat, kFlatTailElasticity);
+  EXPECT_GT(*flat, -kFlatTailElasticity);
+}
+
 TEST(ModelGeneratorTest, RejectsBadOptions) {
   GeneratorOptions o;
   o.horizon = absl::ZeroDuration();
