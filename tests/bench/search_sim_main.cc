@@ -855,16 +855,24 @@ int RunGenerated() {
       }
       cvs[i] = worker::CoefficientOfVariation(estimates);
       std::printf(
-          "  repeat %s: truth %.2f, estimates %s: cv %.1f%%\n", models[i].profile.name.c_str(),
+          "  repeat %s: truth %.2f, estimates %s: cv %.1f%%%s\n", models[i].profile.name.c_str(),
           models[i].truth_rps,
           absl::StrJoin(estimates, " ",
                         [](std::string* out, double e) { absl::StrAppendFormat(out, "%.2f", e); })
               .c_str(),
-          100 * cvs[i]);
+          100 * cvs[i], FlatTail(models[i]) ? " (flat tail)" : "");
     });
-    double mean = 0;
-    for (double cv : cvs) mean += 100 * cv / repeats;
+    double mean = 0, conditioned = 0;
+    int kept = 0;
+    for (int i = 0; i < repeats; ++i) {
+      mean += 100 * cvs[i] / repeats;
+      if (FlatTail(models[i])) continue;
+      conditioned += 100 * cvs[i];
+      ++kept;
+    }
     absl::StrAppendFormat(&line, "repeat_cv_pct=%.2f ", mean);
+    if (kept > 0)
+      absl::StrAppendFormat(&line, "repeat_conditioned_cv_pct=%.2f ", conditioned / kept);
   }
   std::printf("%sgen_seed=%llu models=%d\n", line.c_str(), static_cast<unsigned long long>(seed0),
               n);
