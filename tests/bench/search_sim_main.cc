@@ -88,6 +88,11 @@ ABSL_FLAG(int, repeat_models, 20,
           "--generated: models searched 5 more times with other seeds for repeat_cv_pct");
 ABSL_FLAG(int, repeat_verbose, 0,
           "--repeat_models with --threads=1: print every step of this repeat (1-5)");
+ABSL_FLAG(int, truth_noise, 0,
+          "--generated: instead of searching, compute each model's truth again from this many "
+          "independent horizons (other arrival and model seeds) and print how far it lands "
+          "from the model's truth: the error of a perfect search that verifies over that many "
+          "horizons");
 ABSL_FLAG(std::string, variants, "adaptive,binary",
           "--generated: comma-separated searches: adaptive, binary, and the ablations "
           "no_warmup, closed_loop, p99_only, template, no_batching_awareness");
@@ -724,6 +729,49 @@ absl::StatusOr<std::vector<sim::GeneratedModel>> ReadModels(const std::string& d
   return models;
 }
 
+// Each model's truth computed again from `horizons` independent horizons, against the
+// model's own truth: how far a search that verified perfectly over that many horizons would
+// land. Prints a line per model and the agreement (all models, and without flat tails).
+int PrintTruthNoise(const std::vector<sim::GeneratedModel>& models,
+                    const sim::GeneratorOptions& options, int horizons, int threads) {
+  const int n = static_cast<int>(models.size());
+  std::vector<double> again(n), truths(n);
+  std::atomic<bool> failed = false;
+  ParallelFor(n, threads, [&](int i) {
+    sim::GroundTruthOptions o;
+    o.settle = options.settle;
+    o.measure = options.horizon;
+    o.replications = horizons;
+    o.seed = (models[i].seed * 7919 + 104729) % 1000000;
+    Profile profile = models[i].profile;
+    profile.batch.perturbations.seed += 1000003;  // the model's own randomness drawn again
+    absl::StatusOr<sim::GroundTruth> t = sim::ComputeGroundTruth(profile, profile.slo, o);
+    failed = failed || !t.ok();
+    again[i] = t.ok() ? t->max_sustainable_rps : 0;
+    truths[i] = models[i].truth_rps;
+    std::printf("  truth again %s: truth %.2f, from %d horizon(s) %.2f (%+.1f%%)%s\n",
+                models[i].profile.name.c_str(), truths[i], horizons, again[i],
+                100 * (again[i] - truths[i]) / truths[i],
+                FlatTail(models[i]) ? " (flat tail)" : "");
+  });
+  if (failed) return 1;
+  std::vector<double> kept_again, kept_truths;
+  for (int i = 0; i < n; ++i) {
+    if (FlatTail(models[i])) continue;
+    kept_again.push_back(again[i]);
+    kept_truths.push_back(truths[i]);
+  }
+  const Agreement a = Agree(again, truths);
+  const Agreement c = kept_truths.empty() ? Agreement{} : Agree(kept_again, kept_truths);
+  std::printf(
+      "truth_noise_horizons=%d truth_noise_mae_pct=%.2f truth_noise_p95_abs_err_pct=%.2f "
+      "truth_noise_over5_pct=%.1f truth_noise_conditioned_mae_pct=%.2f "
+      "truth_noise_conditioned_p95_abs_err_pct=%.2f truth_noise_conditioned_over5_pct=%.1f "
+      "models=%d\n",
+      horizons, a.mae, a.p95, a.over5, c.mae, c.p95, c.over5, n);
+  return 0;
+}
+
 int RunGenerated() {
   int n = absl::GetFlag(FLAGS_generated);
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
@@ -756,6 +804,9 @@ int RunGenerated() {
   }
   if (const std::string dir = absl::GetFlag(FLAGS_write_profiles); !dir.empty()) {
     return WriteProfiles(models, dir);
+  }
+  if (const int horizons = absl::GetFlag(FLAGS_truth_noise); horizons > 0) {
+    return PrintTruthNoise(models, options, horizons, threads);
   }
   const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
   const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
