@@ -1,0 +1,51 @@
+// Fuzzes ParseHttpUrl, which reads the URLs a submitter gives the worker (json_url,
+// prometheus_url, metrics.url). Input: the URL.
+//
+// Contract checked: never throws or crashes; an accepted URL splits into a non-empty host
+// and target of printable ASCII without spaces (nothing that could end a request line or
+// add a header), a port of 1-65535, a target starting with "/"; an error is INVALID_ARGUMENT
+// that does not echo the URL (no kSecretMarker).
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "tests/fuzz/fuzz_harnesses.h"
+#include "worker/http_get.h"
+
+namespace vanguard::fuzz {
+namespace {
+
+constexpr char kName[] = "http_url";
+
+bool PrintableWithoutSpaces(const std::string& s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int FuzzHttpUrl(const uint8_t* data, size_t size) {
+  const std::string url(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<worker::ParsedUrl> parsed = worker::ParseHttpUrl(url);
+  if (!parsed.ok()) {
+    VANGUARD_FUZZ_CHECK(kName, parsed.status().code() == absl::StatusCode::kInvalidArgument);
+    VANGUARD_FUZZ_CHECK(kName, parsed.status().message().find(kSecretMarker) == std::string::npos);
+    return 0;
+  }
+  VANGUARD_FUZZ_CHECK(kName, !parsed->host.empty() && PrintableWithoutSpaces(parsed->host));
+  VANGUARD_FUZZ_CHECK(kName, parsed->host.find_first_of("/?#@[]") == std::string::npos);
+  VANGUARD_FUZZ_CHECK(kName, !parsed->target.empty() && parsed->target[0] == '/');
+  VANGUARD_FUZZ_CHECK(kName, PrintableWithoutSpaces(parsed->target));
+  int port = 0;
+  VANGUARD_FUZZ_CHECK(kName, absl::SimpleAtoi(parsed->port, &port) && port >= 1 && port <= 65535);
+  // The same URL parses the same way again (HostPort round trip for the host part).
+  absl::StatusOr<worker::ParsedUrl> again =
+      worker::ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
+  VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
+                                 again->port == parsed->port && again->target == parsed->target);
+  return 0;
+}
+
+}  // namespace vanguard::fuzz
