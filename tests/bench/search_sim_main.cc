@@ -602,6 +602,15 @@ std::vector<SearchVariant> Variants(const std::string& list) {
 
 // The estimate a variant reports: a closed loop offers no rate, so its estimate is the
 // throughput its best pass achieved, less the share the search took off the best.
+// Why a search ended, from its summary ("adaptive: <why> after N steps; ...").
+std::string WhyEnded(const Done& done) {
+  absl::string_view why = done.summary;
+  if (const size_t colon = why.find(": "); colon != absl::string_view::npos) {
+    why.remove_prefix(colon + 2);
+  }
+  return std::string(why.substr(0, why.find(" after ")));
+}
+
 // Whether the model's SLO hardly defines its capacity (sim::kFlatTailElasticity).
 bool FlatTail(const sim::GeneratedModel& m) {
   return m.elasticity >= 0 && m.elasticity < sim::kFlatTailElasticity;
@@ -837,9 +846,10 @@ int RunGenerated() {
             v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
             models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
             out[i].steps, out[i].seconds,
-            out[i].done.at_least    ? " (at least)"
-            : out[i].done.converged ? ""
-                                    : " (unconverged)",
+            out[i].done.at_least ? " (at least)"
+            : out[i].done.converged
+                ? ""
+                : absl::StrCat(" (unconverged: ", WhyEnded(out[i].done), ")").c_str(),
             FlatTail(models[i])
                 ? absl::StrFormat(" (flat tail: elasticity %.2f)", models[i].elasticity).c_str()
                 : "");
