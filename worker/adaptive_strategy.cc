@@ -708,6 +708,7 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
                           *lowest_failure_, 100 * Resolution());
   }
   absl::StrAppendFormat(&notes, "; verification: %s", done.verification);
+  absl::StrAppend(&notes, FlatTailNote(done.max_sustainable_qps));
   if (!converged && done.more_time_needed_s > 0) {
     absl::StrAppendFormat(&notes, "; undecided: about %.0f s more would decide",
                           done.more_time_needed_s);
@@ -740,6 +741,25 @@ double AdaptiveStrategy::MoreTimeNeeded() const {
   }
   const double hold_parts = std::min(horizon_s_ / StepSeconds(), kMaxHoldChunk);
   return (steps + hold_parts) * StepSeconds();
+}
+
+std::string AdaptiveStrategy::FlatTailNote(double estimate) const {
+  double over = 0, requests = 0, top = 0;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || !o.client_valid || o.tail_samples <= 0 || o.rate_qps > 0.5 * estimate) {
+      continue;
+    }
+    over += o.tail_ratio * static_cast<double>(o.tail_samples);
+    requests += static_cast<double>(o.tail_samples);
+    top = std::max(top, o.rate_qps);
+  }
+  if (requests < kFlatTailRequests || over / requests < kFlatTailRatio) return "";
+  return absl::StrFormat(
+      "; flat tail: at or below %.4g req/s (half the estimate or less) %.2g of the allowed share "
+      "is already over the limit, so the capacity is ill-conditioned (the share hardly grows "
+      "with the rate, and its noise moves the crossing far)",
+      top, over / requests);
 }
 
 int64_t AdaptiveStrategy::RequestsPerStepAt(double rate) const {

@@ -36,9 +36,11 @@
 //    horizon is covered; a failed hold makes its rate and everything above it a failure and
 //    the search goes on (at most kMaxHolds holds).
 //  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
-//    rules) and the hold held, and the estimate is the held rate. Otherwise (max_steps, or no
-//    hold held) the result is converged=false with the interval, Done.more_time_needed_s and,
-//    as the estimate, the conservative end: the best pass less its resolution.
+//    rules) and the hold held, and the estimate is the held rate. A tail already near the
+//    limit at half the estimate is named in the summary (a flat tail: ill-conditioned). Otherwise
+//    (max_steps, or no hold held) the result is converged=false with the interval,
+//    Done.more_time_needed_s and, as the estimate, the conservative end: the best pass less its
+//    resolution.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -99,6 +101,9 @@ class AdaptiveStrategy : public Strategy {
   // than kReadingNoise plus kSteepening times the rise between the two passes below it.
   static constexpr double kReadingNoise = 0.3;
   static constexpr double kSteepening = 10;
+  // FlatTailNote's thresholds.
+  static constexpr double kFlatTailRatio = 0.5;
+  static constexpr double kFlatTailRequests = 500;
 
   // INVALID_ARGUMENT naming the field ("adaptive.damping ...") for bad parameters, or
   // "sustain_horizon" when horizon_s is not positive (CreateStrategy passes
@@ -208,6 +213,11 @@ class AdaptiveStrategy : public Strategy {
   double Estimate() const;
   // About how many seconds of measuring would decide an unconverged search.
   double MoreTimeNeeded() const;
+  // When the readings at or below half the estimate pooled (at least kFlatTailRequests of
+  // them) already put kFlatTailRatio of the allowed share over the limit: a note for the
+  // summary that the capacity is ill-conditioned (the share hardly grows with the rate, so
+  // its noise moves the crossing far); else empty.
+  std::string FlatTailNote(double estimate) const;
   // Requests measured per usual part at `rate` (the fewest of its steps; 0: none).
   int64_t RequestsPerStepAt(double rate) const;
   // The relative bracket a short step at the best can resolve: epsilon, or 1 / sqrt(requests).

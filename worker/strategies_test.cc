@@ -413,6 +413,20 @@ TEST(AdaptiveStrategyTest, AnUndecidedFailureWhileGrowingIsProbedFromAbove) {
   EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
 }
 
+TEST(AdaptiveStrategyTest, ATailAlreadyNearTheLimitAtHalfTheEstimateIsNamedFlat) {
+  // The share over the limit reads 0.7 of the allowed from min_qps up to the capacity of 800
+  // (stalls, not a queue, make it): the summary says the capacity is ill-conditioned. A tail
+  // that reads 0.05 below the capacity is not named.
+  for (double below : {0.7, 0.05}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    StrategyRun run = Drive(*s, [&](double r) { return WithTail(r, 800, r <= 800 ? below : 3); });
+    EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.1 * 800) << run.done.summary;
+    EXPECT_EQ(run.done.summary.find("flat tail") != std::string::npos, below > 0.5)
+        << run.done.summary;
+  }
+}
+
 TEST(AdaptiveStrategyTest, AConvergedSearchHoldsItsEstimateBeforeFinishing) {
   // The hold runs at the estimate (the best pass) and is the last step; the result says what
   // was held and what it read.
