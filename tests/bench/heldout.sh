@@ -12,6 +12,9 @@
 # and the ablations (no warmup handling, closed loop, p99 only, one template request instead
 # of the recorded mix, no batching awareness: no window-based tail confidence nor backlog
 # trend). The same five models x 5 seeds give repeat_cv_pct (HELDOUT_REPEAT, default 20).
+# HELDOUT_MODELS_DIR: search the models `search_sim --generated=N --gen_seed=S
+# --write_profiles=DIR` wrote there instead of drawing them again (generation is the slow
+# part); give HELDOUT_SEED=S with it so the printed seed is theirs.
 # Then the five named profiles, cold, with a new user's wide range (min(5, truth/2) to
 # 20 x truth): profiles_wide_mae_pct.
 # Final line: heldout_mae_pct=… heldout_p95_abs_err_pct=… heldout_over5_pct=… heldout_bias_pct=…
@@ -25,6 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../deploy/local/lib.sh"
 build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
 models=${HELDOUT_MODELS:-300}
+models_dir=${HELDOUT_MODELS_DIR:-}
 seed=${HELDOUT_SEED:-$(( $(date +%s) % 1000000000 ))}
 variants=${HELDOUT_VARIANTS:-adaptive,binary,no_warmup,closed_loop,p99_only,template,no_batching_awareness}
 repeat=${HELDOUT_REPEAT:-20}
@@ -33,7 +37,8 @@ start=$(date +%s)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$build/bin/search_sim" --generated="$models" --gen_seed="$seed" --variants="$variants" \
-  --repeat_models="$repeat" --threads="$(nproc)" | tee "$out"
+  ${models_dir:+--models_dir="$models_dir"} --repeat_models="$repeat" --threads="$(nproc)" |
+  tee "$out"
 heldout=$(tail -1 "$out" | sed 's/ *gen_seed=.*//')
 # The named profiles with a wide range, cold; truths are the accuracy benchmark's references.
 truths=${SEARCH_SIM_TRUTHS:-embedding:4400.6 nlp_encoder:984.4 ranking:3022.7 vision:659.9 llm:30.40}
