@@ -43,7 +43,7 @@ bool RoleAllows(v1::Role role, std::string_view method) {
   }
 }
 
-absl::StatusOr<v1::Role> Authorizer::Authenticate(std::string_view authorization) {
+absl::StatusOr<TokenIdentity> Authorizer::Authenticate(std::string_view authorization) {
   absl::string_view value =
       absl::StripAsciiWhitespace(absl::string_view(authorization.data(), authorization.size()));
   if (value.empty()) {
@@ -60,39 +60,40 @@ absl::StatusOr<v1::Role> Authorizer::Authenticate(std::string_view authorization
 
   const std::string hash = Sha256(std::string_view(value.data(), value.size()));
   const absl::Time now = clock_->Now();
-  std::optional<v1::Role> role;
+  std::optional<TokenIdentity> token;
   bool cached = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = cache_.find(hash);
     if (it != cache_.end() && it->second.expires > now) {
-      role = it->second.role;
+      token = it->second.token;
       cached = true;
     }
   }
   if (!cached) {
-    absl::StatusOr<std::optional<v1::Role>> looked_up = tokens_->RoleOf(hash);
+    absl::StatusOr<std::optional<TokenIdentity>> looked_up = tokens_->IdentityOf(hash);
     if (!looked_up.ok()) {
       return absl::Status(looked_up.status().code(), absl::StrCat("cannot check the bearer token: ",
                                                                   looked_up.status().message()));
     }
-    role = *looked_up;
+    token = *looked_up;
     absl::MutexLock lock(&mu_);
     if (cache_.size() >= options_.max_cached) cache_.clear();
-    cache_[hash] = Cached{role, now + options_.cache_ttl};
+    cache_[hash] = Cached{token, now + options_.cache_ttl};
   }
-  if (!role.has_value()) return absl::UnauthenticatedError("unknown or revoked bearer token");
-  return *role;
+  if (!token.has_value()) return absl::UnauthenticatedError("unknown or revoked bearer token");
+  return *std::move(token);
 }
 
-absl::Status Authorizer::Check(std::string_view authorization, std::string_view method) {
-  absl::StatusOr<v1::Role> role = Authenticate(authorization);
-  if (!role.ok()) return role.status();
-  if (!RoleAllows(*role, method)) {
+absl::StatusOr<TokenIdentity> Authorizer::Check(std::string_view authorization,
+                                                std::string_view method) {
+  absl::StatusOr<TokenIdentity> token = Authenticate(authorization);
+  if (!token.ok()) return token.status();
+  if (!RoleAllows(token->role, method)) {
     return absl::PermissionDeniedError(
-        absl::StrCat("role ", RoleName(*role), " may not call ", std::string(method)));
+        absl::StrCat("role ", RoleName(token->role), " may not call ", std::string(method)));
   }
-  return absl::OkStatus();
+  return token;
 }
 
 void Authorizer::ClearCache() {

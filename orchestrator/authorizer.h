@@ -1,10 +1,11 @@
-// Bearer-token authorization of every Orchestrator RPC: who is calling (the token's role)
-// and whether that role may call the method.
+// Bearer-token authorization of every Orchestrator RPC: who is calling (the token: its id,
+// name and role) and whether that role may call the method.
 //
 //   Authorizer authorizer(&tokens, Clock::Real());
-//   absl::Status s = authorizer.Check(authorization_header_value, "SubmitTest");
+//   absl::StatusOr<TokenIdentity> caller = authorizer.Check(authorization_value, "SubmitTest");
 //   // UNAUTHENTICATED: no "Bearer <secret>", or an unknown/revoked secret
 //   // PERMISSION_DENIED: the token's role may not call this method
+//   // ok: caller->id is who holds the leases this caller takes (see TestRepository)
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest;
 // submitter: reader's + SubmitTest, CancelTest, RegisterModel, DeprecateModel; worker:
@@ -48,20 +49,20 @@ class Authorizer {
   Authorizer(TokenRepository* tokens, Clock* clock, Options options)
       : tokens_(tokens), clock_(clock), options_(options) {}
 
-  // The caller's role from the "authorization" metadata value ("Bearer <secret>").
+  // The caller's token from the "authorization" metadata value ("Bearer <secret>").
   // UNAUTHENTICATED when missing, malformed, unknown or revoked; UNAVAILABLE when the
   // database cannot be asked.
-  absl::StatusOr<v1::Role> Authenticate(std::string_view authorization);
+  absl::StatusOr<TokenIdentity> Authenticate(std::string_view authorization);
 
-  // Authenticate, then PERMISSION_DENIED unless the role may call `method`.
-  absl::Status Check(std::string_view authorization, std::string_view method);
+  // Authenticate, then PERMISSION_DENIED unless the token's role may call `method`.
+  absl::StatusOr<TokenIdentity> Check(std::string_view authorization, std::string_view method);
 
   // Forgets every cached answer (after a revocation).
   void ClearCache();
 
  private:
   struct Cached {
-    std::optional<v1::Role> role;  // nullopt: no such (unrevoked) token
+    std::optional<TokenIdentity> token;  // nullopt: no such (unrevoked) token
     absl::Time expires;
   };
 

@@ -49,7 +49,7 @@ TEST(RoleAllowsTest, AdminMayDoEverythingUnspecifiedNothing) {
 TEST(AuthorizerTest, MissingOrMalformedHeaderIsUnauthenticated) {
   Authorizer authorizer(nullptr, Clock::Real());  // never reaches the repository
   for (const char* header : {"", "   ", "Basic dXNlcjpwYXNz", "Bearer", "Bearer   ", "token"}) {
-    absl::Status s = authorizer.Check(header, "GetTest");
+    absl::Status s = authorizer.Check(header, "GetTest").status();
     EXPECT_TRUE(absl::IsUnauthenticated(s)) << "'" << header << "': " << s;
   }
 }

@@ -23,21 +23,24 @@ auto WatchedFields(const v1::Test& t) {
 
 }  // namespace
 
-grpc::Status OrchestratorGrpcService::Authorize(grpc::ServerContext* context, const char* method) {
-  if (options_.authorizer == nullptr) return grpc::Status::OK;
+absl::StatusOr<Caller> OrchestratorGrpcService::Authorize(grpc::ServerContext* context,
+                                                          const char* method) {
+  if (options_.authorizer == nullptr) return Caller();
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   std::string_view authorization;
   if (it != metadata.end()) authorization = std::string_view(it->second.data(), it->second.size());
-  return ToGrpcStatus(options_.authorizer->Check(authorization, method));
+  absl::StatusOr<TokenIdentity> token = options_.authorizer->Check(authorization, method);
+  if (!token.ok()) return token.status();
+  return Caller(*std::move(token));
 }
 
 template <typename Body>
 grpc::Status OrchestratorGrpcService::Handle(grpc::ServerContext* context, const char* method,
                                              Body&& body) {
   const absl::Time start = absl::Now();
-  grpc::Status status = Authorize(context, method);
-  if (status.ok()) status = body();
+  absl::StatusOr<Caller> caller = Authorize(context, method);
+  grpc::Status status = caller.ok() ? body(*caller) : ToGrpcStatus(caller.status());
   if (options_.metrics != nullptr) {
     options_.metrics->RecordRpc(method, status.error_code(), absl::Now() - start);
   }
@@ -49,8 +52,21 @@ grpc::Status OrchestratorGrpcService::Call(
     grpc::ServerContext* context, const char* method,
     absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&), const Request* request,
     Response* response) {
-  return Handle(context, method, [&]() -> grpc::Status {
+  return Handle(context, method, [&](const Caller&) -> grpc::Status {
     absl::StatusOr<Response> result = (service_->*fn)(*request);
+    if (!result.ok()) return ToGrpcStatus(result.status());
+    *response = *std::move(result);
+    return grpc::Status::OK;
+  });
+}
+
+template <typename Request, typename Response>
+grpc::Status OrchestratorGrpcService::CallAsHolder(
+    grpc::ServerContext* context, const char* method,
+    absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&, const Caller&),
+    const Request* request, Response* response) {
+  return Handle(context, method, [&](const Caller& caller) -> grpc::Status {
+    absl::StatusOr<Response> result = (service_->*fn)(*request, caller);
     if (!result.ok()) return ToGrpcStatus(result.status());
     *response = *std::move(result);
     return grpc::Status::OK;
@@ -120,7 +136,8 @@ grpc::Status OrchestratorGrpcService::CancelTest(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
                                                 const v1::WatchTestRequest* request,
                                                 grpc::ServerWriter<v1::WatchTestResponse>* writer) {
-  return Handle(context, "WatchTest", [&] { return Watch(context, request, writer); });
+  return Handle(context, "WatchTest",
+                [&](const Caller&) { return Watch(context, request, writer); });
 }
 
 grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
@@ -157,11 +174,11 @@ grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::LeaseTest(grpc::ServerContext* context,
                                                 const v1::LeaseTestRequest* request,
                                                 v1::LeaseTestResponse* response) {
-  return Handle(context, "LeaseTest", [&]() -> grpc::Status {
+  return Handle(context, "LeaseTest", [&](const Caller& caller) -> grpc::Status {
     const absl::Time start = absl::Now();
     const absl::Time deadline = absl::FromChrono(context->deadline());
     absl::StatusOr<v1::LeaseTestResponse> result = service_->LeaseTest(
-        *request,
+        *request, caller,
         deadline > absl::Now() + absl::Hours(24 * 365) ? absl::InfiniteFuture() : deadline);
     if (!result.ok()) return ToGrpcStatus(result.status());
     *response = *std::move(result);
@@ -175,26 +192,27 @@ grpc::Status OrchestratorGrpcService::LeaseTest(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::Heartbeat(grpc::ServerContext* context,
                                                 const v1::HeartbeatRequest* request,
                                                 v1::HeartbeatResponse* response) {
-  return Call(context, "Heartbeat", &OrchestratorService::Heartbeat, request, response);
+  return CallAsHolder(context, "Heartbeat", &OrchestratorService::Heartbeat, request, response);
 }
 
 grpc::Status OrchestratorGrpcService::ReportStep(grpc::ServerContext* context,
                                                  const v1::ReportStepRequest* request,
                                                  v1::ReportStepResponse* response) {
-  return Call(context, "ReportStep", &OrchestratorService::ReportStep, request, response);
+  return CallAsHolder(context, "ReportStep", &OrchestratorService::ReportStep, request, response);
 }
 
 grpc::Status OrchestratorGrpcService::CompleteTest(grpc::ServerContext* context,
                                                    const v1::CompleteTestRequest* request,
                                                    v1::CompleteTestResponse* response) {
-  return Call(context, "CompleteTest", &OrchestratorService::CompleteTest, request, response);
+  return CallAsHolder(context, "CompleteTest", &OrchestratorService::CompleteTest, request,
+                      response);
 }
 
 grpc::Status OrchestratorGrpcService::ReleaseTest(grpc::ServerContext* context,
                                                   const v1::ReleaseTestRequest* request,
                                                   v1::ReleaseTestResponse* response) {
   grpc::Status status =
-      Call(context, "ReleaseTest", &OrchestratorService::ReleaseTest, request, response);
+      CallAsHolder(context, "ReleaseTest", &OrchestratorService::ReleaseTest, request, response);
   if (status.ok() && options_.metrics != nullptr) {
     options_.metrics->RecordReleased(response->test().state() == v1::TEST_STATE_CANCELLED);
   }

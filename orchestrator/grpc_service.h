@@ -8,7 +8,11 @@
 // Every RPC first passes options.authorizer (when set): the "authorization: Bearer <token>"
 // metadata must name a token whose role may call the method (UNAUTHENTICATED /
 // PERMISSION_DENIED otherwise); without an authorizer every call is allowed (the binary's
-// --insecure_no_auth). When options.metrics is set, every RPC is counted and timed.
+// --insecure_no_auth). The worker protocol's calls then go to the service with that token
+// as their Caller: a lease belongs to the token that took it, and Heartbeat, ReportStep,
+// CompleteTest and ReleaseTest with any other token get PERMISSION_DENIED and change
+// nothing (see orchestrator_service.h, "Lease identity"); worker_id is not checked against
+// the token. When options.metrics is set, every RPC is counted and timed.
 // LeaseTest passes the call's deadline to the service, which long-polls up to it.
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
@@ -83,7 +87,7 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                           v1::ListTokensResponse* response) override;
 
  private:
-  // Authorizes the call to `method`, runs `body` when allowed, and records metrics.
+  // Authorizes the call to `method`, runs `body(caller)` when allowed, and records metrics.
   template <typename Body>
   grpc::Status Handle(grpc::ServerContext* context, const char* method, Body&& body);
   // Unary calls that map straight onto a service method.
@@ -91,7 +95,15 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
   grpc::Status Call(grpc::ServerContext* context, const char* method,
                     absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&),
                     const Request* request, Response* response);
-  grpc::Status Authorize(grpc::ServerContext* context, const char* method);
+  // Unary lease calls: the service method also gets the authenticated caller.
+  template <typename Request, typename Response>
+  grpc::Status CallAsHolder(grpc::ServerContext* context, const char* method,
+                            absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&,
+                                                                                const Caller&),
+                            const Request* request, Response* response);
+  // The caller's token when `method` is allowed; nullopt without an authorizer.
+  // UNAUTHENTICATED / PERMISSION_DENIED / UNAVAILABLE as Authorizer::Check.
+  absl::StatusOr<Caller> Authorize(grpc::ServerContext* context, const char* method);
   grpc::Status Watch(grpc::ServerContext* context, const v1::WatchTestRequest* request,
                      grpc::ServerWriter<v1::WatchTestResponse>* writer);
 

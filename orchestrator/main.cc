@@ -27,6 +27,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/port_file.h"
@@ -53,8 +54,8 @@ ABSL_FLAG(std::string, database_url, "",
           "default: $VANGUARD_DATABASE_URL");
 ABSL_FLAG(bool, migrate_only, false, "apply the schema migrations and exit");
 ABSL_FLAG(bool, print_lease_sql, false,
-          "print the SQL statement that leases a test ($1 worker id, $2 lease seconds) and "
-          "exit; the queue benchmark runs it under pgbench");
+          "print the SQL statement that leases a test ($1 worker id, $2 lease seconds; the "
+          "holder token, $3, as 0: none) and exit; the queue benchmark runs it under pgbench");
 ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(5),
           "how often expired leases are returned to the queue");
 ABSL_FLAG(int, db_pool_size, 16,
@@ -295,7 +296,10 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
 
   if (absl::GetFlag(FLAGS_print_lease_sql)) {
-    std::cout << vanguard::TestRepository::LeaseSql() << std::endl;
+    // pgbench binds $1 and $2 itself (tests/bench/queue.sh); no token, as without auth.
+    std::cout << absl::StrReplaceAll(vanguard::TestRepository::LeaseSql(),
+                                     {{"$3::bigint", "0::bigint"}})
+              << std::endl;
     return 0;
   }
   vanguard::Config config;

@@ -47,6 +47,12 @@ absl::Duration FromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
+// The token a lease call's caller holds leases with (none without auth).
+LeaseToken TokenOf(const Caller& caller) {
+  if (!caller.has_value()) return std::nullopt;
+  return caller->id;
+}
+
 }  // namespace
 
 absl::StatusOr<absl::Duration> OrchestratorService::LeaseDuration(
@@ -180,7 +186,7 @@ absl::StatusOr<v1::CancelTestResponse> OrchestratorService::CancelTest(
 }
 
 absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
-    const v1::LeaseTestRequest& request, absl::Time deadline) {
+    const v1::LeaseTestRequest& request, const Caller& caller, absl::Time deadline) {
   RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
   ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
   RETURN_IF_ERROR(ValidateDuration(request.wait(), "wait", DurationRule::kNonNegative));
@@ -195,7 +201,8 @@ absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
                                                   : deadline - options_.lease_reply_margin);
   while (true) {
     const uint64_t seen = queue_ != nullptr ? queue_->generation() : 0;
-    ASSIGN_OR_RETURN(std::optional<v1::Test> test, tests_->Lease(request.worker_id(), lease));
+    ASSIGN_OR_RETURN(std::optional<v1::Test> test,
+                     tests_->Lease(request.worker_id(), lease, TokenOf(caller)));
     v1::LeaseTestResponse response;
     if (test.has_value()) {
       response.set_attempt(test->attempt());
@@ -217,28 +224,30 @@ absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
 }
 
 absl::StatusOr<v1::HeartbeatResponse> OrchestratorService::Heartbeat(
-    const v1::HeartbeatRequest& request) {
+    const v1::HeartbeatRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
   RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
   ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
-  ASSIGN_OR_RETURN(bool cancel_requested, tests_->Heartbeat(request.test_id(), request.attempt(),
-                                                            request.worker_id(), lease));
+  ASSIGN_OR_RETURN(bool cancel_requested,
+                   tests_->Heartbeat(request.test_id(), request.attempt(), request.worker_id(),
+                                     lease, TokenOf(caller)));
   v1::HeartbeatResponse response;
   response.set_cancel_requested(cancel_requested);
   return response;
 }
 
 absl::StatusOr<v1::ReportStepResponse> OrchestratorService::ReportStep(
-    const v1::ReportStepRequest& request) {
+    const v1::ReportStepRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
   if (!request.has_step()) return Invalid("step", "must be set");
   RETURN_IF_ERROR(ValidateStep(request.step()));
-  RETURN_IF_ERROR(tests_->ReportStep(request.test_id(), request.attempt(), request.step()));
+  RETURN_IF_ERROR(
+      tests_->ReportStep(request.test_id(), request.attempt(), request.step(), TokenOf(caller)));
   return v1::ReportStepResponse();
 }
 
 absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
-    const v1::CompleteTestRequest& request) {
+    const v1::CompleteTestRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
   std::optional<v1::TestResult> result;
   std::string error;
@@ -254,22 +263,22 @@ absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
     default:
       return Invalid("outcome", "must set result or error");
   }
-  ASSIGN_OR_RETURN(v1::Test test,
-                   tests_->Complete(request.test_id(), request.attempt(), result, error));
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Complete(request.test_id(), request.attempt(), result,
+                                                   error, TokenOf(caller)));
   v1::CompleteTestResponse response;
   *response.mutable_test() = std::move(test);
   return response;
 }
 
 absl::StatusOr<v1::ReleaseTestResponse> OrchestratorService::ReleaseTest(
-    const v1::ReleaseTestRequest& request) {
+    const v1::ReleaseTestRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
   RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
   if (request.reason().size() > 1000) return Invalid("reason", "must be at most 1000 characters");
   std::string reason = absl::StrCat("lease released by worker ", request.worker_id());
   if (!request.reason().empty()) absl::StrAppend(&reason, ": ", request.reason());
   ASSIGN_OR_RETURN(v1::Test test, tests_->Release(request.test_id(), request.attempt(),
-                                                  request.worker_id(), reason));
+                                                  request.worker_id(), reason, TokenOf(caller)));
   // The queue trigger notifies every replica; local long polls need not wait for it.
   if (queue_ != nullptr && test.state() == v1::TEST_STATE_QUEUED) queue_->Poke();
   v1::ReleaseTestResponse response;

@@ -7,10 +7,22 @@
 //
 // Codes: INVALID_ARGUMENT naming the field and rule for bad requests; NOT_FOUND for an
 // unknown model/test; ALREADY_EXISTS for a registered model version; FAILED_PRECONDITION
-// for a lost lease or a finished test; UNAVAILABLE when the database is unreachable.
-// Thread-safe; any gRPC thread may call.
+// for a lost lease or a finished test; PERMISSION_DENIED for a lease call whose caller's
+// token is not the one that leased the test; UNAVAILABLE when the database is unreachable.
+//
+// Lease identity: the worker protocol's methods take the Caller the gRPC adapter
+// authenticated. With a caller, LeaseTest binds the lease to the caller's token (its id,
+// not the request's worker_id), and Heartbeat, ReportStep, CompleteTest and ReleaseTest on
+// that attempt are refused for any other token, admin tokens included (an admin cancels
+// with CancelTest), and change nothing. The request's worker_id is not an identity: it
+// names the worker process under its token (Test.lease_owner, requeue reasons) and still
+// fences Heartbeat and ReleaseTest between processes sharing one token; it is not compared
+// with the token's name. Without a caller (auth off) leases are fenced by attempt and
+// worker_id alone. Thread-safe; any gRPC thread may call.
 #ifndef VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
+
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,6 +33,10 @@
 #include "vanguard/v1/orchestrator.pb.h"
 
 namespace vanguard {
+
+// Who made a call: the bearer token the gRPC adapter authenticated, or nullopt when the
+// orchestrator runs without auth (--insecure_no_auth) or a test calls a method directly.
+using Caller = std::optional<TokenIdentity>;
 
 class OrchestratorService {
  public:
@@ -63,22 +79,27 @@ class OrchestratorService {
   absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
   absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);
 
-  // Worker protocol. LeaseTest returns an empty response when no test is ready. It
-  // long-polls: with request.wait > 0 it waits that long (at most max_lease_wait) for a
-  // test; with wait 0 and a finite `deadline` (the call's) up to max_lease_wait; either way
-  // it answers lease_reply_margin before `deadline`. Without wait and deadline it does
-  // not wait.
+  // Worker protocol; `caller` holds the lease (LeaseTest) or must hold it (the others),
+  // see "Lease identity" above. The one-argument forms are the caller-less (auth off) ones.
+  // LeaseTest returns an empty response when no test is ready. It long-polls: with
+  // request.wait > 0 it waits that long (at most max_lease_wait) for a test; with wait 0
+  // and a finite `deadline` (the call's) up to max_lease_wait; either way it answers
+  // lease_reply_margin before `deadline`. Without wait and deadline it does not wait.
   absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request) {
-    return LeaseTest(request, absl::InfiniteFuture());
+    return LeaseTest(request, std::nullopt, absl::InfiniteFuture());
   }
   absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request,
-                                                  absl::Time deadline);
-  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
-  absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request);
-  absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request);
+                                                  const Caller& caller, absl::Time deadline);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request,
+                                                  const Caller& caller = std::nullopt);
+  absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request,
+                                                    const Caller& caller = std::nullopt);
+  absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request,
+                                                        const Caller& caller = std::nullopt);
   // Gives the lease back (worker shutdown); see TestRepository::Release. The stored reason
   // is "lease released by worker <id>" plus ": <request.reason>" when given.
-  absl::StatusOr<v1::ReleaseTestResponse> ReleaseTest(const v1::ReleaseTestRequest& request);
+  absl::StatusOr<v1::ReleaseTestResponse> ReleaseTest(const v1::ReleaseTestRequest& request,
+                                                      const Caller& caller = std::nullopt);
 
   // Tokens (the caller's role is checked by the gRPC adapter: admin only).
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);

@@ -97,11 +97,27 @@ absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id) {
   return test;
 }
 
-// Why a fenced write (heartbeat, step, complete, release) by `attempt` on test `id` was refused.
+// The token a fenced statement compares tests.lease_token_id with: 0 for none (token ids
+// start at 1), so the statements need no nullable parameter.
+int64_t TokenParam(LeaseToken token) { return token.value_or(0); }
+
+// SQL condition: the call's token ($n) may act on the lease (see LeaseToken).
+std::string TokenMayAct(int n) {
+  return absl::StrCat("($", n, "::bigint = 0 OR lease_token_id IS NULL OR lease_token_id = $", n,
+                      "::bigint)");
+}
+
+// Whether a call with `token` may act on a lease recorded with `holder` (NULL: none).
+bool TokenMatches(LeaseToken token, const pqxx::field& holder) {
+  return !token.has_value() || holder.is_null() || holder.as<int64_t>() == *token;
+}
+
+// Why a fenced write (heartbeat, step, complete, release) by `attempt` on test `id` was
+// refused, in the order of the contract in test_repository.h.
 absl::Status LeaseNotHeld(pqxx::transaction_base& txn, int64_t id, int32_t attempt,
-                          const std::string* worker_id) {
-  pqxx::result rows =
-      txn.exec_params("SELECT state, attempt, lease_owner FROM tests WHERE id = $1", id);
+                          const std::string* worker_id, LeaseToken token) {
+  pqxx::result rows = txn.exec_params(
+      "SELECT state, attempt, lease_owner, lease_token_id FROM tests WHERE id = $1", id);
   if (rows.empty()) return absl::NotFoundError(absl::StrCat("test ", id, " does not exist"));
   const pqxx::row& row = rows[0];
   const int32_t current = row["attempt"].as<int32_t>();
@@ -110,6 +126,11 @@ absl::Status LeaseNotHeld(pqxx::transaction_base& txn, int64_t id, int32_t attem
     return absl::FailedPreconditionError(absl::StrCat("lease lost: test ", id, " is at attempt ",
                                                       current, " (", state, "), not attempt ",
                                                       attempt));
+  }
+  if (!TokenMatches(token, row["lease_token_id"])) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "test ", id, " attempt ", attempt,
+        " was leased by another worker token; only the token that leased a test may act on it"));
   }
   if (state != "running") {
     return absl::FailedPreconditionError(absl::StrCat("test ", id, " is ", state, ", not running"));
@@ -242,6 +263,7 @@ const std::string& TestRepository::LeaseSql() {
   static const std::string* const sql = new std::string(absl::StrCat(
       "WITH leased AS ("
       "  UPDATE tests SET state = 'running', lease_owner = $1,"
+      "    lease_token_id = NULLIF($3::bigint, 0),"
       "    lease_expires_at = now() + make_interval(secs => $2::float8),"
       "    attempt = attempt + 1, started_at = now()"
       "  WHERE id = (SELECT id FROM tests"
@@ -255,11 +277,13 @@ const std::string& TestRepository::LeaseSql() {
 }
 
 absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string& worker_id,
-                                                              absl::Duration lease_duration) {
+                                                              absl::Duration lease_duration,
+                                                              LeaseToken token) {
   return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<v1::Test>> {
     conn.prepare("vanguard_lease", LeaseSql());  // declared once per connection
     pqxx::nontransaction txn(conn);
-    pqxx::result rows = txn.exec_prepared("vanguard_lease", worker_id, Seconds(lease_duration));
+    pqxx::result rows =
+        txn.exec_prepared("vanguard_lease", worker_id, Seconds(lease_duration), TokenParam(token));
     if (rows.empty()) return std::optional<v1::Test>();
     ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0], &model_cache_));
     return std::optional<v1::Test>(std::move(test));
@@ -268,23 +292,26 @@ absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string&
 
 absl::StatusOr<bool> TestRepository::Heartbeat(int64_t test_id, int32_t attempt,
                                                const std::string& worker_id,
-                                               absl::Duration lease_duration) {
+                                               absl::Duration lease_duration, LeaseToken token) {
   return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<bool> {
     // Touches only lease_expires_at (not indexed), so the update stays HOT. One statement,
     // autocommit, prepared: one round trip.
-    conn.prepare("vanguard_heartbeat",
-                 "UPDATE tests SET lease_expires_at = now() + make_interval(secs => $4::float8)"
-                 " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
-                 " RETURNING cancel_requested");
+    static const std::string* const sql = new std::string(
+        absl::StrCat("UPDATE tests SET lease_expires_at = now() + make_interval(secs => $4::float8)"
+                     " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
+                     "   AND ",
+                     TokenMayAct(5), " RETURNING cancel_requested"));
+    conn.prepare("vanguard_heartbeat", *sql);
     pqxx::nontransaction txn(conn);
     pqxx::result rows = txn.exec_prepared("vanguard_heartbeat", test_id, attempt, worker_id,
-                                          Seconds(lease_duration));
-    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id);
+                                          Seconds(lease_duration), TokenParam(token));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id, token);
     return rows[0][0].as<bool>();
   });
 }
 
-absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step) {
+absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step,
+                                        LeaseToken token) {
   v1::Step detail = step;
   detail.set_attempt(attempt);
   detail.clear_latency_histogram();  // kept in its own bytea column, not base64 in jsonb
@@ -300,10 +327,10 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
   return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
     // One statement (autocommit, prepared): the fence row lock (FOR SHARE) keeps the test
     // from being completed or re-leased while the step and its windows are written.
-    conn.prepare(
-        "vanguard_report_step",
+    static const std::string* const sql = new std::string(absl::StrCat(
         "WITH fence AS ("
-        "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running'"
+        "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' AND ",
+        TokenMayAct(23),
         "  FOR SHARE),"
         " step AS ("
         " INSERT INTO steps (test_id, attempt, step_index, target_qps, achieved_qps, p50_ms,"
@@ -358,7 +385,8 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         "   gpu_utilization = EXCLUDED.gpu_utilization, queue_depth = EXCLUDED.queue_depth,"
         "   health_score = EXCLUDED.health_score, health_state = EXCLUDED.health_state,"
         "   recorded_at = now())"
-        " SELECT step_index FROM step");
+        " SELECT step_index FROM step"));
+    conn.prepare("vanguard_report_step", *sql);
     pqxx::nontransaction txn(conn);
     pqxx::result rows = txn.exec_prepared(
         "vanguard_report_step", test_id, attempt, step.index(), step.target_qps(),
@@ -366,22 +394,23 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         step.latency().p99_ms(), step.latency().p999_ms(), step.latency().max_ms(),
         step.error_rate(), step.scheduled(), step.completed(), step.errors(), step.timeouts(),
         step.dropped(), HealthStateToDb(step.health_state()), step.passed(), step.client_valid(),
-        histogram, json, windows_json);
-    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr);
+        histogram, json, windows_json, TokenParam(token));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr, token);
     return absl::OkStatus();
   });
 }
 
 absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attempt,
                                                   const std::optional<v1::TestResult>& result,
-                                                  const std::string& error) {
+                                                  const std::string& error, LeaseToken token) {
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
     pqxx::result rows = txn.exec_params(
-        "SELECT cancel_requested,"
-        "   extract(epoch FROM now() - started_at)::float8 AS elapsed_s"
-        " FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' FOR UPDATE",
-        test_id, attempt);
-    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr);
+        absl::StrCat("SELECT cancel_requested,"
+                     "   extract(epoch FROM now() - started_at)::float8 AS elapsed_s"
+                     " FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' AND ",
+                     TokenMayAct(3), " FOR UPDATE"),
+        test_id, attempt, TokenParam(token));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, nullptr, token);
     const bool cancel_requested = rows[0]["cancel_requested"].as<bool>();
     const double elapsed_s =
         rows[0]["elapsed_s"].is_null() ? 0.0 : rows[0]["elapsed_s"].as<double>();
@@ -429,28 +458,29 @@ absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attem
 
 absl::StatusOr<v1::Test> TestRepository::Release(int64_t test_id, int32_t attempt,
                                                  const std::string& worker_id,
-                                                 const std::string& reason) {
+                                                 const std::string& reason, LeaseToken token) {
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
     // Mirrors the reaper's requeue (lease_reaper.cc), minus its backoff: the worker left in
     // good order, so the test may run again at once. max_attempts grows by one so that the
     // release does not use up an attempt (attempt stays the fencing token and only grows).
     // The SET expressions all see the row as it was before the update.
     pqxx::result rows = txn.exec_params(
-        "UPDATE tests SET"
-        "   state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
-        "   error = CASE WHEN cancel_requested"
-        "                THEN 'cancelled; its worker released the lease' ELSE error END,"
-        "   finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,"
-        "   not_before = CASE WHEN cancel_requested THEN not_before ELSE now() END,"
-        "   max_attempts = CASE WHEN cancel_requested THEN max_attempts"
-        "                       ELSE max_attempts + 1 END,"
-        "   lease_owner = CASE WHEN cancel_requested THEN lease_owner ELSE NULL END,"
-        "   requeue_reason = CASE WHEN cancel_requested THEN requeue_reason ELSE $4 END,"
-        "   lease_expires_at = NULL"
-        " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running'"
-        " RETURNING id",
-        test_id, attempt, worker_id, reason);
-    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id);
+        absl::StrCat(
+            "UPDATE tests SET"
+            "   state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
+            "   error = CASE WHEN cancel_requested"
+            "                THEN 'cancelled; its worker released the lease' ELSE error END,"
+            "   finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,"
+            "   not_before = CASE WHEN cancel_requested THEN not_before ELSE now() END,"
+            "   max_attempts = CASE WHEN cancel_requested THEN max_attempts"
+            "                       ELSE max_attempts + 1 END,"
+            "   lease_owner = CASE WHEN cancel_requested THEN lease_owner ELSE NULL END,"
+            "   requeue_reason = CASE WHEN cancel_requested THEN requeue_reason ELSE $4 END,"
+            "   lease_expires_at = NULL"
+            " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running' AND ",
+            TokenMayAct(5), " RETURNING id"),
+        test_id, attempt, worker_id, reason, TokenParam(token));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id, token);
     return LoadTest(txn, test_id);
   });
 }

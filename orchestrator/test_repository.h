@@ -3,18 +3,27 @@
 //
 //   TestRepository tests(pool);
 //   ASSIGN_OR_RETURN(v1::Test t, tests.Submit(spec, model_id, "ci-run-42"));
-//   ASSIGN_OR_RETURN(std::optional<v1::Test> leased, tests.Lease("worker-1", absl::Seconds(30)));
-//   // leased->attempt() is the fencing token every later call must carry:
-//   ASSIGN_OR_RETURN(bool cancel, tests.Heartbeat(id, attempt, "worker-1", absl::Seconds(30)));
-//   RETURN_IF_ERROR(tests.ReportStep(id, attempt, step));
-//   ASSIGN_OR_RETURN(v1::Test done, tests.Complete(id, attempt, result, ""));
+//   ASSIGN_OR_RETURN(std::optional<v1::Test> leased,
+//                    tests.Lease("worker-1", absl::Seconds(30), caller_token_id));
+//   // leased->attempt() is the fencing token every later call must carry, with the token:
+//   ASSIGN_OR_RETURN(bool cancel,
+//                    tests.Heartbeat(id, attempt, "worker-1", absl::Seconds(30), caller_token_id));
+//   RETURN_IF_ERROR(tests.ReportStep(id, attempt, step, caller_token_id));
+//   ASSIGN_OR_RETURN(v1::Test done, tests.Complete(id, attempt, result, "", caller_token_id));
 //   // or, when the worker shuts down mid-test, give the lease back:
-//   ASSIGN_OR_RETURN(v1::Test queued, tests.Release(id, attempt, "worker-1", "shutting down"));
+//   ASSIGN_OR_RETURN(v1::Test queued,
+//                    tests.Release(id, attempt, "worker-1", "shutting down", caller_token_id));
 //
 // Leasing is one atomic statement (FOR UPDATE SKIP LOCKED: highest priority first, then
 // oldest), so any number of orchestrators can serve any number of workers. A lease has an
-// owner, an expiry extended by heartbeats, and a fencing token (the attempt number, bumped
-// by each lease): a worker that lost its lease gets FAILED_PRECONDITION on every write.
+// owner (worker_id), a holder token (see LeaseToken), an expiry extended by heartbeats, and
+// a fencing token (the attempt number, bumped by each lease). Every write on a lease is
+// fenced, and nothing changes when it is refused:
+//   NOT_FOUND           no such test;
+//   FAILED_PRECONDITION the lease is lost: a stale attempt, a test no longer running, or
+//                       (Heartbeat, Release) another worker_id under the same token;
+//   PERMISSION_DENIED   the call's token is not the one that leased this attempt (checked
+//                       after the attempt, before the state: the caller never held it).
 // Times come from the database's now(), one clock for every orchestrator replica.
 //
 // Each row keeps the full proto as jsonb (protobuf JSON mapping, .proto field names) next
@@ -38,6 +47,13 @@
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard {
+
+// The api_tokens.id of the bearer token a lease call came with; nullopt when the
+// orchestrator runs without auth. Lease records it (tests.lease_token_id) as the holder;
+// every later call on that attempt with a token must bring the same one. nullopt skips the
+// check, and so does a lease recorded without a token: both are fenced by attempt and
+// worker_id alone, as before tokens were bound to leases.
+using LeaseToken = std::optional<int64_t>;
 
 // "queued", "running", ... as stored in tests.state; "" for TEST_STATE_UNSPECIFIED.
 std::string TestStateToDb(v1::TestState state);
@@ -84,31 +100,37 @@ class TestRepository {
   absl::StatusOr<v1::Test> Cancel(int64_t id);
 
   // Leases the ready queued test with the highest priority (then the oldest) to worker_id
-  // for lease_duration: state running, attempt + 1. nullopt when none is ready.
+  // holding `token` for lease_duration: state running, attempt + 1. nullopt when none is
+  // ready.
   absl::StatusOr<std::optional<v1::Test>> Lease(const std::string& worker_id,
-                                                absl::Duration lease_duration);
-  // The lease statement ($1 worker id, $2 lease seconds), for benchmarks (pgbench).
+                                                absl::Duration lease_duration,
+                                                LeaseToken token = std::nullopt);
+  // The lease statement ($1 worker id, $2 lease seconds, $3 holder token id or NULL), for
+  // benchmarks (pgbench).
   static const std::string& LeaseSql();
 
-  // Extends the lease of a running test held by worker_id at this attempt and returns
-  // whether cancellation was requested. A lease past its expiry that the reaper has not
-  // yet taken back can still be extended: the worker is evidently alive. FAILED_PRECONDITION when
-  // the lease is not held (stale attempt, other owner, test no longer running); NOT_FOUND for an
-  // unknown test.
+  // Extends the lease of a running test held by worker_id (and `token`) at this attempt
+  // and returns whether cancellation was requested. A lease past its expiry that the reaper
+  // has not yet taken back can still be extended: the worker is evidently alive.
+  // FAILED_PRECONDITION when the lease is not held (stale attempt, other owner, test no
+  // longer running); PERMISSION_DENIED for another token; NOT_FOUND for an unknown test.
   absl::StatusOr<bool> Heartbeat(int64_t test_id, int32_t attempt, const std::string& worker_id,
-                                 absl::Duration lease_duration);
+                                 absl::Duration lease_duration, LeaseToken token = std::nullopt);
 
   // Stores (or replaces: idempotent on test, attempt, step.index()) one step of a running
-  // test at this attempt. FAILED_PRECONDITION for a stale attempt or a test not running.
-  absl::Status ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step);
+  // test at this attempt. FAILED_PRECONDITION for a stale attempt or a test not running;
+  // PERMISSION_DENIED for another token.
+  absl::Status ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step,
+                          LeaseToken token = std::nullopt);
 
   // Ends a running test at this attempt: with a result (succeeded) or an error (failed);
   // cancelled instead if cancellation was requested. Exactly one of result / error.
   // A result's steps_taken and test_duration are filled in when left zero.
-  // FAILED_PRECONDITION for a stale attempt or a test not running.
+  // FAILED_PRECONDITION for a stale attempt or a test not running; PERMISSION_DENIED for
+  // another token.
   absl::StatusOr<v1::Test> Complete(int64_t test_id, int32_t attempt,
                                     const std::optional<v1::TestResult>& result,
-                                    const std::string& error);
+                                    const std::string& error, LeaseToken token = std::nullopt);
 
   // Gives back the lease of a running test held by worker_id at this attempt: the test is
   // queued again at once (no owner, leasable now; the queue trigger wakes long polls),
@@ -116,9 +138,9 @@ class TestRepository {
   // max_attempts grows by one (a release is not a failed attempt). A test whose
   // cancellation was requested ends cancelled instead. FAILED_PRECONDITION when the lease
   // is not held (stale attempt, other owner, test no longer running: nothing changes);
-  // NOT_FOUND for an unknown test.
+  // PERMISSION_DENIED for another token; NOT_FOUND for an unknown test.
   absl::StatusOr<v1::Test> Release(int64_t test_id, int32_t attempt, const std::string& worker_id,
-                                   const std::string& reason);
+                                   const std::string& reason, LeaseToken token = std::nullopt);
 
  private:
   PostgresPool* pool_;

@@ -152,15 +152,19 @@ absl::StatusOr<std::vector<v1::Token>> TokenRepository::List(bool include_revoke
   });
 }
 
-absl::StatusOr<std::optional<v1::Role>> TokenRepository::RoleOf(const std::string& secret_sha256) {
+absl::StatusOr<std::optional<TokenIdentity>> TokenRepository::IdentityOf(
+    const std::string& secret_sha256) {
   const pqxx::binarystring hash(secret_sha256);
-  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<v1::Role>> {
-    conn.prepare("vanguard_token_role",
-                 "SELECT role FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL");
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<TokenIdentity>> {
+    conn.prepare("vanguard_token_identity",
+                 "SELECT id, name, role FROM api_tokens"
+                 " WHERE secret_sha256 = $1 AND revoked_at IS NULL");
     pqxx::nontransaction txn(conn);
-    pqxx::result rows = txn.exec_prepared("vanguard_token_role", hash);
-    if (rows.empty()) return std::optional<v1::Role>();
-    return std::optional<v1::Role>(RoleFromDb(rows[0][0].c_str()));
+    pqxx::result rows = txn.exec_prepared("vanguard_token_identity", hash);
+    if (rows.empty()) return std::optional<TokenIdentity>();
+    return std::optional<TokenIdentity>(TokenIdentity{.id = rows[0]["id"].as<int64_t>(),
+                                                      .name = rows[0]["name"].c_str(),
+                                                      .role = RoleFromDb(rows[0]["role"].c_str())});
   });
 }
 

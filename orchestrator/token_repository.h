@@ -5,13 +5,14 @@
 //   TokenRepository tokens(pool);
 //   ASSIGN_OR_RETURN(CreatedToken t, tokens.Create("ci", v1::ROLE_SUBMITTER));
 //   // hand t.secret to the client; it sends "authorization: Bearer <secret>"
-//   ASSIGN_OR_RETURN(std::optional<v1::Role> role, tokens.RoleOf(Sha256(secret)));
+//   ASSIGN_OR_RETURN(std::optional<TokenIdentity> who, tokens.IdentityOf(Sha256(secret)));
 //
 // Thread-safe (all state is in Postgres); any thread may call. Database errors map as in
 // common/postgres.h.
 #ifndef VANGUARD_ORCHESTRATOR_TOKEN_REPOSITORY_H_
 #define VANGUARD_ORCHESTRATOR_TOKEN_REPOSITORY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ std::string NewTokenSecret();
 // "reader", "submitter", "worker", "admin" as stored; "" for ROLE_UNSPECIFIED.
 std::string RoleToDb(v1::Role role);
 v1::Role RoleFromDb(std::string_view role);
+
+// Who a valid bearer token is: its row in api_tokens. The id is what a lease is bound to
+// (a name is freed by revocation and may be reused; an id never is).
+struct TokenIdentity {
+  int64_t id = 0;
+  std::string name;
+  v1::Role role = v1::ROLE_UNSPECIFIED;
+};
 
 struct CreatedToken {
   v1::Token token;
@@ -55,8 +64,8 @@ class TokenRepository {
   // Tokens by name (unrevoked first, then by creation).
   absl::StatusOr<std::vector<v1::Token>> List(bool include_revoked);
 
-  // The role of the unrevoked token whose secret hashes to `secret_sha256`; nullopt if none.
-  absl::StatusOr<std::optional<v1::Role>> RoleOf(const std::string& secret_sha256);
+  // The unrevoked token whose secret hashes to `secret_sha256`; nullopt if none.
+  absl::StatusOr<std::optional<TokenIdentity>> IdentityOf(const std::string& secret_sha256);
 
  private:
   PostgresPool* pool_;

@@ -1,0 +1,12 @@
+-- Vanguard schema, version 7: a lease belongs to the worker token that took it.
+--
+-- With auth on, LeaseTest records the api_tokens.id of the caller's bearer token, and every
+-- later lease call on that attempt (Heartbeat, ReportStep, CompleteTest, ReleaseTest) must
+-- come with the same token: another token is refused (PERMISSION_DENIED) whatever worker_id
+-- it sends. The column is kept after the lease ends, like attempt, so a call naming an
+-- attempt is always checked against the token that held it. NULL: leased without auth (or
+-- before this migration); such a lease is fenced by attempt and worker_id alone, as before.
+-- Not indexed (only read with the row); heartbeats do not write it, so they stay HOT. No
+-- foreign key: api_tokens rows are never deleted, and the key check would lock the shared
+-- token's row (FOR KEY SHARE) on every lease.
+ALTER TABLE tests ADD COLUMN IF NOT EXISTS lease_token_id bigint;
