@@ -51,6 +51,19 @@ class TestRepositoryTest : public DatabaseTest {
     return test.ok() ? *test : v1::Test();
   }
 
+  // Everything a lease call could change about test `id`.
+  auto LeaseRow(int64_t id) {
+    pqxx::row r = SqlParams(
+        "SELECT state, attempt, coalesce(lease_owner, ''), lease_expires_at::text, max_attempts,"
+        "   coalesce(requeue_reason, ''), (SELECT count(*) FROM steps WHERE test_id = t.id),"
+        "   (SELECT count(*) FROM results WHERE test_id = t.id)"
+        " FROM tests t WHERE id = $1",
+        id)[0];
+    return std::make_tuple(std::string(r[0].c_str()), r[1].as<int>(), std::string(r[2].c_str()),
+                           std::string(r[3].is_null() ? "" : r[3].c_str()), r[4].as<int>(),
+                           std::string(r[5].c_str()), r[6].as<int64_t>(), r[7].as<int64_t>());
+  }
+
   int64_t model_id_ = 0;
 };
 
@@ -503,6 +516,72 @@ TEST_F(TestRepositoryTest, ReleaseByAStaleHolderIsRefusedAndChangesNothing) {
   v1::Test now = Get(id);
   EXPECT_EQ(now.state(), v1::TEST_STATE_RUNNING);
   EXPECT_EQ(now.lease_owner(), "worker-new");
+}
+
+TEST_F(TestRepositoryTest, ALeaseBelongsToTheTokenThatTookItAndOtherTokensChangeNothing) {
+  constexpr int64_t kHolder = 11, kOther = 12;
+  int64_t id = Submit().id();
+  absl::StatusOr<std::optional<v1::Test>> leased =
+      tests_->Lease("worker-1", absl::Seconds(30), kHolder);
+  ASSERT_TRUE(leased.ok() && leased->has_value()) << leased.status();
+  const int32_t attempt = (*leased)->attempt();
+  EXPECT_EQ(SqlParams("SELECT lease_token_id FROM tests WHERE id = $1", id)[0][0].as<int64_t>(),
+            kHolder);
+  const auto before = LeaseRow(id);
+
+  // Another token, even under the holder's worker_id, is refused by every call.
+  absl::StatusOr<bool> beat = tests_->Heartbeat(id, attempt, "worker-1", absl::Hours(1), kOther);
+  EXPECT_EQ(beat.status().code(), absl::StatusCode::kPermissionDenied) << beat.status();
+  EXPECT_THAT(beat.status().message(), HasSubstr("another worker token"));
+  absl::Status step = tests_->ReportStep(id, attempt, ValidStep(0, 10), kOther);
+  EXPECT_EQ(step.code(), absl::StatusCode::kPermissionDenied) << step;
+  v1::TestResult result;
+  result.set_max_sustainable_qps(10);
+  EXPECT_EQ(tests_->Complete(id, attempt, result, "", kOther).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tests_->Complete(id, attempt, std::nullopt, "boom", kOther).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tests_->Release(id, attempt, "worker-1", "", kOther).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(LeaseRow(id), before);
+  // A stale attempt is a lost lease, whoever asks.
+  EXPECT_EQ(tests_->ReportStep(id, attempt + 1, ValidStep(0, 10), kOther).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // The holder's calls work.
+  EXPECT_TRUE(tests_->Heartbeat(id, attempt, "worker-1", absl::Seconds(30), kHolder).ok());
+  EXPECT_TRUE(tests_->ReportStep(id, attempt, ValidStep(0, 10), kHolder).ok());
+  absl::StatusOr<v1::Test> done = tests_->Complete(id, attempt, result, "", kHolder);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::TEST_STATE_SUCCEEDED);
+  // After the end, the attempt still answers to its holder only.
+  EXPECT_EQ(tests_->ReportStep(id, attempt, ValidStep(1, 20), kOther).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tests_->ReportStep(id, attempt, ValidStep(1, 20), kHolder).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(TestRepositoryTest, ALeaseTakenWithoutATokenIsFencedByAttemptAndWorkerIdAlone) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease("worker-1");  // auth off: no token recorded
+  EXPECT_TRUE(SqlParams("SELECT lease_token_id FROM tests WHERE id = $1", id)[0][0].is_null());
+  EXPECT_TRUE(tests_->Heartbeat(id, t.attempt(), "worker-1", absl::Seconds(30), 12).ok());
+  EXPECT_EQ(tests_->Heartbeat(id, t.attempt(), "worker-2", absl::Seconds(30), 12).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(tests_->ReportStep(id, t.attempt(), ValidStep(0, 10), 12).ok());
+}
+
+TEST_F(TestRepositoryTest, LeasingAgainBindsTheTestToTheNewHoldersToken) {
+  int64_t id = Submit().id();
+  absl::StatusOr<std::optional<v1::Test>> first = tests_->Lease("worker-1", absl::Seconds(30), 11);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  ASSERT_TRUE(tests_->Release(id, (*first)->attempt(), "worker-1", "bye", 11).ok());
+  absl::StatusOr<std::optional<v1::Test>> second = tests_->Lease("worker-2", absl::Seconds(30), 12);
+  ASSERT_TRUE(second.ok() && second->has_value());
+  const int32_t attempt = (*second)->attempt();
+  EXPECT_EQ(tests_->Heartbeat(id, attempt, "worker-2", absl::Seconds(30), 11).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(tests_->Heartbeat(id, attempt, "worker-2", absl::Seconds(30), 12).ok());
 }
 
 TEST_F(TestRepositoryTest, ReleaseDoesNotUseUpAnAttempt) {
