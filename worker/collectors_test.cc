@@ -12,6 +12,7 @@
 #include "worker/http_get.h"
 #include "worker/metrics_collector.h"
 #include "worker/steady_state.h"
+#include "worker/testing/one_shot_http_server.h"
 
 namespace vanguard::worker {
 namespace {
@@ -178,40 +179,7 @@ TEST(ControllerRateSourceTest, FetchUsesTheConfiguredSource) {
   EXPECT_TRUE(absl::IsUnavailable(down.status()));
 }
 
-// A one-shot HTTP server on a loopback port answering `reply` to one request.
-class OneShotServer {
- public:
-  explicit OneShotServer(std::string reply) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    listen(fd_, 1);
-    thread_ = std::thread([this, reply = std::move(reply)] {
-      const int c = accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      char buf[4096];
-      (void)!read(c, buf, sizeof(buf));
-      (void)!write(c, reply.data(), reply.size());
-      close(c);
-    });
-  }
-  ~OneShotServer() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-
- private:
-  int fd_;
-  int port_;
-  std::thread thread_;
-};
+using OneShotServer = testing_util::OneShotHttpServer;
 
 TEST(HttpGetTest, FetchesABodyAndReportsRefusedConnections) {
   OneShotServer server(
