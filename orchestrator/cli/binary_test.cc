@@ -177,5 +177,15 @@ TEST_F(VanguardBinaryTest, HelpListsCommandsAndFlags) {
   }
 }
 
+TEST_F(VanguardBinaryTest, CommandHelpAndCompletionComeFromTheTable) {
+  RunResult help = Vanguard({"models", "register", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("Usage: vanguard models register"));
+  EXPECT_THAT(help.out, HasSubstr("--request_template='{...}'\n      Request body sent"));
+  RunResult bash = Vanguard({"completion", "bash"});
+  EXPECT_EQ(bash.exit_code, 0) << bash.err;
+  EXPECT_THAT(bash.out, HasSubstr("complete -F _vanguard vanguard"));
+}
+
 }  // namespace
 }  // namespace vanguard::cli

@@ -11,12 +11,19 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/cli/command_table.h"
+#include "orchestrator/cli/submit_flags.h"
+#include "orchestrator/cli/usage.h"
+#include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/orchestrator.pb.h"
 
 namespace vanguard::cli {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 absl::StatusOr<ParsedCommand> Parse(const std::vector<std::string>& words, const GivenFlags& flags,
                                     const Environment& env = {}) {
@@ -57,12 +64,12 @@ GivenFlags With(GivenFlags flags, const GivenFlags& more) {
 TEST(IdentifyCommandTest, FindsTwoWordCommandsAndKeepsTheirArguments) {
   absl::StatusOr<CommandWords> command = IdentifyCommand({"models", "get", "resnet50"});
   ASSERT_TRUE(command.ok()) << command.status();
-  EXPECT_EQ(command->kind, CommandKind::kModelsGet);
+  EXPECT_EQ(command->name, "models get");
   EXPECT_THAT(command->args, ElementsAre("resnet50"));
 
   command = IdentifyCommand({"get", "7"});
   ASSERT_TRUE(command.ok());
-  EXPECT_EQ(command->kind, CommandKind::kGet);
+  EXPECT_EQ(command->name, "get");
   EXPECT_THAT(command->args, ElementsAre("7"));
 }
 
@@ -88,7 +95,7 @@ TEST(UsageTextTest, ListsEveryCommand) {
 TEST(SubmitSpecTest, RatesBecomeTheSweepWithDefaultStepDuration) {
   absl::StatusOr<ParsedCommand> parsed = Parse({"submit"}, kSubmitBase);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const v1::TestSpec& spec = parsed->submit.spec;
+  const v1::TestSpec& spec = parsed->Options<SubmitOptions>().spec;
   EXPECT_EQ(spec.model(), "resnet50");
   EXPECT_EQ(spec.model_version(), "");
   ASSERT_EQ(spec.strategy_case(), v1::TestSpec::kSweep);
@@ -96,14 +103,14 @@ TEST(SubmitSpecTest, RatesBecomeTheSweepWithDefaultStepDuration) {
   EXPECT_EQ(spec.sweep().steps(), 0);
   EXPECT_EQ(Millis(spec.step_duration()), 10'000);
   EXPECT_FALSE(spec.has_step_warmup());  // the model's default applies
-  EXPECT_EQ(parsed->submit.follow, FollowMode::kNone);
+  EXPECT_EQ(parsed->Options<SubmitOptions>().follow, FollowMode::kNone);
 }
 
 TEST(SubmitSpecTest, MinMaxStepsBecomeAnEvenSweep) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"submit"}, {{"model", "m"}, {"min_qps", "50"}, {"max_qps", "450.5"}, {"steps", "5"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const v1::SweepStrategy& sweep = parsed->submit.spec.sweep();
+  const v1::SweepStrategy& sweep = parsed->Options<SubmitOptions>().spec.sweep();
   EXPECT_TRUE(sweep.rates_qps().empty());
   EXPECT_EQ(sweep.min_qps(), 50);
   EXPECT_EQ(sweep.max_qps(), 450.5);
@@ -114,17 +121,17 @@ TEST(SubmitSpecTest, StrategyFlagSelectsTheSearch) {
   absl::StatusOr<ParsedCommand> adaptive = Parse(
       {"submit"}, {{"model", "m"}, {"strategy", "adaptive"}, {"min_qps", "10"}, {"max_qps", "90"}});
   ASSERT_TRUE(adaptive.ok()) << adaptive.status();
-  EXPECT_EQ(adaptive->submit.spec.adaptive().min_qps(), 10);
-  EXPECT_EQ(adaptive->submit.spec.adaptive().max_qps(), 90);
-  EXPECT_FALSE(adaptive->submit.spec.has_sweep());
-  EXPECT_FALSE(adaptive->submit.spec.adaptive().confirm_best());
+  EXPECT_EQ(adaptive->Options<SubmitOptions>().spec.adaptive().min_qps(), 10);
+  EXPECT_EQ(adaptive->Options<SubmitOptions>().spec.adaptive().max_qps(), 90);
+  EXPECT_FALSE(adaptive->Options<SubmitOptions>().spec.has_sweep());
+  EXPECT_FALSE(adaptive->Options<SubmitOptions>().spec.adaptive().confirm_best());
   absl::StatusOr<ParsedCommand> confirming = Parse({"submit"}, {{"model", "m"},
                                                                 {"strategy", "adaptive"},
                                                                 {"min_qps", "10"},
                                                                 {"max_qps", "90"},
                                                                 {"confirm_best", "true"}});
   ASSERT_TRUE(confirming.ok()) << confirming.status();
-  EXPECT_TRUE(confirming->submit.spec.adaptive().confirm_best());
+  EXPECT_TRUE(confirming->Options<SubmitOptions>().spec.adaptive().confirm_best());
   ExpectUsageError({"submit"},
                    {{"model", "m"},
                     {"strategy", "binary"},
@@ -138,12 +145,12 @@ TEST(SubmitSpecTest, StrategyFlagSelectsTheSearch) {
   absl::StatusOr<ParsedCommand> binary = Parse(
       {"submit"}, {{"model", "m"}, {"strategy", "binary"}, {"min_qps", "1"}, {"max_qps", "2"}});
   ASSERT_TRUE(binary.ok()) << binary.status();
-  EXPECT_EQ(binary->submit.spec.binary_search().max_qps(), 2);
+  EXPECT_EQ(binary->Options<SubmitOptions>().spec.binary_search().max_qps(), 2);
 
   absl::StatusOr<ParsedCommand> ladder =
       Parse({"submit"}, {{"model", "m"}, {"strategy", "ladder"}});
   ASSERT_TRUE(ladder.ok()) << ladder.status();
-  EXPECT_TRUE(ladder->submit.spec.has_ladder());
+  EXPECT_TRUE(ladder->Options<SubmitOptions>().spec.has_ladder());
 
   ExpectUsageError({"submit"}, {{"model", "m"}, {"strategy", "adaptive"}, {"min_qps", "10"}},
                    "--max_qps");
@@ -167,7 +174,7 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
                                            {"request_id", "ci-123"},
                                            {"wait", "true"}}));
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const v1::TestSpec& spec = parsed->submit.spec;
+  const v1::TestSpec& spec = parsed->Options<SubmitOptions>().spec;
   EXPECT_EQ(spec.model_version(), "v3");
   EXPECT_EQ(Millis(spec.step_duration()), 90'000);
   EXPECT_EQ(Millis(spec.step_warmup()), 500);
@@ -179,15 +186,15 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   EXPECT_EQ(spec.priority(), -4);
   EXPECT_EQ(spec.max_attempts(), 5);
   EXPECT_EQ(spec.sweep().stop_after_failures(), 2);
-  EXPECT_EQ(parsed->submit.request_id, "ci-123");
-  EXPECT_EQ(parsed->submit.follow, FollowMode::kPoll);
+  EXPECT_EQ(parsed->Options<SubmitOptions>().request_id, "ci-123");
+  EXPECT_EQ(parsed->Options<SubmitOptions>().follow, FollowMode::kPoll);
 }
 
 TEST(SubmitSpecTest, WatchWinsOverWait) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"submit"}, With(kSubmitBase, {{"wait", "true"}, {"watch", "true"}}));
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->submit.follow, FollowMode::kStream);
+  EXPECT_EQ(parsed->Options<SubmitOptions>().follow, FollowMode::kStream);
 }
 
 TEST(SubmitSpecTest, SpecFileIsReadAndFlagsOverrideIt) {
@@ -200,7 +207,7 @@ TEST(SubmitSpecTest, SpecFileIsReadAndFlagsOverrideIt) {
       Parse({"submit"}, {{"spec_file", path}, {"rates", "40,80"}, {"model_version", "v2"}});
   std::remove(path.c_str());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const v1::TestSpec& spec = parsed->submit.spec;
+  const v1::TestSpec& spec = parsed->Options<SubmitOptions>().spec;
   EXPECT_EQ(spec.model(), "bert");
   EXPECT_EQ(spec.model_version(), "v2");
   EXPECT_THAT(spec.sweep().rates_qps(), ElementsAre(40, 80));
@@ -270,7 +277,7 @@ TEST(GlobalOptionsTest, DefaultsEnvironmentAndFlags) {
   EXPECT_EQ(parsed->global.rpc_timeout, absl::Seconds(10));
   EXPECT_EQ(parsed->global.output, OutputFormat::kTable);
   EXPECT_EQ(parsed->global.bearer_token, "");
-  EXPECT_EQ(parsed->test_id, 7);
+  EXPECT_EQ(parsed->Options<int64_t>(), 7);
 
   parsed = Parse({"get", "7"}, {}, Environment{"orch:9000", "s3cret"});
   ASSERT_TRUE(parsed.ok());
@@ -288,7 +295,7 @@ TEST(GlobalOptionsTest, DefaultsEnvironmentAndFlags) {
 TEST(GlobalOptionsTest, InvalidValuesNameTheFlag) {
   ExpectUsageError({"get", "7"}, {{"timeout", "10"}}, "--timeout");
   ExpectUsageError({"get", "7"}, {{"timeout", "0s"}}, "--timeout");
-  ExpectUsageError({"get", "7"}, {{"output", "yaml"}}, "--output: 'yaml'");
+  ExpectUsageError({"get", "7"}, {{"output", "xml"}}, "--output: 'xml'");
   ExpectUsageError({"get", "7"}, {{"orchestrator", ""}}, "--orchestrator");
 }
 
@@ -310,14 +317,14 @@ TEST(ListTest, StateModelAndLimit) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"list"}, {{"state", "Running"}, {"model", "bert"}, {"limit", "5"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->list_tests.state(), v1::TEST_STATE_RUNNING);
-  EXPECT_EQ(parsed->list_tests.model(), "bert");
-  EXPECT_EQ(parsed->list_tests.page_size(), 5);
+  EXPECT_EQ(parsed->Options<v1::ListTestsRequest>().state(), v1::TEST_STATE_RUNNING);
+  EXPECT_EQ(parsed->Options<v1::ListTestsRequest>().model(), "bert");
+  EXPECT_EQ(parsed->Options<v1::ListTestsRequest>().page_size(), 5);
 
   parsed = Parse({"list"}, {});
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->list_tests.state(), v1::TEST_STATE_UNSPECIFIED);
-  EXPECT_EQ(parsed->list_tests.page_size(), 50);
+  EXPECT_EQ(parsed->Options<v1::ListTestsRequest>().state(), v1::TEST_STATE_UNSPECIFIED);
+  EXPECT_EQ(parsed->Options<v1::ListTestsRequest>().page_size(), 50);
 
   ExpectUsageError({"list"}, {{"state", "done"}}, "--state: 'done'");
   ExpectUsageError({"list"}, {{"limit", "0"}}, "--limit");
@@ -343,7 +350,7 @@ TEST(RegisterModelTest, FlagsBecomeTheModel) {
                                                    {"pool", "gpu-a"},
                                                    {"request_template", R"({"messages": []})"}}));
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const v1::Model& model = parsed->model;
+  const v1::Model& model = parsed->Options<v1::Model>();
   EXPECT_EQ(model.name(), "resnet50");
   EXPECT_EQ(model.version(), "v3");
   EXPECT_THAT(model.endpoints(), ElementsAre("http://127.0.0.1:8000", "http://127.0.0.1:8001"));
@@ -364,7 +371,7 @@ TEST(RegisterModelTest, FlagsBecomeTheModel) {
 TEST(RegisterModelTest, ProtocolDefaultsToKserveRest) {
   absl::StatusOr<ParsedCommand> parsed = Parse({"models", "register"}, kRegisterBase);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->model.protocol(), v1::PROTOCOL_KSERVE_V2_REST);
+  EXPECT_EQ(parsed->Options<v1::Model>().protocol(), v1::PROTOCOL_KSERVE_V2_REST);
 }
 
 TEST(RegisterModelTest, FromFileWithFlagOverrides) {
@@ -376,12 +383,12 @@ TEST(RegisterModelTest, FromFileWithFlagOverrides) {
       Parse({"models", "register"}, {{"from_file", path}, {"model_version", "v2"}});
   std::remove(path.c_str());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->model.name(), "bert");
-  EXPECT_EQ(parsed->model.version(), "v2");
-  EXPECT_EQ(parsed->model.protocol(), v1::PROTOCOL_KSERVE_V2_GRPC);
-  EXPECT_THAT(parsed->model.endpoints(), ElementsAre("10.0.0.5:8001"));
-  EXPECT_EQ(Millis(parsed->model.slo().p99_latency()), 250);
-  EXPECT_EQ(parsed->model.slo().max_error_rate(), 0.02);
+  EXPECT_EQ(parsed->Options<v1::Model>().name(), "bert");
+  EXPECT_EQ(parsed->Options<v1::Model>().version(), "v2");
+  EXPECT_EQ(parsed->Options<v1::Model>().protocol(), v1::PROTOCOL_KSERVE_V2_GRPC);
+  EXPECT_THAT(parsed->Options<v1::Model>().endpoints(), ElementsAre("10.0.0.5:8001"));
+  EXPECT_EQ(Millis(parsed->Options<v1::Model>().slo().p99_latency()), 250);
+  EXPECT_EQ(parsed->Options<v1::Model>().slo().max_error_rate(), 0.02);
 }
 
 TEST(RegisterModelTest, InvalidValuesNameTheFlag) {
@@ -471,10 +478,10 @@ TEST(RegisterModelTest, StreamingAndGaugeLimitsBecomeSloFields) {
                                      {"max_gpu_utilization", "0.9"},
                                      {"max_queue_depth", "8"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(Millis(parsed->model.slo().ttft_p99()), 250);
-  EXPECT_EQ(Millis(parsed->model.slo().inter_token_p99()), 40);
-  EXPECT_DOUBLE_EQ(parsed->model.slo().max_gpu_utilization(), 0.9);
-  EXPECT_DOUBLE_EQ(parsed->model.slo().max_queue_depth(), 8);
+  EXPECT_EQ(Millis(parsed->Options<v1::Model>().slo().ttft_p99()), 250);
+  EXPECT_EQ(Millis(parsed->Options<v1::Model>().slo().inter_token_p99()), 40);
+  EXPECT_DOUBLE_EQ(parsed->Options<v1::Model>().slo().max_gpu_utilization(), 0.9);
+  EXPECT_DOUBLE_EQ(parsed->Options<v1::Model>().slo().max_queue_depth(), 8);
   const GivenFlags base = {{"name", "llm"},
                            {"model_version", "v1"},
                            {"endpoint", "http://127.0.0.1:8000"},
@@ -490,7 +497,7 @@ TEST(SubmitSpecTest, PriorityTakesIntegersOrNamedClasses) {
     absl::StatusOr<ParsedCommand> parsed =
         Parse({"submit"}, With(kSubmitBase, {{"priority", text}}));
     ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.status();
-    EXPECT_EQ(parsed->submit.spec.priority(), want) << text;
+    EXPECT_EQ(parsed->Options<SubmitOptions>().spec.priority(), want) << text;
   }
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"priority", "urgent"}}), "--priority");
 }
@@ -499,9 +506,9 @@ TEST(TokensTest, CreateNeedsANameAndAKnownRole) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"tokens", "create"}, {{"name", "ci"}, {"role", "Submitter"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->kind, CommandKind::kTokensCreate);
-  EXPECT_EQ(parsed->create_token.name(), "ci");
-  EXPECT_EQ(parsed->create_token.role(), v1::ROLE_SUBMITTER);
+  EXPECT_EQ(parsed->spec->Name(), "tokens create");
+  EXPECT_EQ(parsed->Options<v1::CreateTokenRequest>().name(), "ci");
+  EXPECT_EQ(parsed->Options<v1::CreateTokenRequest>().role(), v1::ROLE_SUBMITTER);
 
   ExpectUsageError({"tokens", "create"}, {{"role", "worker"}}, "--name");
   ExpectUsageError({"tokens", "create"}, {{"name", "ci"}}, "--role");
@@ -513,21 +520,72 @@ TEST(TokensTest, CreateNeedsANameAndAKnownRole) {
 TEST(TokensTest, RevokeTakesTheNameListTakesAll) {
   absl::StatusOr<ParsedCommand> parsed = Parse({"tokens", "revoke", "ci"}, {});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->revoke_token.name(), "ci");
+  EXPECT_EQ(parsed->Options<v1::RevokeTokenRequest>().name(), "ci");
   ExpectUsageError({"tokens", "revoke"}, {}, "token NAME");
 
   parsed = Parse({"tokens", "list"}, {{"all", "true"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_TRUE(parsed->list_tokens.include_revoked());
+  EXPECT_TRUE(parsed->Options<v1::ListTokensRequest>().include_revoked());
 }
 
 TEST(ModelsDeprecateTest, NeedsNameAndVersion) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"models", "deprecate", "resnet50"}, {{"model_version", "v2"}});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->deprecate_model.name(), "resnet50");
-  EXPECT_EQ(parsed->deprecate_model.version(), "v2");
+  EXPECT_EQ(parsed->Options<v1::DeprecateModelRequest>().name(), "resnet50");
+  EXPECT_EQ(parsed->Options<v1::DeprecateModelRequest>().version(), "v2");
   ExpectUsageError({"models", "deprecate", "resnet50"}, {}, "--version");
+}
+
+TEST(SplitArgvTest, WordsAndFlagsInAnyOrder) {
+  absl::StatusOr<CommandLine> line = SplitArgv({"vanguard", "--output", "json", "models", "get",
+                                                "bert", "--version", "v7", "--orchestrator=o:1"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_THAT(line->words, ElementsAre("models", "get", "bert"));
+  EXPECT_THAT(line->flags, UnorderedElementsAre(Pair("output", "json"), Pair("model_version", "v7"),
+                                                Pair("orchestrator", "o:1")));
+  EXPECT_FALSE(line->help_requested);
+}
+
+TEST(SplitArgvTest, BoolFlagsNegationsRepeatsAndDoubleDash) {
+  absl::StatusOr<CommandLine> line =
+      SplitArgv({"vanguard", "submit", "--wait", "--nowatch", "-confirm_best=false", "--model=a",
+                 "--model=b", "--", "--not-a-flag"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_THAT(line->words, ElementsAre("submit", "--not-a-flag"));
+  EXPECT_THAT(line->flags, UnorderedElementsAre(Pair("wait", "true"), Pair("watch", "false"),
+                                                Pair("confirm_best", "false"), Pair("model", "b")));
+}
+
+TEST(SplitArgvTest, UnknownFlagIsAUsageErrorAndHelpIsNoted) {
+  absl::StatusOr<CommandLine> line = SplitArgv({"vanguard", "get", "1", "--bogus"});
+  ASSERT_FALSE(line.ok());
+  EXPECT_THAT(std::string(line.status().message()), HasSubstr("unknown flag --bogus"));
+  line = SplitArgv({"vanguard", "submit", "-h"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_TRUE(line->help_requested);
+  EXPECT_THAT(line->words, ElementsAre("submit"));
+}
+
+TEST(ParseCommandTest, RequiredFlagsAreNamedWithTheirChoices) {
+  ExpectUsageError({"tokens", "create"}, {{"name", "ci"}},
+                   "--role: is required (reader, submitter, worker or admin)");
+  ExpectUsageError({"tokens", "create"}, {{"name", " "}, {"role", "admin"}},
+                   "--name: must not be empty");
+}
+
+TEST(ParseCommandTest, HelpTakesACommandAndCompletionAShell) {
+  absl::StatusOr<ParsedCommand> parsed = Parse({"help", "models", "register"}, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_NE(parsed->Options<const CommandSpec*>(), nullptr);
+  EXPECT_EQ(parsed->Options<const CommandSpec*>()->Name(), "models register");
+  ExpectUsageError({"help", "frobnicate"}, {}, "unknown command 'frobnicate'");
+  ExpectUsageError({"help", "get", "7"}, {}, "unexpected argument '7'");
+  parsed = Parse({"completion", "zsh"}, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Options<std::string>(), "zsh");
+  ExpectUsageError({"completion", "fish"}, {}, "'fish' is not bash or zsh");
+  ExpectUsageError({"completion"}, {}, "needs a shell");
 }
 
 }  // namespace

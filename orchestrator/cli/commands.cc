@@ -12,7 +12,9 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "orchestrator/cli/command_table.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/cli/usage.h"
 
 namespace vanguard::cli {
 namespace {
@@ -57,39 +59,6 @@ int CommandRunner::RpcFailed(absl::string_view rpc, const grpc::Status& status) 
 
 void CommandRunner::PrintTest(const v1::Test& test) {
   out_ << (global_.output == OutputFormat::kJson ? RenderJson(test) : RenderTestTable(test));
-}
-
-int CommandRunner::Run(const ParsedCommand& command) {
-  switch (command.kind) {
-    case CommandKind::kHelp:
-      out_ << UsageText();
-      return kExitOk;
-    case CommandKind::kModelsRegister:
-      return RegisterModel(command.model);
-    case CommandKind::kModelsGet:
-      return GetModel(command.get_model);
-    case CommandKind::kModelsList:
-      return ListModels(command.list_models);
-    case CommandKind::kSubmit:
-      return Submit(command.submit);
-    case CommandKind::kGet:
-      return GetTest(command.test_id);
-    case CommandKind::kList:
-      return ListTests(command.list_tests);
-    case CommandKind::kCancel:
-      return CancelTest(command.test_id);
-    case CommandKind::kWatch:
-      return WatchTest(command.test_id);
-    case CommandKind::kModelsDeprecate:
-      return DeprecateModel(command.deprecate_model);
-    case CommandKind::kTokensCreate:
-      return CreateToken(command.create_token);
-    case CommandKind::kTokensRevoke:
-      return RevokeToken(command.revoke_token);
-    case CommandKind::kTokensList:
-      return ListTokens(command.list_tokens);
-  }
-  return kExitUsage;
 }
 
 namespace {
@@ -344,27 +313,33 @@ int CommandRunner::StreamUntilDone(int64_t id) {
   return ExitCodeFor(last);
 }
 
-int RunCli(const std::vector<std::string>& words, const GivenFlags& flags, const Environment& env,
-           const StubFactory& make_stub, absl::string_view flags_help, std::ostream& out,
-           std::ostream& err, Clock& clock) {
-  absl::StatusOr<CommandWords> command = IdentifyCommand(words);
-  if (!command.ok()) {
-    err << UsageText() << "\n" << flags_help << "\nerror: " << command.status().message() << "\n";
-    return kExitUsage;
-  }
-  absl::StatusOr<ParsedCommand> parsed = ParseCommand(*command, flags, env);
-  if (!parsed.ok()) {
-    err << "error: " << parsed.status().message() << "\n"
+int RunCli(const std::vector<std::string>& argv, const Environment& env,
+           const StubFactory& make_stub, std::ostream& out, std::ostream& err, Clock& clock) {
+  absl::StatusOr<CommandLine> line = SplitArgv(argv);
+  if (!line.ok()) {
+    err << "error: " << line.status().message() << "\n"
         << "Run 'vanguard --help' for usage.\n";
     return kExitUsage;
   }
-  if (parsed->kind == CommandKind::kHelp) {
-    out << UsageText() << "\n" << flags_help;
+  absl::StatusOr<CommandWords> command = IdentifyCommand(line->words);
+  if (line->help_requested) {
+    out << (command.ok() ? CommandHelp(*command->spec) : UsageText());
     return kExitOk;
   }
+  if (!command.ok()) {
+    err << UsageText() << "\nerror: " << command.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<ParsedCommand> parsed = ParseCommand(*command, line->flags, env);
+  if (!parsed.ok()) {
+    err << "error: " << parsed.status().message() << "\n"
+        << "Run 'vanguard " << command->name << " --help' for its flags.\n";
+    return kExitUsage;
+  }
+  if (parsed->spec->run_offline) return parsed->spec->run_offline(out, parsed->options);
   std::unique_ptr<v1::Orchestrator::StubInterface> stub = make_stub(parsed->global);
   CommandRunner runner(*stub, parsed->global, out, err, clock);
-  return runner.Run(*parsed);
+  return parsed->spec->run(runner, parsed->options);
 }
 
 }  // namespace vanguard::cli

@@ -4,10 +4,11 @@
 //
 //   auto stub = v1::Orchestrator::NewStub(grpc::CreateChannel(addr, creds));
 //   CommandRunner runner(*stub, parsed.global, std::cout, std::cerr, *Clock::Real());
-//   return runner.Run(parsed);  // an exit code: kExitOk, kExitRpcError, ...
+//   return runner.GetTest(42);  // an exit code: kExitOk, kExitRpcError, ...
 //
-// RunCli() is the whole tool minus flag parsing: it identifies the command, validates its
-// flags, prints usage errors (exit 2), creates the stub and runs the command.
+// RunCli() is the whole tool: it splits argv, answers --help, identifies the command,
+// validates its flags, prints usage errors (exit 2), creates the stub and runs the command's
+// table entry (command_table.h).
 //
 // Called from one thread (main's); not thread-safe.
 #ifndef VANGUARD_ORCHESTRATOR_CLI_COMMANDS_H_
@@ -26,6 +27,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "orchestrator/cli/command_line.h"
+#include "orchestrator/cli/submit_flags.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
 namespace vanguard::cli {
@@ -41,9 +43,6 @@ class CommandRunner {
   // stub, out, err and clock must outlive the runner. `clock` paces --wait polling.
   CommandRunner(v1::Orchestrator::StubInterface& stub, const GlobalOptions& global,
                 std::ostream& out, std::ostream& err, Clock& clock);
-
-  // Runs a parsed command (not kHelp); returns the process exit code.
-  int Run(const ParsedCommand& command);
 
   int RegisterModel(const v1::Model& model);
   int GetModel(const v1::GetModelRequest& request);
@@ -91,11 +90,9 @@ class CommandRunner {
 using StubFactory =
     std::function<std::unique_ptr<v1::Orchestrator::StubInterface>(const GlobalOptions&)>;
 
-// The tool after absl parsed argv: `words` are the positional arguments (without argv[0]),
-// `flags` the flags given, `flags_help` the per-flag help appended to the usage text.
-int RunCli(const std::vector<std::string>& words, const GivenFlags& flags, const Environment& env,
-           const StubFactory& make_stub, absl::string_view flags_help, std::ostream& out,
-           std::ostream& err, Clock& clock);
+// The whole tool: `argv` as main() received it (argv[0] included). Returns the exit code.
+int RunCli(const std::vector<std::string>& argv, const Environment& env,
+           const StubFactory& make_stub, std::ostream& out, std::ostream& err, Clock& clock);
 
 }  // namespace vanguard::cli
 

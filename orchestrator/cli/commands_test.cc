@@ -456,11 +456,13 @@ TEST_F(CommandRunnerTest, ListModelsJsonIsTheResponseMessage) {
   EXPECT_TRUE(json["models"][0].contains("served_name"));
 }
 
-// RunCli: the whole tool after absl parsed argv.
+// RunCli: the whole tool, from argv.
 class RunCliTest : public ::testing::Test {
  protected:
-  int Run(const std::vector<std::string>& words, const GivenFlags& flags) {
-    return RunCli(words, flags, Environment{}, factory_, "Flags:\n  --model\n", out_, err_, clock_);
+  int Run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"vanguard"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCli(argv, Environment{}, factory_, out_, err_, clock_);
   }
 
   int stubs_made_ = 0;
@@ -482,27 +484,62 @@ TEST_F(RunCliTest, MissingOrUnknownCommandPrintsUsageAndExitsTwo) {
   for (const std::vector<std::string>& words :
        {std::vector<std::string>{}, std::vector<std::string>{"frobnicate"}}) {
     err_.str("");
-    EXPECT_EQ(Run(words, {}), kExitUsage);
+    EXPECT_EQ(Run(words), kExitUsage);
     for (const char* command : {"models register", "models get", "models list", "submit", "get ID",
                                 "list", "cancel ID", "watch ID"}) {
       EXPECT_THAT(err_.str(), HasSubstr(command));
     }
-    EXPECT_THAT(err_.str(), HasSubstr("--model"));  // the flags' help
+    EXPECT_THAT(err_.str(), HasSubstr("--model"));  // the synopses name the flags
   }
   EXPECT_THAT(err_.str(), HasSubstr("error: unknown command 'frobnicate'"));
   EXPECT_EQ(stubs_made_, 0);
 }
 
 TEST_F(RunCliTest, BadFlagValueExitsTwoNamingTheFlag) {
-  EXPECT_EQ(Run({"submit"}, {{"model", "m"}, {"rates", "100"}, {"step_duration", "10"}}),
-            kExitUsage);
+  EXPECT_EQ(Run({"submit", "--model=m", "--rates=100", "--step_duration=10"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("error: --step_duration: '10' is not a duration"));
+  EXPECT_THAT(err_.str(), HasSubstr("vanguard submit --help"));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, UnknownFlagExitsTwo) {
+  EXPECT_EQ(Run({"get", "1", "--modle=x"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("error: unknown flag --modle"));
   EXPECT_EQ(stubs_made_, 0);
 }
 
 TEST_F(RunCliTest, HelpCommandPrintsUsageToStdout) {
-  EXPECT_EQ(Run({"help"}, {}), kExitOk);
+  EXPECT_EQ(Run({"help"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("models register"));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, CommandHelpPrintsThatCommandsFlagsAndExitsZero) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"submit", "--help"}, std::vector<std::string>{"help", "submit"},
+        std::vector<std::string>{"submit", "--model=m", "-h"}}) {
+    out_.str("");
+    EXPECT_EQ(Run(args), kExitOk) << ::testing::PrintToString(args);
+    const std::string help = out_.str();
+    EXPECT_THAT(help, HasSubstr("Usage: vanguard submit"));
+    EXPECT_THAT(help, HasSubstr("--step_duration=10s\n      Measured duration of each step."));
+    EXPECT_THAT(help, HasSubstr("--strategy=STRATEGY"));
+    EXPECT_THAT(help, HasSubstr("--orchestrator=HOST:PORT"));  // the global flags too
+    EXPECT_THAT(help, Not(HasSubstr("models register")));      // not the other commands
+  }
+  out_.str("");
+  EXPECT_EQ(Run({"tokens", "create", "--help"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("--role=ROLE\n      reader (Get/List/Watch)"));
+  EXPECT_THAT(out_.str(), HasSubstr("Required."));
+  EXPECT_EQ(stubs_made_, 0);
+}
+
+TEST_F(RunCliTest, CompletionPrintsTheShellsScriptWithoutAnOrchestrator) {
+  EXPECT_EQ(Run({"completion", "bash"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("complete -F _vanguard vanguard"));
+  out_.str("");
+  EXPECT_EQ(Run({"completion", "zsh"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("#compdef vanguard"));
   EXPECT_EQ(stubs_made_, 0);
 }
 
@@ -516,8 +553,8 @@ TEST_F(RunCliTest, RunsTheCommandAgainstTheConfiguredOrchestrator) {
           return grpc::Status::OK;
         }));
   };
-  EXPECT_EQ(Run({"models", "get", "bert"},
-                {{"model_version", "v7"}, {"orchestrator", "orch:1234"}, {"output", "json"}}),
+  EXPECT_EQ(Run({"models", "get", "bert", "--version", "v7", "--orchestrator=orch:1234",
+                 "--output=json"}),
             kExitOk);
   EXPECT_EQ(seen_.orchestrator, "orch:1234");
   const nlohmann::json json = nlohmann::json::parse(out_.str());

@@ -1,0 +1,39 @@
+// `vanguard submit`: its flags (and the --spec_file they override) turned into the TestSpec to
+// queue, how to follow the test, and the CI gates to judge it by once it ends.
+//
+//   ASSIGN_OR_RETURN(SubmitOptions options, ParseSubmitFlags(flags));
+//   // options.spec.sweep().rates_qps() == {100, 200}, options.follow == FollowMode::kPoll
+//
+// Reads the --spec_file file; otherwise pure. Called from main()'s thread only.
+#ifndef VANGUARD_ORCHESTRATOR_CLI_SUBMIT_FLAGS_H_
+#define VANGUARD_ORCHESTRATOR_CLI_SUBMIT_FLAGS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "orchestrator/cli/command_line.h"
+#include "vanguard/v1/test.pb.h"
+
+namespace vanguard::cli {
+
+// How `submit` follows the test after queueing it.
+enum class FollowMode {
+  kNone,    // print the queued test and return
+  kPoll,    // --wait: poll GetTest, progress lines on stderr, final test on stdout
+  kStream,  // --watch: stream WatchTest updates to stdout
+};
+
+struct SubmitOptions {
+  v1::TestSpec spec;
+  std::string request_id;
+  FollowMode follow = FollowMode::kNone;
+};
+
+// INVALID_ARGUMENT naming the flag for a bad value, a missing model or sweep, or flags of a
+// strategy other than the one chosen.
+absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags);
+
+}  // namespace vanguard::cli
+
+#endif  // VANGUARD_ORCHESTRATOR_CLI_SUBMIT_FLAGS_H_
