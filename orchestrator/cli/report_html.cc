@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -165,7 +166,7 @@ struct Plot {
   std::vector<Band> bands;
   std::vector<LegendEntry> extra_legend;
   bool x_from_zero = false, y_from_zero = true;
-  bool x_log_ok = false, y_log_ok = false;  // log scale when the data spans > 50x
+  bool x_log_ok = false, y_log_ok = false;  // log scale when the data spans > 20x
 };
 
 constexpr double kWidth = 640, kLeft = 64, kRight = 624, kTop = 34, kBottom = 254;
@@ -214,7 +215,7 @@ Axis MakeAxis(const std::vector<double>& values, bool from_zero, bool log_ok) {
   for (double v : values) {
     if (v > 0) pos_min = std::min(pos_min, v);
   }
-  if (log_ok && pos_min > 0 && max / pos_min > 50) return LogAxis(pos_min, max);
+  if (log_ok && pos_min > 0 && max / pos_min > 20) return LogAxis(pos_min, max);
   if (from_zero) min = std::min(min, 0.0);
   if (max - min < 1e-9) max = min + std::max(1.0, std::abs(min) * 0.1);
   Axis a;
@@ -496,11 +497,18 @@ void AddEstimate(const SubjectView& v, bool vertical, Plot* plot) {
                          "#1f77b4", vertical, r->max_sustainable_qps()});
 }
 
+// The step's verdict in words, led by pass / fail / not judged.
+std::string VerdictText(const v1::Step& s) {
+  const absl::string_view name = VerdictName(VerdictOf(s));
+  if (s.verdict().empty()) return std::string(name);
+  if (absl::StartsWith(s.verdict(), name)) return s.verdict();
+  return absl::StrCat(name, ": ", s.verdict());
+}
+
 std::string StepTip(const v1::Step& s) {
   return absl::StrCat("step ", s.index(), ": ", Qps(s.target_qps()), ", achieved ",
                       Qps(s.achieved_qps()), ", p99 ", Ms(s.latency().p99_ms()), ", ",
-                      HealthName(s.health_state()), ", ", VerdictName(VerdictOf(s)),
-                      s.verdict().empty() ? "" : " (", s.verdict(), s.verdict().empty() ? "" : ")");
+                      HealthName(s.health_state()), ", ", VerdictText(s));
 }
 
 Mark StepMark(const v1::Step& s, double x, double y) {
@@ -527,7 +535,7 @@ std::vector<const v1::Step*> ByRate(const v1::Test& test) {
 // Panels
 
 // The running bracket: after each step, the highest rate that passed and the lowest that
-// failed above it so far.
+// failed so far.
 void AddBracket(const v1::Test& test, Plot* plot) {
   Series low{"highest pass so far", "#2ca02c"}, high{"lowest failure so far", "#d62728"};
   low.dashed = high.dashed = true;
@@ -537,8 +545,9 @@ void AddBracket(const v1::Test& test, Plot* plot) {
     const Verdict verdict = VerdictOf(s);
     if (verdict == Verdict::kPass) pass = std::max(pass.value_or(0), s.target_qps());
     if (verdict == Verdict::kFail && (!fail || s.target_qps() < *fail)) fail = s.target_qps();
-    if (pass) low.marks.push_back(Mark{i + 1.0, *pass});
-    if (fail) high.marks.push_back(Mark{i + 1.0, *fail});
+    // Drawn as steps (the bracket holds from one step to the next), so one value shows too.
+    if (pass) low.marks.insert(low.marks.end(), {Mark{i + 0.5, *pass}, Mark{i + 1.5, *pass}});
+    if (fail) high.marks.insert(high.marks.end(), {Mark{i + 0.5, *fail}, Mark{i + 1.5, *fail}});
   }
   low.dots = high.dots = false;
   if (!low.marks.empty()) plot->series.push_back(std::move(low));
@@ -641,16 +650,22 @@ std::vector<double> WindowTimes(const v1::Step& step) {
   return t;
 }
 
+// A window plot over time with the warmup windows shaded; windows overlap (they slide), so
+// overlapping or touching warmup windows make one band.
 Plot WindowPlot(const v1::Step& step, const std::vector<double>& t, std::string title,
                 std::string y_label) {
-  Plot plot{std::move(title), "time in step (s)", std::move(y_label)};
+  Plot plot{std::move(title), "window start, seconds into the step", std::move(y_label)};
   plot.x_from_zero = true;
   for (int i = 0; i < step.windows_size(); ++i) {
     const v1::StepWindow& w = step.windows(i);
     if (!w.warmup()) continue;
-    const double d = Seconds(w.duration()) > 0 ? Seconds(w.duration()) : 1.0;
+    const double end = t[i] + (Seconds(w.duration()) > 0 ? Seconds(w.duration()) : 1.0);
+    if (!plot.bands.empty() && t[i] <= plot.bands.back().to + 1e-6) {
+      plot.bands.back().to = std::max(plot.bands.back().to, end);
+      continue;
+    }
     plot.bands.push_back(
-        {"warmup / settling", "rgba(120,120,120,0.18)", true, t[i], t[i] + d, plot.bands.empty()});
+        {"warmup / settling", "rgba(120,120,120,0.18)", true, t[i], end, plot.bands.empty()});
   }
   return plot;
 }

@@ -45,7 +45,7 @@ void AddWindows(v1::Step* step, int n) {
   for (int i = 0; i < n; ++i) {
     v1::StepWindow* w = step->add_windows();
     w->set_index(i);
-    w->set_warmup(i == 0);
+    w->set_warmup(i < 2);
     w->mutable_start_time()->set_seconds(1700000000 + i);
     w->mutable_duration()->set_seconds(1);
     w->set_offered_qps(step->target_qps());
@@ -119,7 +119,14 @@ TEST(ReportHtmlTest, EveryPanelPlotsOneMarkPerDatum) {
   EXPECT_NE(search.find("data-x=\"4\" data-y=\"400\" data-step=\"3\" data-verdict=\"fail\""),
             std::string::npos)
       << search;
-  EXPECT_NE(search.find("data-name=\"lowest failure so far\""), std::string::npos);
+  // The bracket as steps: the highest pass from step 0 on, the one failure over its own step.
+  EXPECT_NE(search.find("data-series=\"highest pass so far\" data-points=\"8\""),
+            std::string::npos);
+  EXPECT_NE(search.find("data-series=\"lowest failure so far\" data-points=\"2\""),
+            std::string::npos);
+  EXPECT_NE(
+      search.find("400.0 qps, achieved 320.0 qps, p99 80.0 ms, OVERLOADED, fail: p99 over SLO"),
+      std::string::npos);
 
   const std::string latency = PanelHtml(html, "latency");
   for (const char* series : {"p50", "p90", "p99", "max"}) EXPECT_EQ(Marks(latency, series), 4);
@@ -134,7 +141,7 @@ TEST(ReportHtmlTest, EveryPanelPlotsOneMarkPerDatum) {
   EXPECT_EQ(Marks(throughput, "error rate"), 4);
   EXPECT_NE(throughput.find("data-series=\"achieved = offered\""), std::string::npos);
 
-  // The best pass (300 qps, step 2) is the step whose windows are shown; the first is warmup.
+  // The best pass (300 qps, step 2) is the step whose windows are shown.
   const std::string windows = PanelHtml(html, "windows");
   EXPECT_NE(windows.find("Windows of step 2"), std::string::npos);
   for (const char* series :
@@ -142,7 +149,9 @@ TEST(ReportHtmlTest, EveryPanelPlotsOneMarkPerDatum) {
     EXPECT_EQ(Marks(windows, series), 5) << series;
   }
   EXPECT_EQ(Marks(windows, "GPU utilization %"), 0);  // never scraped
-  EXPECT_EQ(Count(windows, "class=\"band\" data-name=\"warmup / settling\" data-from=\"0\""), 4);
+  // The two warmup windows make one band in each of the four plots.
+  EXPECT_EQ(Count(windows, "class=\"band\""), 4);
+  EXPECT_EQ(Count(windows, "data-name=\"warmup / settling\" data-from=\"0\" data-to=\"2\""), 4);
 
   const std::string distribution = PanelHtml(html, "distribution");
   EXPECT_EQ(Marks(distribution, "best pass (step 2, 300.0 qps)"), 20);
