@@ -187,5 +187,24 @@ TEST_F(VanguardBinaryTest, CommandHelpAndCompletionComeFromTheTable) {
   EXPECT_THAT(bash.out, HasSubstr("complete -F _vanguard vanguard"));
 }
 
+TEST_F(VanguardBinaryTest, YamlAndCsvOutputs) {
+  const std::vector<std::string> env = {"VANGUARD_ORCHESTRATOR=" + Address()};
+  RunResult json = Vanguard({"get", "1", "--output=json"}, env);
+  RunResult yaml = Vanguard({"get", "1", "--output", "yaml"}, env);
+  RunResult csv = Vanguard({"get", "1", "--output=csv"}, env);
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(yaml.out, HasSubstr("state: TEST_STATE_SUCCEEDED\n"));
+  EXPECT_THAT(csv.out, HasSubstr("\n1,0,0,100,99.5,0,0,12.5,0,0,0,HEALTHY,true,false,\n"));
+  // A YAML reader sees the object the JSON output prints.
+  absl::StatusOr<RunResult> same = RunBinary(
+      "/usr/bin/python3", {"-c",
+                           "import json, sys, yaml\n"
+                           "print(yaml.safe_load(sys.argv[1]) == json.loads(sys.argv[2]))\n",
+                           yaml.out, json.out});
+  if (!same.ok() || same->exit_code != 0) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  EXPECT_EQ(same->out, "True\n");
+}
+
 }  // namespace
 }  // namespace vanguard::cli

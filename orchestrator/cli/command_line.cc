@@ -62,10 +62,11 @@ absl::Status CheckRequiredFlags(const CommandSpec& spec, const FlagSet& flags) {
 
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
   const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  for (OutputFormat format : {OutputFormat::kTable, OutputFormat::kJson}) {
+  for (OutputFormat format :
+       {OutputFormat::kTable, OutputFormat::kJson, OutputFormat::kCsv, OutputFormat::kYaml}) {
     if (lower == OutputFormatName(format)) return format;
   }
-  return BadValue("output", text, "is not one of table, json");
+  return BadValue("output", text, "is not one of table, json, csv, yaml");
 }
 
 absl::StatusOr<GlobalOptions> ParseGlobalOptions(const FlagSet& flags, const Environment& env) {
@@ -189,6 +190,10 @@ std::string OutputFormatName(OutputFormat format) {
       return "table";
     case OutputFormat::kJson:
       return "json";
+    case OutputFormat::kCsv:
+      return "csv";
+    case OutputFormat::kYaml:
+      return "yaml";
   }
   return "table";
 }

@@ -55,9 +55,9 @@ struct Environment {
   std::optional<std::string> token;         // VANGUARD_TOKEN
 };
 
-enum class OutputFormat { kTable, kJson };
+enum class OutputFormat { kTable, kJson, kCsv, kYaml };
 
-// "table", "json".
+// "table", "json", "csv", "yaml".
 std::string OutputFormatName(OutputFormat format);
 
 // Options every command shares.

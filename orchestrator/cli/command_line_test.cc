@@ -290,12 +290,27 @@ TEST(GlobalOptionsTest, DefaultsEnvironmentAndFlags) {
   EXPECT_EQ(parsed->global.orchestrator, "other:1");
   EXPECT_EQ(parsed->global.rpc_timeout, absl::Seconds(3));
   EXPECT_EQ(parsed->global.output, OutputFormat::kJson);
+
+  for (const auto& [text, format] :
+       std::vector<std::pair<std::string, OutputFormat>>{{"csv", OutputFormat::kCsv},
+                                                         {"YAML", OutputFormat::kYaml},
+                                                         {"table", OutputFormat::kTable}}) {
+    parsed = Parse({"list"}, {{"output", text}});
+    ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.status();
+    EXPECT_EQ(parsed->global.output, format) << text;
+  }
 }
 
 TEST(GlobalOptionsTest, InvalidValuesNameTheFlag) {
   ExpectUsageError({"get", "7"}, {{"timeout", "10"}}, "--timeout");
   ExpectUsageError({"get", "7"}, {{"timeout", "0s"}}, "--timeout");
   ExpectUsageError({"get", "7"}, {{"output", "xml"}}, "--output: 'xml'");
+  ExpectUsageError({"watch", "7"}, {{"output", "csv"}},
+                   "--output: 'csv' is not printed by 'watch' (use table, json or yaml)");
+  ExpectUsageError({"tokens", "create"}, {{"name", "a"}, {"role", "admin"}, {"output", "csv"}},
+                   "'csv' is not printed by 'tokens create'");
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"watch", "true"}, {"output", "csv"}}),
+                   "csv cannot stream");
   ExpectUsageError({"get", "7"}, {{"orchestrator", ""}}, "--orchestrator");
 }
 

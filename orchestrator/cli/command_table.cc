@@ -107,7 +107,11 @@ absl::StatusOr<v1::ListTestsRequest> ParseList(const CommandInput& in) {
 
 absl::StatusOr<SubmitOptions> ParseSubmit(const CommandInput& in) {
   RETURN_IF_ERROR(ExpectArgs(in.command, 0));
-  return ParseSubmitFlags(in.flags);
+  ASSIGN_OR_RETURN(SubmitOptions options, ParseSubmitFlags(in.flags));
+  if (options.follow == FollowMode::kStream && in.global.output == OutputFormat::kCsv) {
+    return FlagError("output", "csv cannot stream updates: use --wait with --output=csv");
+  }
+  return options;
 }
 
 // help [COMMAND...]: nullptr for the whole usage.
@@ -333,7 +337,8 @@ std::vector<CommandSpec> TestCommands() {
       Command<int64_t>(
           {.words = {"watch"},
            .args = "ID",
-           .summary = "Stream a test's updates until it ends (json: one object per line).",
+           .summary = "Stream a test's updates until it ends (json: one object per line; yaml: "
+                      "one document per update).",
            .parse = ParseTestIdArg,
            .run = [](CommandRunner& r, const int64_t& id) { return r.WatchTest(id); }}),
   };
@@ -344,7 +349,7 @@ std::vector<CommandSpec> TokenCommands() {
       Command<v1::CreateTokenRequest>(
           {.words = {"tokens", "create"},
            .summary = "Create a bearer token (admin). Prints the secret alone on stdout, shown "
-                      "only this once (json: the whole response).",
+                      "only this once (json/yaml: the whole response).",
            .flags = {{.name = "name", .value = "N", .help = "The token's name.", .required = true},
                      {.name = "role",
                       .value = "ROLE",
@@ -449,8 +454,10 @@ const std::vector<FlagSpec>& GlobalFlags() {
        .help = "Deadline of each RPC (watch streams have none)."},
       {.name = "output",
        .value = "FORMAT",
-       .help = "table (default) or json (protobuf's JSON mapping, .proto field names).",
-       .choices = {"table", "json"}},
+       .help = "table (default); json (protobuf's JSON mapping, .proto field names); yaml (the "
+               "same object); csv (get: a row per step, list: a row per test). Each command's "
+               "--help says which it prints.",
+       .choices = {"table", "json", "csv", "yaml"}},
       {.name = "tls_ca",
        .value = "PEM",
        .help = "Talk TLS, trusting these CA certificates (orchestrator --tls_cert); default "

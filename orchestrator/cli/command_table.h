@@ -49,7 +49,10 @@ struct CommandInput {
   const GlobalOptions& global;
 };
 
-inline const std::vector<OutputFormat> kEveryOutput = {OutputFormat::kTable, OutputFormat::kJson};
+inline const std::vector<OutputFormat> kTableJsonYaml = {OutputFormat::kTable, OutputFormat::kJson,
+                                                         OutputFormat::kYaml};
+inline const std::vector<OutputFormat> kEveryOutput = {OutputFormat::kTable, OutputFormat::kJson,
+                                                       OutputFormat::kCsv, OutputFormat::kYaml};
 
 struct CommandSpec {
   std::vector<std::string> words;        // {"models", "register"}
@@ -58,7 +61,7 @@ struct CommandSpec {
   std::string summary;                   // one line
   std::string details;                   // more lines for `vanguard CMD --help`; may be empty
   std::vector<FlagSpec> flags;           // besides the global ones
-  std::vector<OutputFormat> outputs = kEveryOutput;
+  std::vector<OutputFormat> outputs = kTableJsonYaml;
   // Validates the arguments and flags; the value is what `run` receives.
   std::function<absl::StatusOr<std::any>(const CommandInput&)> parse;
   // Exactly one is set: a command against the orchestrator, or one that needs none (help,
@@ -80,7 +83,7 @@ struct TypedCommand {
   std::string summary;
   std::string details;
   std::vector<FlagSpec> flags;
-  std::vector<OutputFormat> outputs = kEveryOutput;
+  std::vector<OutputFormat> outputs = kTableJsonYaml;
   std::function<absl::StatusOr<Options>(const CommandInput&)> parse;
   std::function<int(CommandRunner&, const Options&)> run;
   std::function<int(std::ostream&, const Options&)> run_offline;

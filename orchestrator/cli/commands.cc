@@ -48,8 +48,12 @@ std::unique_ptr<grpc::ClientContext> CommandRunner::NewContext(bool with_deadlin
 }
 
 int CommandRunner::RpcFailed(absl::string_view rpc, const grpc::Status& status) {
-  err_ << "error: " << CodeName(status) << ": " << status.error_message();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  return RpcFailed(rpc, FromGrpcStatus(status));
+}
+
+int CommandRunner::RpcFailed(absl::string_view rpc, const absl::Status& status) {
+  err_ << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message();
+  if (status.code() == absl::StatusCode::kUnavailable) {
     err_ << " (" << rpc << " to orchestrator " << global_.orchestrator
          << "; set --orchestrator or VANGUARD_ORCHESTRATOR)";
   }
@@ -57,107 +61,103 @@ int CommandRunner::RpcFailed(absl::string_view rpc, const grpc::Status& status) 
   return kExitRpcError;
 }
 
+void CommandRunner::Print(const google::protobuf::Message& message,
+                          const std::function<std::string()>& table,
+                          const std::function<std::string()>& csv) {
+  switch (global_.output) {
+    case OutputFormat::kJson:
+      out_ << RenderJson(message);
+      return;
+    case OutputFormat::kYaml:
+      out_ << RenderYaml(message);
+      return;
+    case OutputFormat::kCsv:
+      // The table entry offers csv only where a csv renderer is passed.
+      out_ << (csv ? csv() : table());
+      return;
+    case OutputFormat::kTable:
+      out_ << table();
+      return;
+  }
+}
+
 void CommandRunner::PrintTest(const v1::Test& test) {
-  out_ << (global_.output == OutputFormat::kJson ? RenderJson(test) : RenderTestTable(test));
+  Print(
+      test, [&] { return RenderTestTable(test); }, [&] { return RenderTestCsv(test); });
 }
-
-namespace {
-
-// ROLE_SUBMITTER -> "submitter", as `tokens create --role` spells it.
-std::string RoleName(v1::Role role) {
-  absl::string_view name = v1::Role_Name(role);
-  absl::ConsumePrefix(&name, "ROLE_");
-  return absl::AsciiStrToLower(name);
-}
-
-}  // namespace
 
 int CommandRunner::DeprecateModel(const v1::DeprecateModelRequest& request) {
-  v1::DeprecateModelResponse response;
-  grpc::Status status = stub_.DeprecateModel(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("DeprecateModel", status);
-  if (global_.output == OutputFormat::kJson) {
-    out_ << RenderJson(response.model());
-  } else {
-    out_ << "Deprecated " << response.model().name() << "/" << response.model().version() << "\n";
-  }
+  absl::StatusOr<v1::DeprecateModelResponse> response = Call(&Stub::DeprecateModel, request);
+  if (!response.ok()) return RpcFailed("DeprecateModel", response.status());
+  const v1::Model& model = response->model();
+  Print(model,
+        [&] { return absl::StrCat("Deprecated ", model.name(), "/", model.version(), "\n"); });
   return kExitOk;
 }
 
 int CommandRunner::CreateToken(const v1::CreateTokenRequest& request) {
-  v1::CreateTokenResponse response;
-  grpc::Status status = stub_.CreateToken(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("CreateToken", status);
-  if (global_.output == OutputFormat::kJson) {
-    out_ << RenderJson(response);
-  } else {
-    err_ << "created token " << response.token().name() << " (role "
-         << RoleName(response.token().role()) << ", id " << response.token().id()
-         << "); its secret is printed only now\n";
-    out_ << response.secret() << "\n";
+  absl::StatusOr<v1::CreateTokenResponse> response = Call(&Stub::CreateToken, request);
+  if (!response.ok()) return RpcFailed("CreateToken", response.status());
+  if (global_.output != OutputFormat::kTable) {
+    Print(*response, nullptr);  // the whole response (the table entry offers no csv)
+    return kExitOk;
   }
+  err_ << "created token " << response->token().name() << " (role "
+       << RoleName(response->token().role()) << ", id " << response->token().id()
+       << "); its secret is printed only now\n";
+  out_ << response->secret() << "\n";
   return kExitOk;
 }
 
 int CommandRunner::RevokeToken(const v1::RevokeTokenRequest& request) {
-  v1::RevokeTokenResponse response;
-  grpc::Status status = stub_.RevokeToken(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("RevokeToken", status);
-  if (global_.output == OutputFormat::kJson) {
-    out_ << RenderJson(response.token());
-  } else {
-    out_ << "Revoked token " << response.token().name() << " (id " << response.token().id()
-         << ")\n";
-  }
+  absl::StatusOr<v1::RevokeTokenResponse> response = Call(&Stub::RevokeToken, request);
+  if (!response.ok()) return RpcFailed("RevokeToken", response.status());
+  const v1::Token& token = response->token();
+  Print(token,
+        [&] { return absl::StrCat("Revoked token ", token.name(), " (id ", token.id(), ")\n"); });
   return kExitOk;
 }
 
 int CommandRunner::ListTokens(const v1::ListTokensRequest& request) {
-  v1::ListTokensResponse response;
-  grpc::Status status = stub_.ListTokens(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("ListTokens", status);
-  if (global_.output == OutputFormat::kJson) {
-    out_ << RenderJson(response);
-    return kExitOk;
-  }
-  out_ << absl::StrFormat("%-6s %-24s %-10s %s\n", "ID", "NAME", "ROLE", "STATE");
-  for (const v1::Token& token : response.tokens()) {
-    out_ << absl::StrFormat("%-6d %-24s %-10s %s\n", token.id(), token.name(),
-                            RoleName(token.role()), token.has_revoke_time() ? "revoked" : "valid");
-  }
+  absl::StatusOr<v1::ListTokensResponse> response = Call(&Stub::ListTokens, request);
+  if (!response.ok()) return RpcFailed("ListTokens", response.status());
+  Print(
+      *response, [&] { return RenderTokenListTable(*response); },
+      [&] { return RenderTokenListCsv(*response); });
   return kExitOk;
 }
 
 int CommandRunner::RegisterModel(const v1::Model& model) {
   v1::RegisterModelRequest request;
   *request.mutable_model() = model;
-  v1::RegisterModelResponse response;
-  grpc::Status status = stub_.RegisterModel(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("RegisterModel", status);
-  if (global_.output == OutputFormat::kJson) {
-    out_ << RenderJson(response.model());
-  } else {
-    out_ << "Registered " << response.model().name() << "/" << response.model().version() << "\n"
-         << RenderModelTable(response.model());
-  }
+  absl::StatusOr<v1::RegisterModelResponse> response = Call(&Stub::RegisterModel, request);
+  if (!response.ok()) return RpcFailed("RegisterModel", response.status());
+  const v1::Model& registered = response->model();
+  Print(
+      registered,
+      [&] {
+        return absl::StrCat("Registered ", registered.name(), "/", registered.version(), "\n",
+                            RenderModelTable(registered));
+      },
+      [&] { return RenderModelCsv(registered); });
   return kExitOk;
 }
 
 int CommandRunner::GetModel(const v1::GetModelRequest& request) {
-  v1::GetModelResponse response;
-  grpc::Status status = stub_.GetModel(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("GetModel", status);
-  out_ << (global_.output == OutputFormat::kJson ? RenderJson(response.model())
-                                                 : RenderModelTable(response.model()));
+  absl::StatusOr<v1::GetModelResponse> response = Call(&Stub::GetModel, request);
+  if (!response.ok()) return RpcFailed("GetModel", response.status());
+  Print(
+      response->model(), [&] { return RenderModelTable(response->model()); },
+      [&] { return RenderModelCsv(response->model()); });
   return kExitOk;
 }
 
 int CommandRunner::ListModels(const v1::ListModelsRequest& request) {
-  v1::ListModelsResponse response;
-  grpc::Status status = stub_.ListModels(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("ListModels", status);
-  out_ << (global_.output == OutputFormat::kJson ? RenderJson(response)
-                                                 : RenderModelListTable(response));
+  absl::StatusOr<v1::ListModelsResponse> response = Call(&Stub::ListModels, request);
+  if (!response.ok()) return RpcFailed("ListModels", response.status());
+  Print(
+      *response, [&] { return RenderModelListTable(*response); },
+      [&] { return RenderModelListCsv(*response); });
   return kExitOk;
 }
 
@@ -165,10 +165,9 @@ int CommandRunner::Submit(const SubmitOptions& options) {
   v1::SubmitTestRequest request;
   *request.mutable_spec() = options.spec;
   request.set_request_id(options.request_id);
-  v1::SubmitTestResponse response;
-  grpc::Status status = stub_.SubmitTest(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("SubmitTest", status);
-  const v1::Test& test = response.test();
+  absl::StatusOr<v1::SubmitTestResponse> response = Call(&Stub::SubmitTest, request);
+  if (!response.ok()) return RpcFailed("SubmitTest", response.status());
+  const v1::Test& test = response->test();
   switch (options.follow) {
     case FollowMode::kNone:
       PrintTest(test);
@@ -186,29 +185,27 @@ int CommandRunner::Submit(const SubmitOptions& options) {
 int CommandRunner::GetTest(int64_t id) {
   v1::GetTestRequest request;
   request.set_id(id);
-  v1::GetTestResponse response;
-  grpc::Status status = stub_.GetTest(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("GetTest", status);
-  PrintTest(response.test());
+  absl::StatusOr<v1::GetTestResponse> response = Call(&Stub::GetTest, request);
+  if (!response.ok()) return RpcFailed("GetTest", response.status());
+  PrintTest(response->test());
   return kExitOk;
 }
 
 int CommandRunner::ListTests(const v1::ListTestsRequest& request) {
-  v1::ListTestsResponse response;
-  grpc::Status status = stub_.ListTests(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("ListTests", status);
-  out_ << (global_.output == OutputFormat::kJson ? RenderJson(response)
-                                                 : RenderTestListTable(response));
+  absl::StatusOr<v1::ListTestsResponse> response = Call(&Stub::ListTests, request);
+  if (!response.ok()) return RpcFailed("ListTests", response.status());
+  Print(
+      *response, [&] { return RenderTestListTable(*response); },
+      [&] { return RenderTestListCsv(*response); });
   return kExitOk;
 }
 
 int CommandRunner::CancelTest(int64_t id) {
   v1::CancelTestRequest request;
   request.set_id(id);
-  v1::CancelTestResponse response;
-  grpc::Status status = stub_.CancelTest(NewContext(true).get(), request, &response);
-  if (!status.ok()) return RpcFailed("CancelTest", status);
-  PrintTest(response.test());
+  absl::StatusOr<v1::CancelTestResponse> response = Call(&Stub::CancelTest, request);
+  if (!response.ok()) return RpcFailed("CancelTest", response.status());
+  PrintTest(response->test());
   return kExitOk;
 }
 
@@ -284,6 +281,9 @@ int CommandRunner::StreamUntilDone(int64_t id) {
       have_last = true;
       if (global_.output == OutputFormat::kJson) {
         out_ << RenderJsonLine(last);
+        out_.flush();
+      } else if (global_.output == OutputFormat::kYaml) {
+        out_ << "---\n" << RenderYaml(last);
         out_.flush();
       } else {
         ReportProgress(last, progress, out_);

@@ -1,6 +1,6 @@
-// The `vanguard` commands: each is one or a few Orchestrator RPCs whose answer is printed as
-// a table or as JSON. Depends only on the generated StubInterface, so tests substitute
-// MockOrchestratorStub.
+// The `vanguard` commands: each is one or a few Orchestrator RPCs whose answer is printed in
+// the --output format (table, json, csv or yaml). Depends only on the generated StubInterface, so
+// tests substitute MockOrchestratorStub.
 //
 //   auto stub = v1::Orchestrator::NewStub(grpc::CreateChannel(addr, creds));
 //   CommandRunner runner(*stub, parsed.global, std::cout, std::cerr, *Clock::Real());
@@ -21,9 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/grpc_status.h"
+#include "google/protobuf/message.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "orchestrator/cli/command_line.h"
@@ -40,6 +43,8 @@ inline constexpr int kMaxConsecutiveFollowFailures = 20;
 
 class CommandRunner {
  public:
+  using Stub = v1::Orchestrator::StubInterface;
+
   // stub, out, err and clock must outlive the runner. `clock` paces --wait polling.
   CommandRunner(v1::Orchestrator::StubInterface& stub, const GlobalOptions& global,
                 std::ostream& out, std::ostream& err, Clock& clock);
@@ -60,6 +65,29 @@ class CommandRunner {
   int CreateToken(const v1::CreateTokenRequest& request);
   int RevokeToken(const v1::RevokeTokenRequest& request);
   int ListTokens(const v1::ListTokensRequest& request);
+
+  // For commands in their own files (compare, report).
+  // One unary RPC with the deadline and the bearer token; an error is returned, not printed.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&,
+                                                          Response*),
+                                const Request& request) const {
+    Response response;
+    const grpc::Status status = (stub_.*rpc)(NewContext(true).get(), request, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+  // Prints "error: CODE: message" on stderr (naming the orchestrator when it is UNAVAILABLE);
+  // returns kExitRpcError.
+  int RpcFailed(absl::string_view rpc, const absl::Status& status);
+  // Prints `message` in the --output format: json and yaml from the message itself, table and
+  // csv from the callbacks (csv falls back to table when null; table entries that offer csv
+  // pass one).
+  void Print(const google::protobuf::Message& message, const std::function<std::string()>& table,
+             const std::function<std::string()>& csv = nullptr);
+  const GlobalOptions& global() const { return global_; }
+  std::ostream& out() { return out_; }
+  std::ostream& err() { return err_; }
 
  private:
   // Remembers what was already reported about a followed test, so that each state change

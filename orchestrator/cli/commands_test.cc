@@ -456,6 +456,51 @@ TEST_F(CommandRunnerTest, ListModelsJsonIsTheResponseMessage) {
   EXPECT_TRUE(json["models"][0].contains("served_name"));
 }
 
+TEST_F(CommandRunnerTest, GetPrintsCsvRowsPerStepAndYamlOfTheJsonObject) {
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillRepeatedly(DoAll(SetArgPointee<2>(GetResponse(MakeTest(42, v1::TEST_STATE_FAILED, 3))),
+                            Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kCsv).GetTest(42), kExitOk);
+  const std::vector<std::string> rows = absl::StrSplit(out_.str(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(rows.size(), 4u) << out_.str();
+  EXPECT_THAT(rows[0], ::testing::StartsWith("test_id,attempt,step,target_qps"));
+  EXPECT_THAT(rows[3], ::testing::StartsWith("42,1,2,300,297,"));
+  EXPECT_THAT(rows[3], HasSubstr(",OVERLOADED,false,false,p99 over SLO"));
+
+  out_.str("");
+  EXPECT_EQ(Runner(OutputFormat::kYaml).GetTest(42), kExitOk);
+  EXPECT_THAT(out_.str(), ::testing::StartsWith("id: \"42\"\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("state: TEST_STATE_FAILED\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("  - index: 2\n"));
+}
+
+TEST_F(CommandRunnerTest, ListPrintsCsvRowsPerTest) {
+  v1::ListTestsResponse response;
+  *response.add_tests() = MakeTest(7, v1::TEST_STATE_SUCCEEDED, 0);
+  *response.add_tests() = MakeTest(8, v1::TEST_STATE_QUEUED, 0);
+  EXPECT_CALL(stub_, ListTests(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(response), Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kCsv).ListTests(v1::ListTestsRequest()), kExitOk);
+  const std::vector<std::string> rows = absl::StrSplit(out_.str(), '\n', absl::SkipEmpty());
+  ASSERT_EQ(rows.size(), 3u) << out_.str();
+  EXPECT_THAT(rows[1], ::testing::StartsWith("7,SUCCEEDED,resnet50,,1,200,"));
+  EXPECT_THAT(rows[2], ::testing::StartsWith("8,QUEUED,resnet50,,0,,"));
+}
+
+TEST_F(CommandRunnerTest, WatchYamlIsOneDocumentPerUpdate) {
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ScriptedStream(
+          {MakeTest(4, v1::TEST_STATE_RUNNING, 1), MakeTest(4, v1::TEST_STATE_SUCCEEDED, 2)},
+          grpc::Status::OK)));
+  EXPECT_EQ(Runner(OutputFormat::kYaml).WatchTest(4), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, ::testing::StartsWith("---\nid: \"4\"\n"));
+  EXPECT_THAT(out, HasSubstr("state: TEST_STATE_RUNNING\n"));
+  EXPECT_THAT(out, HasSubstr("---\nid: \"4\"\nspec:"));
+  EXPECT_THAT(out, HasSubstr("state: TEST_STATE_SUCCEEDED\n"));
+  EXPECT_THAT(out, Not(HasSubstr("Result:")));  // no table after the documents
+}
+
 // RunCli: the whole tool, from argv.
 class RunCliTest : public ::testing::Test {
  protected:

@@ -76,7 +76,7 @@ TEST_F(BashCompletionTest, CompletesTheCommandsFlagsAndTheGlobalOnes) {
 TEST_F(BashCompletionTest, CompletesFlagValues) {
   EXPECT_EQ(Complete("vanguard submit --strategy=a"), "adaptive");
   EXPECT_EQ(Complete("vanguard submit --model m --strategy "), "adaptive binary ladder sweep");
-  EXPECT_EQ(Complete("vanguard list --output="), "json table");
+  EXPECT_EQ(Complete("vanguard list --output="), "csv json table yaml");
   EXPECT_EQ(Complete("vanguard tokens create --role=w"), "worker");
   // A valued flag's separate value is not taken for a command word.
   EXPECT_EQ(Complete("vanguard --orchestrator host:1 sub"), "submit");

@@ -12,7 +12,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "orchestrator/cli/formats.h"
 
 namespace vanguard::cli {
 namespace {
@@ -53,6 +56,28 @@ std::string FormatDuration(const google::protobuf::Duration& d) {
   // Whole milliseconds are precise enough for a person reading a table.
   if (v >= absl::Seconds(1)) v = absl::Trunc(v, absl::Milliseconds(1));
   return absl::FormatDuration(v);
+}
+
+// RFC 3339 in UTC for CSV ("2024-05-01T12:00:00Z"); empty when unset.
+std::string Rfc3339(const google::protobuf::Timestamp& t) {
+  if (!IsSet(t)) return "";
+  return absl::FormatTime(absl::RFC3339_full, FromProto(t), absl::UTCTimeZone());
+}
+
+double Millis(const google::protobuf::Duration& d) {
+  return absl::ToDoubleMilliseconds(FromProto(d));
+}
+
+std::string CsvBool(bool value) { return value ? "true" : "false"; }
+
+// "sweep", "binary_search", "adaptive", ... : the strategy oneof's field name.
+std::string StrategyName(const v1::TestSpec& spec) {
+  const google::protobuf::OneofDescriptor* oneof =
+      v1::TestSpec::descriptor()->FindOneofByName("strategy");
+  const google::protobuf::FieldDescriptor* field =
+      oneof == nullptr ? nullptr
+                       : v1::TestSpec::GetReflection()->GetOneofFieldDescriptor(spec, oneof);
+  return field == nullptr ? "" : field->name();
 }
 
 std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
@@ -263,12 +288,109 @@ std::string DescribeSlo(const v1::Slo& slo) {
   return absl::StrJoin(parts, ", ");
 }
 
+std::string ModelCsvHeader() {
+  return CsvLine({"name", "version", "protocol", "endpoints", "served_name", "framework", "p99_ms",
+                  "p50_ms", "max_error_rate", "accelerator", "accelerator_count", "pool",
+                  "created"});
+}
+
+std::string ModelCsvRow(const v1::Model& model) {
+  return CsvLine({model.name(), model.version(), ProtocolName(model.protocol()),
+                  absl::StrJoin(model.endpoints(), " "), model.served_name(), model.framework(),
+                  CsvNumber(Millis(model.slo().p99_latency())),
+                  CsvNumber(Millis(model.slo().p50_latency())),
+                  CsvNumber(model.slo().max_error_rate()), model.hardware().accelerator(),
+                  absl::StrCat(model.hardware().accelerator_count()), model.hardware().pool(),
+                  Rfc3339(model.create_time())});
+}
+
 }  // namespace
 
 std::string RenderJson(const google::protobuf::Message& message) { return ToJson(message, true); }
 
 std::string RenderJsonLine(const google::protobuf::Message& message) {
   return ToJson(message, false);
+}
+
+std::string RenderYaml(const google::protobuf::Message& message) {
+  // Our own printer's output: parsing it cannot fail, but a failure must not throw.
+  const nlohmann::ordered_json json =
+      nlohmann::ordered_json::parse(ToJson(message, false), nullptr, /*allow_exceptions=*/false);
+  return JsonToYaml(json);
+}
+
+std::string RoleName(v1::Role role) {
+  absl::string_view name = v1::Role_Name(role);
+  absl::ConsumePrefix(&name, "ROLE_");
+  return absl::AsciiStrToLower(name);
+}
+
+std::string RenderTestCsv(const v1::Test& test) {
+  std::string out = CsvLine({"test_id", "attempt", "step", "target_qps", "achieved_qps", "p50_ms",
+                             "p90_ms", "p99_ms", "p999_ms", "max_ms", "error_rate", "health",
+                             "passed", "interrupted", "verdict"});
+  for (const v1::Step& step : test.steps()) {
+    const v1::LatencySummary& latency = step.latency();
+    absl::StrAppend(&out,
+                    CsvLine({absl::StrCat(test.id()), absl::StrCat(step.attempt()),
+                             absl::StrCat(step.index()), CsvNumber(step.target_qps()),
+                             CsvNumber(step.achieved_qps()), CsvNumber(latency.p50_ms()),
+                             CsvNumber(latency.p90_ms()), CsvNumber(latency.p99_ms()),
+                             CsvNumber(latency.p999_ms()), CsvNumber(latency.max_ms()),
+                             CsvNumber(step.error_rate()), HealthName(step.health_state()),
+                             CsvBool(step.passed()), CsvBool(step.interrupted()), step.verdict()}));
+  }
+  return out;
+}
+
+std::string RenderTestListCsv(const v1::ListTestsResponse& list) {
+  std::string out =
+      CsvLine({"id", "state", "model", "version", "attempt", "max_sustainable_qps", "at_least",
+               "confidence_low_qps", "confidence_high_qps", "converged", "created", "strategy"});
+  for (const v1::Test& test : list.tests()) {
+    const bool resolved = test.has_model() && !test.model().name().empty();
+    const v1::TestResult& result = test.result();
+    const auto number = [&](double value) { return test.has_result() ? CsvNumber(value) : ""; };
+    absl::StrAppend(
+        &out, CsvLine({absl::StrCat(test.id()), TestStateName(test.state()),
+                       resolved ? test.model().name() : test.spec().model(),
+                       resolved ? test.model().version() : test.spec().model_version(),
+                       absl::StrCat(test.attempt()), number(result.max_sustainable_qps()),
+                       test.has_result() ? CsvBool(result.at_least()) : "",
+                       number(result.confidence_low_qps()), number(result.confidence_high_qps()),
+                       test.has_result() ? CsvBool(result.converged()) : "",
+                       Rfc3339(test.create_time()), StrategyName(test.spec())}));
+  }
+  return out;
+}
+
+std::string RenderModelCsv(const v1::Model& model) {
+  return absl::StrCat(ModelCsvHeader(), ModelCsvRow(model));
+}
+
+std::string RenderModelListCsv(const v1::ListModelsResponse& list) {
+  std::string out = ModelCsvHeader();
+  for (const v1::Model& model : list.models()) absl::StrAppend(&out, ModelCsvRow(model));
+  return out;
+}
+
+std::string RenderTokenListTable(const v1::ListTokensResponse& list) {
+  std::string out = absl::StrFormat("%-6s %-24s %-10s %s\n", "ID", "NAME", "ROLE", "STATE");
+  for (const v1::Token& token : list.tokens()) {
+    absl::StrAppend(&out, absl::StrFormat("%-6d %-24s %-10s %s\n", token.id(), token.name(),
+                                          RoleName(token.role()),
+                                          token.has_revoke_time() ? "revoked" : "valid"));
+  }
+  return out;
+}
+
+std::string RenderTokenListCsv(const v1::ListTokensResponse& list) {
+  std::string out = CsvLine({"id", "name", "role", "created", "revoked"});
+  for (const v1::Token& token : list.tokens()) {
+    absl::StrAppend(&out, CsvLine({absl::StrCat(token.id()), token.name(), RoleName(token.role()),
+                                   Rfc3339(token.create_time()), Rfc3339(token.revoke_time())}));
+  }
+  return out;
 }
 
 std::string TestStateName(v1::TestState state) {

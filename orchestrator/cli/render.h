@@ -1,5 +1,6 @@
 // How the `vanguard` tool prints what the orchestrator returns: as protobuf's JSON mapping
-// (field names as in the .proto, every primitive field present) or as human-readable tables.
+// (field names as in the .proto, every primitive field present), as YAML of that same JSON
+// object, as CSV rows, or as human-readable tables.
 //
 //   std::cout << RenderJson(test);        // {"id": "7", "state": "TEST_STATE_SUCCEEDED", ...}
 //   std::cout << RenderTestTable(test);   // header, one row per step, the result line
@@ -22,6 +23,17 @@ namespace vanguard::cli {
 std::string RenderJson(const google::protobuf::Message& message);
 // The same mapping on one line, ending in a newline: one object per line for streams.
 std::string RenderJsonLine(const google::protobuf::Message& message);
+// The object RenderJson prints, as a YAML document (formats.h), ending in a newline.
+std::string RenderYaml(const google::protobuf::Message& message);
+
+// CSV with a header row: one row per step of a test (attempt, index, rates, latency
+// percentiles, error rate, health, pass/fail, verdict); one row per test of a list; one row per
+// model version; one row per token. Numbers are unformatted (CsvNumber), times RFC 3339 UTC.
+std::string RenderTestCsv(const v1::Test& test);
+std::string RenderTestListCsv(const v1::ListTestsResponse& list);
+std::string RenderModelCsv(const v1::Model& model);
+std::string RenderModelListCsv(const v1::ListModelsResponse& list);
+std::string RenderTokenListCsv(const v1::ListTokensResponse& list);
 
 // A test: id, model/version, state, attempt, strategy, times; the steps table (index,
 // target and achieved qps, p50/p99/max ms, error %, health, pass/fail, verdict); the result.
@@ -30,6 +42,8 @@ std::string RenderTestTable(const v1::Test& test);
 std::string RenderTestListTable(const v1::ListTestsResponse& list);
 std::string RenderModelTable(const v1::Model& model);
 std::string RenderModelListTable(const v1::ListModelsResponse& list);
+// ID, name, role and whether it is revoked; never a secret.
+std::string RenderTokenListTable(const v1::ListTokensResponse& list);
 
 // One line for a finished step, e.g.
 // "step 2: target 300.0 qps, achieved 251.3 qps, p99 180.20 ms, errors 2.10%, OVERLOADED, FAIL
@@ -37,6 +51,9 @@ std::string RenderModelListTable(const v1::ListModelsResponse& list);
 std::string RenderStepProgress(const v1::Step& step);
 // One line for the test's state, e.g. "test 7: RUNNING (attempt 1, worker w-1)".
 std::string RenderStateLine(const v1::Test& test);
+
+// ROLE_SUBMITTER -> "submitter", as `tokens create --role` spells it.
+std::string RoleName(v1::Role role);
 
 // "SUCCEEDED" for TEST_STATE_SUCCEEDED; "-" for unspecified.
 std::string TestStateName(v1::TestState state);

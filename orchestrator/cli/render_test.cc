@@ -278,5 +278,80 @@ TEST(RenderStateLineTest, AQueuedTestSaysWhyItWentBackToTheQueue) {
               HasSubstr("requeued   lease released by worker w1: shutting down"));
 }
 
+TEST(RenderTestCsvTest, OneRowPerStepWithQuotedVerdicts) {
+  v1::Test test = FinishedTest();
+  test.mutable_steps(2)->set_verdict("p99 950ms > 100ms, \"overloaded\"\nsee windows");
+  const std::string csv = RenderTestCsv(test);
+  EXPECT_EQ(csv,
+            "test_id,attempt,step,target_qps,achieved_qps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,"
+            "error_rate,health,passed,interrupted,verdict\n"
+            "42,1,0,100,99.8,4.25,0,12.5,0,20.75,0,HEALTHY,true,false,p99 12.5ms <= 100ms\n"
+            "42,1,1,200,199.1,6.5,0,48,0,70,0.001,WARN,true,false,ok\n"
+            "42,1,2,300,241.7,80,0,950.5,0,1200,0.0525,OVERLOADED,false,false,"
+            "\"p99 950ms > 100ms, \"\"overloaded\"\"\nsee windows\"\n");
+  v1::Test queued;
+  queued.set_id(9);
+  EXPECT_EQ(RenderTestCsv(queued).find('\n'), RenderTestCsv(queued).size() - 1);  // header only
+}
+
+TEST(RenderTestListCsvTest, OneRowPerTestAndEmptyCellsWithoutAResult) {
+  v1::ListTestsResponse list;
+  *list.add_tests() = FinishedTest();
+  v1::Test* queued = list.add_tests();
+  queued->set_id(43);
+  queued->set_state(v1::TEST_STATE_QUEUED);
+  queued->mutable_spec()->set_model("bert, large");
+  queued->mutable_spec()->mutable_adaptive()->set_max_qps(10);
+  EXPECT_EQ(RenderTestListCsv(list),
+            "id,state,model,version,attempt,max_sustainable_qps,at_least,confidence_low_qps,"
+            "confidence_high_qps,converged,created,strategy\n"
+            "42,SUCCEEDED,resnet50,v3,1,200,false,0,0,true,2023-11-14T22:13:20+00:00,sweep\n"
+            "43,QUEUED,\"bert, large\",,0,,,,,,,adaptive\n");
+}
+
+TEST(RenderModelCsvTest, OneRowPerModelVersion) {
+  v1::ListModelsResponse list;
+  v1::Model* model = list.add_models();
+  model->set_name("resnet50");
+  model->set_version("v3");
+  model->set_protocol(v1::PROTOCOL_OPENAI_CHAT);
+  model->add_endpoints("http://a:1");
+  model->add_endpoints("http://b:2");
+  model->mutable_slo()->mutable_p99_latency()->set_nanos(100'500'000);
+  model->mutable_hardware()->set_accelerator("nvidia-l40");
+  model->mutable_hardware()->set_accelerator_count(2);
+  const std::string header =
+      "name,version,protocol,endpoints,served_name,framework,p99_ms,p50_ms,max_error_rate,"
+      "accelerator,accelerator_count,pool,created\n";
+  const std::string row =
+      "resnet50,v3,openai_chat,http://a:1 http://b:2,,,100.5,0,0,nvidia-l40,2,,\n";
+  EXPECT_EQ(RenderModelListCsv(list), header + row);
+  EXPECT_EQ(RenderModelCsv(*model), header + row);
+}
+
+TEST(RenderTokenListCsvTest, NoSecretsAndRevocationTime) {
+  v1::ListTokensResponse list;
+  v1::Token* token = list.add_tokens();
+  token->set_id(2);
+  token->set_name("old-ci");
+  token->set_role(v1::ROLE_SUBMITTER);
+  token->mutable_revoke_time()->set_seconds(1700000000);
+  EXPECT_EQ(RenderTokenListCsv(list),
+            "id,name,role,created,revoked\n2,old-ci,submitter,,2023-11-14T22:13:20+00:00\n");
+}
+
+TEST(RenderYamlTest, TheJsonObjectAsYaml) {
+  v1::Test test = FinishedTest();
+  test.set_error("yes");  // a YAML 1.1 bool unless quoted
+  const std::string yaml = RenderYaml(test);
+  EXPECT_THAT(yaml, HasSubstr("id: \"42\"\n"));  // int64 stays a string, as in the JSON
+  EXPECT_THAT(yaml, HasSubstr("state: TEST_STATE_SUCCEEDED\n"));
+  EXPECT_THAT(yaml, HasSubstr("error: \"yes\"\n"));
+  EXPECT_THAT(yaml, HasSubstr("steps:\n  - index: 0\n    target_qps: 100\n"));
+  EXPECT_THAT(yaml, HasSubstr("    latency:\n      p50_ms: 4.25\n"));
+  EXPECT_THAT(yaml, HasSubstr("  max_sustainable_qps: 200\n"));
+  EXPECT_THAT(yaml, HasSubstr("create_time: \"2023-11-14T22:13:20Z\"\n"));
+}
+
 }  // namespace
 }  // namespace vanguard::cli
