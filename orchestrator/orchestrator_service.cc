@@ -156,9 +156,14 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
 absl::StatusOr<v1::GetTestResponse> OrchestratorService::GetTest(
     const v1::GetTestRequest& request) {
   RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
-  ASSIGN_OR_RETURN(v1::Test test, tests_->Get(request.id()));
+  ASSIGN_OR_RETURN(v1::Test test, tests_->Get(request.id(), {.windows = !request.skip_windows()}));
   v1::GetTestResponse response;
   *response.mutable_test() = std::move(test);
+  if (!request.skip_windows() && response.ByteSizeLong() > options_.max_get_test_bytes) {
+    // Too big for a client to take: the steps without their windows, and say so.
+    for (v1::Step& step : *response.mutable_test()->mutable_steps()) step.clear_windows();
+    response.set_windows_omitted(true);
+  }
   return response;
 }
 

@@ -53,6 +53,9 @@ class OrchestratorService {
     absl::Duration max_lease_wait = absl::Seconds(30);
     absl::Duration lease_poll_interval = absl::Seconds(1);
     absl::Duration lease_reply_margin = absl::Milliseconds(100);
+    // GetTest leaves the windows out (windows_omitted) of a reply larger than this: gRPC
+    // clients refuse replies over 4 MiB by default.
+    size_t max_get_test_bytes = 3 << 20;
   };
 
   OrchestratorService(ModelRepository* models, TestRepository* tests)
@@ -75,6 +78,8 @@ class OrchestratorService {
   // Tests. SubmitTest pins the resolved model version in the stored spec and fills the
   // defaults (max_attempts 3, request_timeout 10 s, step_warmup = model's default_warmup).
   absl::StatusOr<v1::SubmitTestResponse> SubmitTest(const v1::SubmitTestRequest& request);
+  // With every step's windows unless request.skip_windows; a reply that would pass
+  // max_get_test_bytes comes without them and with windows_omitted.
   absl::StatusOr<v1::GetTestResponse> GetTest(const v1::GetTestRequest& request);
   absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
   absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);

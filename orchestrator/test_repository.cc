@@ -1,6 +1,7 @@
 // The test queue, steps and results tables; see test_repository.h. Any thread may call.
 #include "orchestrator/test_repository.h"
 
+#include <cctype>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -71,8 +72,79 @@ absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row, ModelCache* models = 
   return test;
 }
 
-// The full test (steps of the current attempt included) as `txn` sees it.
-absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id) {
+// A window stored before migration 0008 (no detail), rebuilt from the columns of
+// step_windows; `row` has the columns LoadWindows selects.
+v1::StepWindow WindowFromColumns(const pqxx::row& row) {
+  v1::StepWindow w;
+  w.set_index(row["window_index"].as<int32_t>());
+  w.set_warmup(row["warmup"].as<bool>());
+  if (!row["start_us"].is_null()) {
+    *w.mutable_start_time() = TimestampFromMicros(row["start_us"].as<int64_t>());
+  }
+  if (!row["duration_s"].is_null()) {
+    *w.mutable_duration() = DurationFromSeconds(row["duration_s"].as<double>());
+  }
+  w.set_offered_qps(row["offered_qps"].as<double>());
+  w.set_achieved_qps(row["achieved_qps"].as<double>());
+  const auto set = [&row](const char* column, auto setter) {
+    if (!row[column].is_null()) setter(row[column].as<double>());
+  };
+  v1::LatencySummary* latency = w.mutable_latency();
+  set("p50_ms", [&](double v) { latency->set_p50_ms(v); });
+  set("p90_ms", [&](double v) { latency->set_p90_ms(v); });
+  set("p99_ms", [&](double v) { latency->set_p99_ms(v); });
+  set("max_ms", [&](double v) { latency->set_max_ms(v); });
+  w.set_scheduled(row["scheduled"].as<int64_t>());
+  w.set_completed(row["completed"].as<int64_t>());
+  w.set_errors(row["errors"].as<int64_t>());
+  w.set_timeouts(row["timeouts"].as<int64_t>());
+  w.set_dropped(row["dropped"].as<int64_t>());
+  w.set_censored(row["censored"].as<int64_t>());
+  set("ttft_p99_ms", [&](double v) { w.mutable_ttft()->set_p99_ms(v); });
+  set("inter_token_p99_ms", [&](double v) { w.mutable_inter_token()->set_p99_ms(v); });
+  set("gpu_utilization", [&](double v) { w.set_gpu_utilization(v); });
+  set("queue_depth", [&](double v) { w.set_queue_depth(v); });
+  set("health_score", [&](double v) { w.set_health_score(v); });
+  v1::HealthState state = v1::HEALTH_STATE_UNSPECIFIED;
+  std::string name = absl::StrCat("HEALTH_STATE_", row["health_state"].c_str());
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (v1::HealthState_Parse(name, &state)) w.set_health_state(state);
+  return w;
+}
+
+// Adds the stored windows of this attempt to test's steps (ordered by window index).
+absl::Status LoadWindows(pqxx::transaction_base& txn, v1::Test* test) {
+  if (test->steps_size() == 0) return absl::OkStatus();
+  pqxx::result rows = txn.exec_params(
+      "SELECT step_index, detail::text AS detail, window_index, warmup,"
+      "   (extract(epoch FROM start_time) * 1000000)::bigint AS start_us, duration_s,"
+      "   offered_qps, achieved_qps, p50_ms, p90_ms, p99_ms, max_ms, scheduled, completed,"
+      "   errors, timeouts, dropped, censored, ttft_p99_ms, inter_token_p99_ms,"
+      "   gpu_utilization, queue_depth, health_score, health_state"
+      " FROM step_windows WHERE test_id = $1 AND attempt = $2"
+      " ORDER BY step_index, window_index",
+      test->id(), test->attempt());
+  absl::flat_hash_map<int32_t, v1::Step*> steps;
+  for (v1::Step& step : *test->mutable_steps()) steps[step.index()] = &step;
+  for (const pqxx::row& row : rows) {
+    auto it = steps.find(row["step_index"].as<int32_t>());
+    if (it == steps.end()) continue;  // a window whose step was never stored
+    v1::StepWindow* w = it->second->add_windows();
+    if (row["detail"].is_null()) {
+      *w = WindowFromColumns(row);
+    } else {
+      RETURN_IF_ERROR(ProtoFromJson(row["detail"].c_str(), w));
+    }
+  }
+  return absl::OkStatus();
+}
+
+enum class WithWindows { kNo, kYes };
+
+// The full test (steps of the current attempt included, with their windows if asked) as
+// `txn` sees it.
+absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id,
+                                  WithWindows windows = WithWindows::kNo) {
   pqxx::result rows =
       txn.exec_params(absl::StrCat("SELECT", kTestColumns,
                                    ", r.detail::text AS result"
@@ -94,6 +166,7 @@ absl::StatusOr<v1::Test> LoadTest(pqxx::transaction_base& txn, int64_t id) {
       step->set_latency_histogram(histogram.str());
     }
   }
+  if (windows == WithWindows::kYes) RETURN_IF_ERROR(LoadWindows(txn, &test));
   return test;
 }
 
@@ -207,10 +280,12 @@ absl::StatusOr<v1::Test> TestRepository::Submit(const v1::TestSpec& spec, int64_
   });
 }
 
-absl::StatusOr<v1::Test> TestRepository::Get(int64_t id) {
-  // Repeatable read: the test row, its steps and its result from one snapshot.
-  return pool_->Transact<pqxx::repeatable_read>(
-      [&](pqxx::transaction<pqxx::repeatable_read>& txn) { return LoadTest(txn, id); });
+absl::StatusOr<v1::Test> TestRepository::Get(int64_t id, const GetOptions& options) {
+  // Repeatable read: the test row, its steps, their windows and its result from one
+  // snapshot.
+  return pool_->Transact<pqxx::repeatable_read>([&](pqxx::transaction<pqxx::repeatable_read>& txn) {
+    return LoadTest(txn, id, options.windows ? WithWindows::kYes : WithWindows::kNo);
+  });
 }
 
 absl::StatusOr<std::vector<v1::Test>> TestRepository::List(const ListFilter& filter) {
@@ -357,7 +432,8 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         " INSERT INTO step_windows (test_id, attempt, step_index, window_index, warmup,"
         "   start_time, duration_s, offered_qps, achieved_qps, p50_ms, p90_ms, p99_ms, max_ms,"
         "   scheduled, completed, errors, timeouts, dropped, censored, ttft_p99_ms,"
-        "   inter_token_p99_ms, gpu_utilization, queue_depth, health_score, health_state)"
+        "   inter_token_p99_ms, gpu_utilization, queue_depth, health_score, health_state,"
+        "   detail)"
         " SELECT s.test_id, s.attempt, s.step_index, coalesce((w->>'index')::integer, 0),"
         "   coalesce((w->>'warmup')::boolean, false), (w->>'start_time')::timestamptz,"
         "   rtrim(w->>'duration', 's')::float8,"
@@ -371,7 +447,8 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         "   (w->>'gpu_utilization')::float8, (w->>'queue_depth')::float8,"
         "   (w->>'health_score')::float8,"
         "   lower(replace(coalesce(w->>'health_state', 'HEALTH_STATE_UNSPECIFIED'),"
-        "                 'HEALTH_STATE_', ''))"
+        "                 'HEALTH_STATE_', '')),"
+        "   w"
         " FROM step s, jsonb_array_elements(coalesce($22::jsonb->'windows', '[]'::jsonb)) w"
         " ON CONFLICT (test_id, attempt, step_index, window_index) DO UPDATE SET"
         "   warmup = EXCLUDED.warmup, start_time = EXCLUDED.start_time,"
@@ -384,7 +461,7 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
         "   ttft_p99_ms = EXCLUDED.ttft_p99_ms, inter_token_p99_ms = EXCLUDED.inter_token_p99_ms,"
         "   gpu_utilization = EXCLUDED.gpu_utilization, queue_depth = EXCLUDED.queue_depth,"
         "   health_score = EXCLUDED.health_score, health_state = EXCLUDED.health_state,"
-        "   recorded_at = now())"
+        "   detail = EXCLUDED.detail, recorded_at = now())"
         " SELECT step_index FROM step"));
     conn.prepare("vanguard_report_step", *sql);
     pqxx::nontransaction txn(conn);

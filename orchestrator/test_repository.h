@@ -1,5 +1,6 @@
 // The test queue and what tests produce: tables `tests` (the queue, with leases), `steps`
-// (every step of every attempt) and `results` (one row per finished test).
+// (every step of every attempt), `step_windows` (their windows) and `results` (one row per
+// finished test).
 //
 //   TestRepository tests(pool);
 //   ASSIGN_OR_RETURN(v1::Test t, tests.Submit(spec, model_id, "ci-run-42"));
@@ -82,9 +83,14 @@ class TestRepository {
   absl::StatusOr<v1::Test> Submit(const v1::TestSpec& spec, int64_t model_id,
                                   const std::string& request_id);
 
+  struct GetOptions {
+    // Each step with its windows (Step.windows, from step_windows, ordered by index).
+    bool windows = false;
+  };
   // The test with its resolved model, the steps of its current attempt ordered by index,
   // and its result if it has one. NOT_FOUND if there is no such test.
-  absl::StatusOr<v1::Test> Get(int64_t id);
+  absl::StatusOr<v1::Test> Get(int64_t id, const GetOptions& options);
+  absl::StatusOr<v1::Test> Get(int64_t id) { return Get(id, GetOptions()); }
 
   struct ListFilter {
     v1::TestState state = v1::TEST_STATE_UNSPECIFIED;  // unspecified: any

@@ -85,11 +85,16 @@ TEST_F(TelemetryTest, StepWindowsAreStoredOncePerWindowEvenWhenReportedTwice) {
   EXPECT_DOUBLE_EQ(rows[0][8].as<double>(), 1.0);
   EXPECT_EQ(rows[1][9].as<int64_t>(), 1'700'000'001);
 
-  // The step itself is kept once, without the windows in its JSON.
+  // The step itself is kept once, without the windows in its JSON; GetTest adds them back.
+  EXPECT_EQ(Sql("SELECT count(*) FROM steps WHERE detail ? 'windows'")[0][0].as<int>(), 0);
   absl::StatusOr<v1::Test> test = tests_->Get(leased->test().id());
   ASSERT_TRUE(test.ok());
   ASSERT_EQ(test->steps_size(), 1);
   EXPECT_EQ(test->steps(0).windows_size(), 0);
+  test = tests_->Get(leased->test().id(), {.windows = true});
+  ASSERT_TRUE(test.ok());
+  ASSERT_EQ(test->steps(0).windows_size(), 3);
+  EXPECT_EQ(test->steps(0).windows(2).health_state(), v1::HEALTH_STATE_WARN);
 }
 
 TEST_F(TelemetryTest, ViewsShowLatestCapacityDailyTrendAndRegressions) {

@@ -249,6 +249,131 @@ TEST_F(TestRepositoryTest, ReportStepIsIdempotentAndGetOrdersStepsByIndex) {
   EXPECT_TRUE(rows[0]["hist_len"].is_null());
 }
 
+// A window with every field set (sent, p999 and mean, every stream percentile: what the
+// step_windows columns alone would not keep).
+v1::StepWindow FullWindow(int index, bool warmup) {
+  v1::StepWindow w;
+  w.set_index(index);
+  w.set_warmup(warmup);
+  w.mutable_start_time()->set_seconds(1'700'000'000 + index);
+  w.mutable_start_time()->set_nanos(500'000'000);
+  w.mutable_duration()->set_nanos(500'000'000);
+  w.set_offered_qps(100);
+  w.set_achieved_qps(97.5 + index);
+  for (v1::LatencySummary* l : {w.mutable_latency(), w.mutable_ttft(), w.mutable_inter_token()}) {
+    l->set_p50_ms(10 + index);
+    l->set_p90_ms(20 + index);
+    l->set_p99_ms(30 + index);
+    l->set_p999_ms(40 + index);
+    l->set_max_ms(50 + index);
+    l->set_mean_ms(12.25 + index);
+  }
+  w.set_scheduled(50);
+  w.set_sent(49);
+  w.set_completed(48);
+  w.set_errors(1);
+  w.set_timeouts(index);
+  w.set_dropped(1);
+  w.set_censored(2);
+  w.set_gpu_utilization(0.75);
+  w.set_queue_depth(3.5);
+  w.set_health_score(0.25 * index);
+  w.set_health_state(warmup ? v1::HEALTH_STATE_UNSPECIFIED : v1::HEALTH_STATE_WARN);
+  return w;
+}
+
+TEST_F(TestRepositoryTest, GetReturnsEachStepsWindowsAsReported) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease();
+  v1::Step step1 = ValidStep(1, 20);
+  for (int w = 0; w < 3; ++w) *step1.add_windows() = FullWindow(w, /*warmup=*/w == 0);
+  v1::Step step2 = ValidStep(2, 30);
+  *step2.add_windows() = FullWindow(0, false);
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step2).ok());
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step1).ok());
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), ValidStep(3, 40)).ok());  // no windows
+
+  absl::StatusOr<v1::Test> got = tests_->Get(id, {.windows = true});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->steps_size(), 3);
+  ASSERT_EQ(got->steps(0).windows_size(), 3);
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_EQ(got->steps(0).windows(w).SerializeAsString(),
+              FullWindow(w, w == 0).SerializeAsString())
+        << "window " << w << ": " << got->steps(0).windows(w).DebugString();
+  }
+  ASSERT_EQ(got->steps(1).windows_size(), 1);
+  EXPECT_EQ(got->steps(1).windows(0).achieved_qps(), 97.5);
+  EXPECT_EQ(got->steps(2).windows_size(), 0);
+
+  // Without asking, and in lists, no windows.
+  EXPECT_EQ(Get(id).steps(0).windows_size(), 0);
+  absl::StatusOr<std::vector<v1::Test>> listed = tests_->List({.limit = 10});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].steps_size(), 0);
+}
+
+TEST_F(TestRepositoryTest, GetRebuildsWindowsStoredBeforeTheirDetailWasKept) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease();
+  v1::Step step = ValidStep(1, 20);
+  *step.add_windows() = FullWindow(4, false);
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step).ok());
+  Sql("UPDATE step_windows SET detail = NULL");  // as stored before migration 0008
+
+  absl::StatusOr<v1::Test> got = tests_->Get(id, {.windows = true});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->steps(0).windows_size(), 1);
+  const v1::StepWindow& w = got->steps(0).windows(0);
+  EXPECT_EQ(w.index(), 4);
+  EXPECT_FALSE(w.warmup());
+  EXPECT_EQ(w.start_time().seconds(), 1'700'000'004);
+  EXPECT_EQ(w.start_time().nanos(), 500'000'000);
+  EXPECT_EQ(w.duration().nanos(), 500'000'000);
+  EXPECT_DOUBLE_EQ(w.achieved_qps(), 101.5);
+  EXPECT_DOUBLE_EQ(w.latency().p50_ms(), 14);
+  EXPECT_DOUBLE_EQ(w.latency().p99_ms(), 34);
+  EXPECT_DOUBLE_EQ(w.latency().max_ms(), 54);
+  EXPECT_DOUBLE_EQ(w.ttft().p99_ms(), 34);
+  EXPECT_EQ(w.scheduled(), 50);
+  EXPECT_EQ(w.timeouts(), 4);
+  EXPECT_DOUBLE_EQ(w.queue_depth(), 3.5);
+  EXPECT_EQ(w.health_state(), v1::HEALTH_STATE_WARN);
+}
+
+TEST_F(TestRepositoryTest, GetTestReturnsWindowsUnlessSkippedOrTooLarge) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease();
+  v1::Step step = ValidStep(1, 20);
+  for (int w = 0; w < 40; ++w) *step.add_windows() = FullWindow(w, false);
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step).ok());
+
+  v1::GetTestRequest request;
+  request.set_id(id);
+  absl::StatusOr<v1::GetTestResponse> full = service_->GetTest(request);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->test().steps(0).windows_size(), 40);
+  EXPECT_FALSE(full->windows_omitted());
+
+  request.set_skip_windows(true);
+  absl::StatusOr<v1::GetTestResponse> skipped = service_->GetTest(request);
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_EQ(skipped->test().steps(0).windows_size(), 0);
+  EXPECT_FALSE(skipped->windows_omitted());
+
+  // A reply past the size limit keeps its steps and says the windows were left out.
+  OrchestratorService::Options options;
+  options.max_get_test_bytes = full->ByteSizeLong() - 1;
+  OrchestratorService small(models_.get(), tests_.get(), options);
+  request.set_skip_windows(false);
+  absl::StatusOr<v1::GetTestResponse> omitted = small.GetTest(request);
+  ASSERT_TRUE(omitted.ok());
+  ASSERT_EQ(omitted->test().steps_size(), 1);
+  EXPECT_EQ(omitted->test().steps(0).windows_size(), 0);
+  EXPECT_TRUE(omitted->windows_omitted());
+}
+
 TEST_F(TestRepositoryTest, ReportStepOnATestNotRunningIsRefused) {
   int64_t id = Submit().id();
   absl::Status s = tests_->ReportStep(id, 1, ValidStep(0, 10));
