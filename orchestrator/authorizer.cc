@@ -20,8 +20,8 @@ bool IsSubmitterMethod(std::string_view method) {
 
 bool IsWorkerMethod(std::string_view method) {
   return method == "LeaseTest" || method == "Heartbeat" || method == "ReportStep" ||
-         method == "CompleteTest" || method == "ReleaseTest" || method == "GetModel" ||
-         method == "GetTest";
+         method == "ReportProgress" || method == "CompleteTest" || method == "ReleaseTest" ||
+         method == "GetModel" || method == "GetTest";
 }
 
 std::string RoleName(v1::Role role) { return RoleToDb(role); }

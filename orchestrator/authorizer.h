@@ -9,7 +9,8 @@
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest;
 // submitter: reader's + SubmitTest, CancelTest, RegisterModel, DeprecateModel; worker:
-// LeaseTest, Heartbeat, ReportStep, CompleteTest, ReleaseTest, GetModel, GetTest; admin:
+// LeaseTest, Heartbeat, ReportStep, ReportProgress, CompleteTest, ReleaseTest, GetModel,
+// GetTest; admin:
 // every method,
 // including CreateToken, RevokeToken, ListTokens.
 //

@@ -11,9 +11,9 @@ TEST(RoleAllowsTest, ReaderOnlyReads) {
   for (const char* m : {"GetModel", "ListModels", "GetTest", "ListTests", "WatchTest"}) {
     EXPECT_TRUE(RoleAllows(v1::ROLE_READER, m)) << m;
   }
-  for (const char* m :
-       {"SubmitTest", "CancelTest", "RegisterModel", "DeprecateModel", "LeaseTest", "Heartbeat",
-        "ReportStep", "CompleteTest", "ReleaseTest", "CreateToken", "RevokeToken", "ListTokens"}) {
+  for (const char* m : {"SubmitTest", "CancelTest", "RegisterModel", "DeprecateModel", "LeaseTest",
+                        "Heartbeat", "ReportStep", "ReportProgress", "CompleteTest", "ReleaseTest",
+                        "CreateToken", "RevokeToken", "ListTokens"}) {
     EXPECT_FALSE(RoleAllows(v1::ROLE_READER, m)) << m;
   }
 }
@@ -23,15 +23,15 @@ TEST(RoleAllowsTest, SubmitterSubmitsButDoesNotWorkOrAdminister) {
        {"SubmitTest", "CancelTest", "RegisterModel", "DeprecateModel", "GetTest", "WatchTest"}) {
     EXPECT_TRUE(RoleAllows(v1::ROLE_SUBMITTER, m)) << m;
   }
-  for (const char* m :
-       {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "ReleaseTest", "CreateToken"}) {
+  for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "ReportProgress", "CompleteTest",
+                        "ReleaseTest", "CreateToken"}) {
     EXPECT_FALSE(RoleAllows(v1::ROLE_SUBMITTER, m)) << m;
   }
 }
 
 TEST(RoleAllowsTest, WorkerRunsTestsAndReadsWhatItNeeds) {
-  for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "CompleteTest", "ReleaseTest",
-                        "GetModel", "GetTest"}) {
+  for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "ReportProgress", "CompleteTest",
+                        "ReleaseTest", "GetModel", "GetTest"}) {
     EXPECT_TRUE(RoleAllows(v1::ROLE_WORKER, m)) << m;
   }
   for (const char* m : {"SubmitTest", "CancelTest", "ListTests", "RegisterModel", "ListTokens"}) {

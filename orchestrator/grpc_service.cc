@@ -1,8 +1,11 @@
 // gRPC adapter for OrchestratorService; see grpc_service.h. Called on gRPC server threads.
 #include "orchestrator/grpc_service.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -140,17 +143,63 @@ grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
                 [&](const Caller&) { return Watch(context, request, writer); });
 }
 
+namespace {
+
+// What one watch stream has sent of the live progress, so each response carries only news.
+class ProgressCursor {
+ public:
+  absl::Time seen() const { return seen_; }
+
+  // Notes `progress` as read and drops the windows this stream already sent (same attempt
+  // and step, index not above the last sent).
+  void Advance(v1::TestProgress& progress) {
+    seen_ = absl::FromUnixSeconds(progress.update_time().seconds()) +
+            absl::Nanoseconds(progress.update_time().nanos());
+    const auto step = std::make_pair(progress.attempt(), progress.step_index());
+    if (step != step_) {
+      step_ = step;
+      last_window_ = -1;
+    }
+    auto* windows = progress.mutable_windows();
+    windows->erase(
+        std::remove_if(windows->begin(), windows->end(),
+                       [&](const v1::StepWindow& w) { return w.index() <= last_window_; }),
+        windows->end());
+    for (const v1::StepWindow& w : *windows) last_window_ = std::max(last_window_, w.index());
+  }
+
+ private:
+  absl::Time seen_ = absl::InfinitePast();
+  std::pair<int32_t, int32_t> step_{-1, -1};
+  int32_t last_window_ = -1;
+};
+
+}  // namespace
+
 grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
                                             const v1::WatchTestRequest* request,
                                             grpc::ServerWriter<v1::WatchTestResponse>* writer) {
   v1::GetTestRequest get;
   get.set_id(request->id());
   get.set_skip_windows(true);  // polled several times a second; watchers get steps alone
+  ProgressCursor cursor;
+  // The live progress to send with `test`, when asked for and new.
+  auto progress_of = [&](const v1::Test& test) -> absl::StatusOr<std::optional<v1::TestProgress>> {
+    if (!request->progress()) return std::nullopt;
+    absl::StatusOr<std::optional<v1::TestProgress>> progress =
+        service_->LiveProgress(test, cursor.seen());
+    if (!progress.ok() || !progress->has_value()) return progress;
+    cursor.Advance(**progress);
+    return progress;
+  };
   absl::StatusOr<v1::GetTestResponse> current = service_->GetTest(get);
   if (!current.ok()) return ToGrpcStatus(current.status());
+  absl::StatusOr<std::optional<v1::TestProgress>> progress = progress_of(current->test());
+  if (!progress.ok()) return ToGrpcStatus(progress.status());
   while (true) {
     v1::WatchTestResponse update;
     *update.mutable_test() = current->test();
+    if (progress->has_value()) *update.mutable_progress() = std::move(**progress);
     if (!writer->Write(update)) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away");
     }
@@ -167,7 +216,9 @@ grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
       }
       current = service_->GetTest(get);
       if (!current.ok()) return ToGrpcStatus(current.status());
-      if (WatchedFields(current->test()) != sent) break;
+      progress = progress_of(current->test());
+      if (!progress.ok()) return ToGrpcStatus(progress.status());
+      if (WatchedFields(current->test()) != sent || progress->has_value()) break;
     }
   }
 }
@@ -200,6 +251,13 @@ grpc::Status OrchestratorGrpcService::ReportStep(grpc::ServerContext* context,
                                                  const v1::ReportStepRequest* request,
                                                  v1::ReportStepResponse* response) {
   return CallAsHolder(context, "ReportStep", &OrchestratorService::ReportStep, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::ReportProgress(grpc::ServerContext* context,
+                                                     const v1::ReportProgressRequest* request,
+                                                     v1::ReportProgressResponse* response) {
+  return CallAsHolder(context, "ReportProgress", &OrchestratorService::ReportProgress, request,
+                      response);
 }
 
 grpc::Status OrchestratorGrpcService::CompleteTest(grpc::ServerContext* context,

@@ -10,15 +10,17 @@
 // PERMISSION_DENIED otherwise); without an authorizer every call is allowed (the binary's
 // --insecure_no_auth). The worker protocol's calls then go to the service with that token
 // as their Caller: a lease belongs to the token that took it, and Heartbeat, ReportStep,
-// CompleteTest and ReleaseTest with any other token get PERMISSION_DENIED and change
-// nothing (see orchestrator_service.h, "Lease identity"); worker_id is not checked against
+// ReportProgress, CompleteTest and ReleaseTest with any other token get PERMISSION_DENIED and
+// change nothing (see orchestrator_service.h, "Lease identity"); worker_id is not checked against
 // the token. When options.metrics is set, every RPC is counted and timed.
 // LeaseTest passes the call's deadline to the service, which long-polls up to it.
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
-// it again whenever its state, attempt, step count, result or error changed; it finishes
-// after sending a finished test, when the client cancels, or with UNAVAILABLE once
-// BeginShutdown() was called (so server shutdown does not wait for open watches).
+// it again whenever its state, attempt, step count, result or error changed; with
+// request.progress also whenever the worker reported progress of the step in flight
+// (OrchestratorService::LiveProgress), with only the windows the stream has not sent yet.
+// It finishes after sending a finished test, when the client cancels, or with UNAVAILABLE
+// once BeginShutdown() was called (so server shutdown does not wait for open watches).
 // Called on gRPC's server threads; BeginShutdown from any thread.
 #ifndef VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
@@ -75,6 +77,9 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                          v1::HeartbeatResponse* response) override;
   grpc::Status ReportStep(grpc::ServerContext* context, const v1::ReportStepRequest* request,
                           v1::ReportStepResponse* response) override;
+  grpc::Status ReportProgress(grpc::ServerContext* context,
+                              const v1::ReportProgressRequest* request,
+                              v1::ReportProgressResponse* response) override;
   grpc::Status CompleteTest(grpc::ServerContext* context, const v1::CompleteTestRequest* request,
                             v1::CompleteTestResponse* response) override;
   grpc::Status ReleaseTest(grpc::ServerContext* context, const v1::ReleaseTestRequest* request,

@@ -251,6 +251,30 @@ absl::StatusOr<v1::ReportStepResponse> OrchestratorService::ReportStep(
   return v1::ReportStepResponse();
 }
 
+absl::StatusOr<v1::ReportProgressResponse> OrchestratorService::ReportProgress(
+    const v1::ReportProgressRequest& request, const Caller& caller) {
+  RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));
+  RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
+  if (!request.has_progress()) return Invalid("progress", "must be set");
+  RETURN_IF_ERROR(ValidateProgress(request.progress()));
+  RETURN_IF_ERROR(tests_->ReportProgress(request.test_id(), request.attempt(), request.worker_id(),
+                                         request.progress(), TokenOf(caller)));
+  return v1::ReportProgressResponse();
+}
+
+absl::StatusOr<std::optional<v1::TestProgress>> OrchestratorService::LiveProgress(
+    const v1::Test& test, absl::Time after) {
+  if (test.state() != v1::TEST_STATE_RUNNING) return std::nullopt;
+  ASSIGN_OR_RETURN(std::optional<v1::TestProgress> progress,
+                   tests_->LatestProgress(test.id(), after));
+  if (!progress.has_value() || progress->attempt() != test.attempt()) return std::nullopt;
+  for (const v1::Step& step : test.steps()) {
+    // That step ended: its report says more than the progress did.
+    if (step.index() == progress->step_index()) return std::nullopt;
+  }
+  return progress;
+}
+
 absl::StatusOr<v1::CompleteTestResponse> OrchestratorService::CompleteTest(
     const v1::CompleteTestRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateFence(request.test_id(), request.attempt()));

@@ -12,12 +12,12 @@
 //
 // Lease identity: the worker protocol's methods take the Caller the gRPC adapter
 // authenticated. With a caller, LeaseTest binds the lease to the caller's token (its id,
-// not the request's worker_id), and Heartbeat, ReportStep, CompleteTest and ReleaseTest on
-// that attempt are refused for any other token, admin tokens included (an admin cancels
-// with CancelTest), and change nothing. The request's worker_id is not an identity: it
+// not the request's worker_id), and Heartbeat, ReportStep, ReportProgress, CompleteTest and
+// ReleaseTest on that attempt are refused for any other token, admin tokens included (an admin
+// cancels with CancelTest), and change nothing. The request's worker_id is not an identity: it
 // names the worker process under its token (Test.lease_owner, requeue reasons) and still
-// fences Heartbeat and ReleaseTest between processes sharing one token; it is not compared
-// with the token's name. Without a caller (auth off) leases are fenced by attempt and
+// fences Heartbeat, ReportProgress and ReleaseTest between processes sharing one token; it is not
+// compared with the token's name. Without a caller (auth off) leases are fenced by attempt and
 // worker_id alone. Thread-safe; any gRPC thread may call.
 #ifndef VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
@@ -99,12 +99,22 @@ class OrchestratorService {
                                                   const Caller& caller = std::nullopt);
   absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request,
                                                     const Caller& caller = std::nullopt);
+  // The step in flight as measured (see TestRepository::ReportProgress), fenced like
+  // Heartbeat: worker_id and the caller's token must hold the lease at this attempt.
+  absl::StatusOr<v1::ReportProgressResponse> ReportProgress(
+      const v1::ReportProgressRequest& request, const Caller& caller = std::nullopt);
   absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request,
                                                         const Caller& caller = std::nullopt);
   // Gives the lease back (worker shutdown); see TestRepository::Release. The stored reason
   // is "lease released by worker <id>" plus ": <request.reason>" when given.
   absl::StatusOr<v1::ReleaseTestResponse> ReleaseTest(const v1::ReleaseTestRequest& request,
                                                       const Caller& caller = std::nullopt);
+
+  // WatchTest's progress: the latest progress of test `id` when it was updated after
+  // `after`, its attempt the test's current one and its step not reported yet; nullopt
+  // otherwise. `test` is the test as just read (its attempt and steps).
+  absl::StatusOr<std::optional<v1::TestProgress>> LiveProgress(const v1::Test& test,
+                                                               absl::Time after);
 
   // Tokens (the caller's role is checked by the gRPC adapter: admin only).
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);

@@ -2,6 +2,7 @@
 #include "orchestrator/test_repository.h"
 
 #include <cctype>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -477,6 +478,99 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
   });
 }
 
+absl::Status TestRepository::ReportProgress(int64_t test_id, int32_t attempt,
+                                            const std::string& worker_id,
+                                            const v1::TestProgress& progress, LeaseToken token) {
+  v1::TestProgress detail = progress;
+  detail.set_attempt(attempt);
+  detail.clear_windows();  // kept in their own column, merged with the step's earlier ones
+  detail.clear_update_time();
+  ASSIGN_OR_RETURN(std::string detail_json, ProtoToJson(detail));
+  v1::TestProgress batch;
+  *batch.mutable_windows() = progress.windows();
+  ASSIGN_OR_RETURN(std::string batch_json, ProtoToJson(batch));
+  const double error_rate =
+      progress.step_scheduled() > 0
+          ? static_cast<double>(progress.step_errors()) / progress.step_scheduled()
+          : -1;
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    // One statement (autocommit, prepared). The fence locks the test row (FOR SHARE) so the
+    // test cannot complete (which deletes the row) while it is written. The step's earlier
+    // windows are kept when the attempt and step are the same; the latest 60 stay. Proto
+    // JSON omits zeros, hence the coalesce on fields of a window that exists.
+    static const std::string* const sql = new std::string(absl::StrCat(
+        "WITH fence AS ("
+        "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND lease_owner = $3"
+        "    AND state = 'running' AND ",
+        TokenMayAct(14),
+        "  FOR SHARE),"
+        " prev AS ("
+        "  SELECT windows FROM test_progress"
+        "  WHERE test_id = $1 AND attempt = $2 AND step_index = $4),"
+        " merged AS ("
+        "  SELECT coalesce(jsonb_agg(e.w ORDER BY e.o), '[]'::jsonb) AS windows FROM ("
+        "    SELECT x.w, x.o FROM jsonb_array_elements("
+        "        coalesce((SELECT windows FROM prev), '[]'::jsonb)"
+        "        || coalesce($13::jsonb->'windows', '[]'::jsonb)) WITH ORDINALITY AS x(w, o)"
+        "    ORDER BY x.o DESC LIMIT 60) e),"
+        " latest AS (SELECT windows -> -1 AS w FROM merged)"
+        " INSERT INTO test_progress (test_id, attempt, step_index, offered_qps, achieved_qps,"
+        "   p50_ms, p99_ms, settling, error_rate, health_state, elapsed_s, step_elapsed_s,"
+        "   step_remaining_s, test_remaining_s, detail, windows, updated_at)"
+        " SELECT f.id, $2::integer, $4::integer, $5::float8,"
+        "   CASE WHEN l.w IS NOT NULL THEN coalesce((l.w->>'achieved_qps')::float8, 0) END,"
+        "   CASE WHEN l.w IS NOT NULL THEN coalesce((l.w#>>'{latency,p50_ms}')::float8, 0) END,"
+        "   CASE WHEN l.w IS NOT NULL THEN coalesce((l.w#>>'{latency,p99_ms}')::float8, 0) END,"
+        "   CASE WHEN l.w IS NOT NULL THEN coalesce((l.w->>'warmup')::boolean, false) END,"
+        "   NULLIF($6::float8, -1), $7::text, $8::float8, $9::float8, $10::float8,"
+        "   NULLIF($11::float8, -1), $12::jsonb, m.windows, now()"
+        " FROM fence f, merged m, latest l"
+        " ON CONFLICT (test_id) DO UPDATE SET"
+        "   attempt = EXCLUDED.attempt, step_index = EXCLUDED.step_index,"
+        "   offered_qps = EXCLUDED.offered_qps, achieved_qps = EXCLUDED.achieved_qps,"
+        "   p50_ms = EXCLUDED.p50_ms, p99_ms = EXCLUDED.p99_ms, settling = EXCLUDED.settling,"
+        "   error_rate = EXCLUDED.error_rate, health_state = EXCLUDED.health_state,"
+        "   elapsed_s = EXCLUDED.elapsed_s, step_elapsed_s = EXCLUDED.step_elapsed_s,"
+        "   step_remaining_s = EXCLUDED.step_remaining_s,"
+        "   test_remaining_s = EXCLUDED.test_remaining_s, detail = EXCLUDED.detail,"
+        "   windows = EXCLUDED.windows, updated_at = EXCLUDED.updated_at"
+        " RETURNING test_id"));
+    conn.prepare("vanguard_report_progress", *sql);
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_prepared(
+        "vanguard_report_progress", test_id, attempt, worker_id, progress.step_index(),
+        progress.offered_qps(), error_rate, HealthStateToDb(progress.health_state()),
+        DurationToSeconds(progress.elapsed()), DurationToSeconds(progress.step_elapsed()),
+        DurationToSeconds(progress.step_remaining()),
+        progress.has_test_remaining() ? DurationToSeconds(progress.test_remaining()) : -1.0,
+        detail_json, batch_json, TokenParam(token));
+    if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id, token);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::optional<v1::TestProgress>> TestRepository::LatestProgress(int64_t test_id,
+                                                                               absl::Time after) {
+  const int64_t after_us = after == absl::InfinitePast() ? std::numeric_limits<int64_t>::min()
+                                                         : absl::ToUnixMicros(after);
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<v1::TestProgress>> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_params(
+        "SELECT detail::text AS detail, jsonb_build_object('windows', windows)::text AS"
+        "   windows, (extract(epoch FROM updated_at) * 1000000)::bigint AS updated_us"
+        " FROM test_progress"
+        " WHERE test_id = $1 AND (extract(epoch FROM updated_at) * 1000000)::bigint > $2",
+        test_id, after_us);
+    if (rows.empty()) return std::optional<v1::TestProgress>();
+    v1::TestProgress progress, windows;
+    RETURN_IF_ERROR(ProtoFromJson(rows[0]["detail"].c_str(), &progress));
+    RETURN_IF_ERROR(ProtoFromJson(rows[0]["windows"].c_str(), &windows));
+    *progress.mutable_windows() = std::move(*windows.mutable_windows());
+    *progress.mutable_update_time() = TimestampFromMicros(rows[0]["updated_us"].as<int64_t>());
+    return std::optional<v1::TestProgress>(std::move(progress));
+  });
+}
+
 absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attempt,
                                                   const std::optional<v1::TestResult>& result,
                                                   const std::string& error, LeaseToken token) {
@@ -529,6 +623,7 @@ absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attem
         "   lease_expires_at = NULL"
         " WHERE id = $1",
         test_id, state, error);
+    txn.exec_params("DELETE FROM test_progress WHERE test_id = $1", test_id);
     return LoadTest(txn, test_id);
   });
 }
@@ -558,6 +653,7 @@ absl::StatusOr<v1::Test> TestRepository::Release(int64_t test_id, int32_t attemp
             TokenMayAct(5), " RETURNING id"),
         test_id, attempt, worker_id, reason, TokenParam(token));
     if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id, token);
+    txn.exec_params("DELETE FROM test_progress WHERE test_id = $1", test_id);
     return LoadTest(txn, test_id);
   });
 }

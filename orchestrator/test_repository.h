@@ -1,6 +1,6 @@
 // The test queue and what tests produce: tables `tests` (the queue, with leases), `steps`
-// (every step of every attempt), `step_windows` (their windows) and `results` (one row per
-// finished test).
+// (every step of every attempt), `step_windows` (their windows), `test_progress` (the step
+// in flight of each running test) and `results` (one row per finished test).
 //
 //   TestRepository tests(pool);
 //   ASSIGN_OR_RETURN(v1::Test t, tests.Submit(spec, model_id, "ci-run-42"));
@@ -45,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/postgres.h"
+#include "vanguard/v1/orchestrator.pb.h"
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard {
@@ -128,6 +129,21 @@ class TestRepository {
   // PERMISSION_DENIED for another token.
   absl::Status ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step,
                           LeaseToken token = std::nullopt);
+
+  // Replaces the live progress of a running test held by worker_id (and `token`) at this
+  // attempt (table test_progress): progress.windows are the windows measured since the
+  // last report; the row keeps the step's latest 60 (a new step or attempt starts afresh).
+  // progress.attempt and update_time are set here. Fenced like Heartbeat:
+  // FAILED_PRECONDITION when the lease is not held (stale attempt, other owner, test no
+  // longer running); PERMISSION_DENIED for another token; NOT_FOUND for an unknown test.
+  absl::Status ReportProgress(int64_t test_id, int32_t attempt, const std::string& worker_id,
+                              const v1::TestProgress& progress, LeaseToken token = std::nullopt);
+
+  // The latest progress of test `id` if it was updated after `after` (InfinitePast: any);
+  // nullopt when there is none (never reported, or deleted when the test completed or its
+  // lease was given back). Its attempt may be older than the test's: callers compare.
+  absl::StatusOr<std::optional<v1::TestProgress>> LatestProgress(
+      int64_t test_id, absl::Time after = absl::InfinitePast());
 
   // Ends a running test at this attempt: with a result (succeeded) or an error (failed);
   // cancelled instead if cancellation was requested. Exactly one of result / error.

@@ -311,6 +311,72 @@ absl::Status ValidateStep(const v1::Step& step) {
   return ValidateDuration(step.duration(), "step.duration", DurationRule::kNonNegative);
 }
 
+absl::Status ValidateStepWindow(const v1::StepWindow& window, absl::string_view field) {
+  const std::pair<double, const char*> rates[] = {{window.offered_qps(), ".offered_qps"},
+                                                  {window.achieved_qps(), ".achieved_qps"},
+                                                  {window.gpu_utilization(), ".gpu_utilization"},
+                                                  {window.queue_depth(), ".queue_depth"},
+                                                  {window.health_score(), ".health_score"}};
+  for (const auto& [value, name] : rates) {
+    if (!std::isfinite(value) || value < 0)
+      return Invalid(absl::StrCat(field, name), "must be >= 0");
+  }
+  const std::pair<int64_t, const char*> counts[] = {
+      {window.scheduled(), ".scheduled"}, {window.sent(), ".sent"},
+      {window.completed(), ".completed"}, {window.errors(), ".errors"},
+      {window.timeouts(), ".timeouts"},   {window.dropped(), ".dropped"},
+      {window.censored(), ".censored"}};
+  for (const auto& [value, name] : counts) {
+    if (value < 0) return Invalid(absl::StrCat(field, name), "must be >= 0");
+  }
+  const std::pair<const v1::LatencySummary*, const char*> latencies[] = {
+      {&window.latency(), ".latency"},
+      {&window.ttft(), ".ttft"},
+      {&window.inter_token(), ".inter_token"}};
+  for (const auto& [latency, name] : latencies) {
+    if (absl::Status s = ValidateLatency(*latency, absl::StrCat(field, name)); !s.ok()) return s;
+  }
+  if (!v1::HealthState_IsValid(window.health_state())) {
+    return Invalid(absl::StrCat(field, ".health_state"), "must be a known health state");
+  }
+  return ValidateDuration(window.duration(), absl::StrCat(field, ".duration"),
+                          DurationRule::kNonNegative);
+}
+
+absl::Status ValidateProgress(const v1::TestProgress& progress) {
+  if (progress.step_index() < 0) return Invalid("progress.step_index", "must be >= 0");
+  if (!std::isfinite(progress.offered_qps()) || progress.offered_qps() < 0) {
+    return Invalid("progress.offered_qps", "must be >= 0");
+  }
+  if (!v1::HealthState_IsValid(progress.health_state())) {
+    return Invalid("progress.health_state", "must be a known health state");
+  }
+  const std::pair<const google::protobuf::Duration*, const char*> durations[] = {
+      {&progress.elapsed(), "progress.elapsed"},
+      {&progress.step_elapsed(), "progress.step_elapsed"},
+      {&progress.step_remaining(), "progress.step_remaining"},
+      {&progress.test_remaining(), "progress.test_remaining"}};
+  for (const auto& [d, field] : durations) {
+    if (absl::Status s = ValidateDuration(*d, field, DurationRule::kNonNegative); !s.ok()) {
+      return s;
+    }
+  }
+  if (progress.step_scheduled() < 0) return Invalid("progress.step_scheduled", "must be >= 0");
+  if (progress.step_errors() < 0) return Invalid("progress.step_errors", "must be >= 0");
+  if (progress.windows_size() > kMaxProgressWindows) {
+    return Invalid("progress.windows", absl::StrCat("must hold at most ", kMaxProgressWindows,
+                                                    " windows (report progress more often)"));
+  }
+  for (int i = 0; i < progress.windows_size(); ++i) {
+    if (absl::Status s =
+            ValidateStepWindow(progress.windows(i), absl::StrCat("progress.windows[", i, "]"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTestResult(const v1::TestResult& result) {
   const std::pair<double, const char*> rates[] = {
       {result.max_sustainable_qps(), "result.max_sustainable_qps"},

@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/duration.pb.h"
 #include "vanguard/v1/model.pb.h"
+#include "vanguard/v1/orchestrator.pb.h"
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard {
@@ -27,6 +28,17 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec);
 
 // A step a worker reports (prefixed "step.").
 absl::Status ValidateStep(const v1::Step& step);
+
+// One window of a step or of progress; `field` prefixes the message (e.g.
+// "progress.windows[3]").
+absl::Status ValidateStepWindow(const v1::StepWindow& window, absl::string_view field);
+
+// The most windows one ReportProgress may carry.
+inline constexpr int kMaxProgressWindows = 600;
+
+// Live progress a worker reports (prefixed "progress."): rates, counts and durations not
+// negative, known health states, at most kMaxProgressWindows windows, each valid.
+absl::Status ValidateProgress(const v1::TestProgress& progress);
 
 // A result a worker completes a test with (prefixed "result.").
 absl::Status ValidateTestResult(const v1::TestResult& result);

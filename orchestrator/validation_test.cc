@@ -86,5 +86,38 @@ TEST(ValidateTestSpecTest, RejectsNonFiniteRates) {
               HasSubstr("spec.sweep: min_qps must be > 0 and < max_qps"));
 }
 
+TEST(ValidateProgressTest, AcceptsAStepInFlightAndRefusesNonFiniteOrNegativeFields) {
+  v1::TestProgress p;
+  p.set_step_index(3);
+  p.set_offered_qps(400);
+  p.set_health_state(v1::HEALTH_STATE_WARN);
+  p.mutable_elapsed()->set_seconds(90);
+  v1::StepWindow* w = p.add_windows();
+  w->set_achieved_qps(399);
+  w->mutable_latency()->set_p99_ms(45);
+  w->mutable_duration()->set_nanos(500'000'000);
+  EXPECT_TRUE(ValidateProgress(p).ok()) << ValidateProgress(p);
+
+  v1::TestProgress bad = p;
+  bad.set_offered_qps(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.offered_qps: must be >= 0"));
+  bad = p;
+  bad.set_step_errors(-1);
+  EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.step_errors"));
+  bad = p;
+  bad.mutable_windows(0)->mutable_latency()->set_p99_ms(std::numeric_limits<double>::infinity());
+  EXPECT_THAT(ValidateProgress(bad).message(),
+              HasSubstr("progress.windows[0].latency: percentiles must be >= 0"));
+  bad = p;
+  bad.mutable_windows(0)->set_censored(-2);
+  EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.windows[0].censored"));
+  bad = p;
+  bad.mutable_windows(0)->mutable_duration()->set_seconds(-1);
+  EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.windows[0].duration"));
+  bad = p;
+  bad.set_health_state(static_cast<v1::HealthState>(-4));
+  EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.health_state"));
+}
+
 }  // namespace
 }  // namespace vanguard

@@ -53,6 +53,19 @@ std::map<std::string, LeaseCall> LeaseCalls() {
          v1::ReportStepResponse response;
          return stub.ReportStep(&ctx, request, &response);
        }},
+      {"ReportProgress",
+       [](Stub& stub, grpc::ClientContext& ctx, int64_t id, int32_t attempt,
+          const std::string& worker_id) {
+         v1::ReportProgressRequest request;
+         request.set_test_id(id);
+         request.set_attempt(attempt);
+         request.set_worker_id(worker_id);
+         request.mutable_progress()->set_step_index(7);
+         request.mutable_progress()->set_offered_qps(70);
+         request.mutable_progress()->add_windows()->set_achieved_qps(69);
+         v1::ReportProgressResponse response;
+         return stub.ReportProgress(&ctx, request, &response);
+       }},
       {"CompleteTest",
        [](Stub& stub, grpc::ClientContext& ctx, int64_t id, int32_t attempt, const std::string&) {
          v1::CompleteTestRequest request;
@@ -154,13 +167,14 @@ class LeaseIdentityTest : public DatabaseTest {
         "SELECT state, attempt, coalesce(lease_owner, ''), lease_expires_at::text,"
         "   max_attempts, coalesce(requeue_reason, ''), cancel_requested,"
         "   (SELECT count(*) FROM steps WHERE test_id = t.id),"
-        "   (SELECT count(*) FROM results WHERE test_id = t.id)"
+        "   (SELECT count(*) FROM results WHERE test_id = t.id),"
+        "   (SELECT coalesce(max(updated_at)::text, '') FROM test_progress WHERE test_id = t.id)"
         " FROM tests t WHERE id = $1",
         id)[0];
     return std::make_tuple(std::string(r[0].c_str()), r[1].as<int>(), std::string(r[2].c_str()),
                            std::string(r[3].is_null() ? "" : r[3].c_str()), r[4].as<int>(),
                            std::string(r[5].c_str()), r[6].as<bool>(), r[7].as<int64_t>(),
-                           r[8].as<int64_t>());
+                           r[8].as<int64_t>(), std::string(r[9].c_str()));
   }
 
   v1::Test Get(int64_t id) {
@@ -307,9 +321,13 @@ TEST_F(LeaseIdentityTest, WithoutAuthLeasesAreFencedByAttemptAndWorkerIdAsBefore
   StartServer(nullptr);
   Submit();
   auto [id, attempt] = LeaseAs("", "a-1");
-  // Heartbeat and release name the owner; a different worker_id is refused as before.
+  // Heartbeat, progress and release name the owner; a different worker_id is refused as
+  // before.
   EXPECT_EQ(Call("Heartbeat", "", id, attempt, "b-1").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Call("ReportProgress", "", id, attempt, "b-1").error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(Call("ReportProgress", "", id, attempt, "a-1").ok());
   EXPECT_EQ(Call("ReleaseTest", "", id, attempt, "b-1").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   // Steps and completion carry the attempt only.
