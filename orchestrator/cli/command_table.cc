@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/cli/compare_command.h"
 #include "orchestrator/cli/completion.h"
 #include "orchestrator/cli/model_flags.h"
 #include "orchestrator/cli/submit_flags.h"
@@ -341,6 +342,7 @@ std::vector<CommandSpec> TestCommands() {
                       "one document per update).",
            .parse = ParseTestIdArg,
            .run = [](CommandRunner& r, const int64_t& id) { return r.WatchTest(id); }}),
+      CompareCommand(),
   };
 }
 

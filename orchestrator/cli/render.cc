@@ -80,11 +80,6 @@ std::string StrategyName(const v1::TestSpec& spec) {
   return field == nullptr ? "" : field->name();
 }
 
-std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
-
-// Two decimals below 10 ms so sub-millisecond latencies stay readable.
-std::string FormatMs(double ms) { return absl::StrFormat(ms < 10 ? "%.2f" : "%.1f", ms); }
-
 std::string FormatPercent(double fraction) { return absl::StrFormat("%.2f", fraction * 100); }
 
 // Drops an enum value's type prefix: ("HEALTH_STATE_WARN", "HEALTH_STATE_") -> "WARN".
@@ -110,15 +105,6 @@ std::string ScheduleName(v1::Schedule schedule) {
 std::string ModelRef(const std::string& name, const std::string& version) {
   if (version.empty()) return name;
   return absl::StrCat(name, "/", version);
-}
-
-// The model a test runs against: the resolved version once known, else what was asked for.
-std::string TestModelRef(const v1::Test& test) {
-  if (test.has_model() && !test.model().name().empty()) {
-    return ModelRef(test.model().name(), test.model().version());
-  }
-  return ModelRef(test.spec().model(),
-                  test.spec().model_version().empty() ? "latest" : test.spec().model_version());
 }
 
 std::string DescribeStrategy(const v1::TestSpec& spec) {
@@ -147,57 +133,6 @@ std::string DescribeStepSettings(const v1::TestSpec& spec) {
       IsSet(spec.request_timeout()) ? FormatDuration(spec.request_timeout()) : "10s", ", schedule ",
       ScheduleName(spec.schedule()), ", priority ", spec.priority());
 }
-
-enum class Align { kLeft, kRight };
-
-// A plain-text table: columns padded to their widest cell, separated by two spaces.
-class TextTable {
- public:
-  struct Column {
-    std::string title;
-    Align align;
-  };
-  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
-
-  void AddRow(std::vector<std::string> cells) {
-    cells.resize(columns_.size());
-    rows_.push_back(std::move(cells));
-  }
-
-  std::string Render() const {
-    std::vector<size_t> widths;
-    for (const Column& column : columns_) widths.push_back(column.title.size());
-    for (const auto& row : rows_) {
-      for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-    }
-    std::string out;
-    std::vector<std::string> titles;
-    for (const Column& column : columns_) titles.push_back(column.title);
-    AppendRow(titles, widths, &out);
-    for (const auto& row : rows_) AppendRow(row, widths, &out);
-    return out;
-  }
-
- private:
-  void AppendRow(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
-                 std::string* out) const {
-    std::string line;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i > 0) line += "  ";
-      const std::string padding(widths[i] - cells[i].size(), ' ');
-      const bool last = i + 1 == cells.size();
-      if (columns_[i].align == Align::kRight) {
-        absl::StrAppend(&line, padding, cells[i]);
-      } else {
-        absl::StrAppend(&line, cells[i], last ? "" : padding);
-      }
-    }
-    absl::StrAppend(out, absl::StripTrailingAsciiWhitespace(line), "\n");
-  }
-
-  std::vector<Column> columns_;
-  std::vector<std::vector<std::string>> rows_;
-};
 
 // "pass", "FAIL", or "interrupted" for a step its worker stopped (never judged).
 std::string StepResultWord(const v1::Step& step) {
@@ -305,6 +240,49 @@ std::string ModelCsvRow(const v1::Model& model) {
 }
 
 }  // namespace
+
+std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
+
+// Two decimals below 10 ms so sub-millisecond latencies stay readable.
+std::string FormatMs(double ms) { return absl::StrFormat(ms < 10 ? "%.2f" : "%.1f", ms); }
+
+std::string TestModelRef(const v1::Test& test) {
+  if (test.has_model() && !test.model().name().empty()) {
+    return ModelRef(test.model().name(), test.model().version());
+  }
+  return ModelRef(test.spec().model(),
+                  test.spec().model_version().empty() ? "latest" : test.spec().model_version());
+}
+
+std::string TextTable::Render() const {
+  std::vector<size_t> widths;
+  for (const Column& column : columns_) widths.push_back(column.title.size());
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  std::vector<std::string> titles;
+  for (const Column& column : columns_) titles.push_back(column.title);
+  AppendRow(titles, widths, &out);
+  for (const auto& row : rows_) AppendRow(row, widths, &out);
+  return out;
+}
+
+void TextTable::AppendRow(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
+                          std::string* out) const {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) line += "  ";
+    const std::string padding(widths[i] - cells[i].size(), ' ');
+    const bool last = i + 1 == cells.size();
+    if (columns_[i].align == Align::kRight) {
+      absl::StrAppend(&line, padding, cells[i]);
+    } else {
+      absl::StrAppend(&line, cells[i], last ? "" : padding);
+    }
+  }
+  absl::StrAppend(out, absl::StripTrailingAsciiWhitespace(line), "\n");
+}
 
 std::string RenderJson(const google::protobuf::Message& message) { return ToJson(message, true); }
 

@@ -11,6 +11,8 @@
 #define VANGUARD_ORCHESTRATOR_CLI_RENDER_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "google/protobuf/message.h"
 #include "vanguard/v1/model.pb.h"
@@ -54,6 +56,38 @@ std::string RenderStateLine(const v1::Test& test);
 
 // ROLE_SUBMITTER -> "submitter", as `tokens create --role` spells it.
 std::string RoleName(v1::Role role);
+
+// Pieces of the tables, for commands with tables of their own (compare).
+std::string FormatQps(double qps);  // "200.0"
+std::string FormatMs(double ms);    // "4.25", "120.5"
+// The model a test runs against: the resolved version once known, else what was asked for
+// ("resnet50/v3", "resnet50/latest").
+std::string TestModelRef(const v1::Test& test);
+
+enum class Align { kLeft, kRight };
+
+// A plain-text table: columns padded to their widest cell, separated by two spaces.
+class TextTable {
+ public:
+  struct Column {
+    std::string title;
+    Align align;
+  };
+  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  void AddRow(std::vector<std::string> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+  }
+  std::string Render() const;
+
+ private:
+  void AppendRow(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
+                 std::string* out) const;
+
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
 
 // "SUCCEEDED" for TEST_STATE_SUCCEEDED; "-" for unspecified.
 std::string TestStateName(v1::TestState state);
