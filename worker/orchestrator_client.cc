@@ -59,6 +59,14 @@ absl::Status OrchestratorClient::ReportStep(const vanguard::v1::ReportStepReques
   return Annotate(stub_->ReportStep(&ctx, request, &response), "ReportStep");
 }
 
+absl::Status OrchestratorClient::ReportProgress(const vanguard::v1::ReportProgressRequest& request,
+                                                absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, timeout);
+  vanguard::v1::ReportProgressResponse response;
+  return Annotate(stub_->ReportProgress(&ctx, request, &response), "ReportProgress");
+}
+
 absl::StatusOr<vanguard::v1::CompleteTestResponse> OrchestratorClient::CompleteTest(
     const vanguard::v1::CompleteTestRequest& request) {
   grpc::ClientContext ctx;

@@ -1,6 +1,6 @@
 // The worker side of vanguard.v1.Orchestrator: LeaseTest, Heartbeat, ReportStep,
-// CompleteTest and ReleaseTest as absl::Status calls, each with a deadline and, when
-// configured, the bearer token (`authorization: Bearer <token>`).
+// ReportProgress, CompleteTest and ReleaseTest as absl::Status calls, each with a deadline
+// and, when configured, the bearer token (`authorization: Bearer <token>`).
 //
 //   OrchestratorClient client(stub.get(), {.bearer_token = token});
 //   absl::StatusOr<LeaseTestResponse> lease = client.LeaseTest(request, &cancel);
@@ -41,6 +41,10 @@ class OrchestratorClient {
   // `timeout` shortens the call's deadline below rpc_timeout (shutdown has a budget).
   absl::Status ReportStep(const vanguard::v1::ReportStepRequest& request,
                           absl::Duration timeout = absl::InfiniteDuration());
+  // Progress of the step in flight; `timeout` as for ReportStep (progress is best effort
+  // and uses a short one).
+  absl::Status ReportProgress(const vanguard::v1::ReportProgressRequest& request,
+                              absl::Duration timeout = absl::InfiniteDuration());
   absl::StatusOr<vanguard::v1::CompleteTestResponse> CompleteTest(
       const vanguard::v1::CompleteTestRequest& request);
   absl::StatusOr<vanguard::v1::ReleaseTestResponse> ReleaseTest(

@@ -317,6 +317,7 @@ struct TestRunner::TestRun {
   std::optional<MetricsCollector> collector;
   std::optional<MeasuredStepRunner> step_runner;
   std::optional<LeaseKeeper> keeper;
+  std::optional<ProgressReporter> progress;  // unset: progress not reported
 
   std::optional<StepOutcome> last;
   // The test's first step: its model warmup goes into the result (not its windows).
@@ -413,6 +414,7 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
         [&](const vanguard::v1::StepWindow& w) {
           windows_so_far->push_back(w);
           run.keeper->MaybeBeat();
+          if (run.progress) run.progress->OnWindow(w);
         },
         hold);
     if (executed.ok() && DisturbedFromOutside(*executed) &&
@@ -514,10 +516,18 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
                              absl::StrCat("step ", run.index, ": ", request.status().message()),
                              TestRunOutcome::kFailed);
   }
+  if (run.progress) {
+    const absl::Duration planned =
+        FromProtoDuration(request->warmup()) +
+        FromProtoDuration(request->duration()) * std::max(step.hold, 1.0);
+    run.progress->StartStep(run.index, step.rate_qps, planned,
+                            StepsLeftAfter(run.test.spec(), run.steps_taken + 1), run.steps_taken);
+  }
   absl::Time step_start;
   std::vector<vanguard::v1::StepWindow> windows_so_far;
   absl::StatusOr<MeasuredStep> executed =
       MeasureWithRetries(run, *request, step.hold, &step_start, &windows_so_far);
+  if (run.progress) run.progress->EndStep();
   if (!executed.ok()) {
     return StepFailed(run, executed.status(), step.rate_qps, step_start, windows_so_far);
   }
@@ -554,6 +564,17 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
   run.keeper.emplace(orchestrator_, clock_, run.test_id, run.attempt, keeper_options,
                      &run.step_cancel);
   if (options_.heartbeat_thread) run.keeper->StartBackgroundBeats();
+  if (options_.report_progress) {
+    ProgressReporterOptions progress_options;
+    progress_options.worker_id = options_.worker_id;
+    progress_options.min_interval = options_.progress_interval;
+    progress_options.log = options_.log;
+    run.progress.emplace(
+        [this](const vanguard::v1::ReportProgressRequest& request, absl::Duration timeout) {
+          return orchestrator_->ReportProgress(request, timeout);
+        },
+        clock_, run.test_id, run.attempt, run.started, std::move(progress_options));
+  }
 
   Log(absl::StrCat("test ", run.test_id, ": leased (attempt ", run.attempt, "), model ",
                    run.test.model().name(), ":", run.test.model().version(), ", strategy ",

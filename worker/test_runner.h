@@ -9,6 +9,9 @@
 //  - every step is reported (ReportStep) with increasing index and the lease's attempt;
 //  - the test is completed with a TestResult (estimate, confidence, steps, duration, and how
 //    long the model took to warm up at the start: MeasuredStep.model_warmup of the first step);
+//  - while a step is measured, its windows reach the orchestrator within about a second
+//    (ReportProgress, at most one call per progress_interval, best effort: see
+//    progress_reporter.h), so watchers see the step in flight;
 //  - a heartbeat reply with cancel_requested stops the step in flight and completes the
 //    test with the error "cancelled by user";
 //  - FAILED_PRECONDITION (lease lost, stale fencing token) from any call abandons the
@@ -44,6 +47,7 @@
 #include "worker/measured_step_runner.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
+#include "worker/progress_reporter.h"
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
 
@@ -74,6 +78,9 @@ struct TestRunnerOptions {
   absl::Duration shutdown_retry = absl::Milliseconds(500);
   // Heartbeat from a background thread too, not only between steps and per window.
   bool heartbeat_thread = true;
+  // Live progress of the step in flight (ReportProgress), at most one call this often.
+  bool report_progress = true;
+  absl::Duration progress_interval = absl::Seconds(1);
   // One line per step and per test event; nullable.
   std::function<void(const std::string&)> log;
   // How each step is measured (warmup, steady state, closed-loop ablation).

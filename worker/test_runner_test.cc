@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -162,6 +163,62 @@ TEST_F(TestRunnerTest, ReportsEveryStepAndCompletesWithHighestPassingRate) {
   // Three steps of seven one-second reads each (five windows, the result, end of stream).
   EXPECT_EQ(FromProtoDuration(done.result().test_duration()), absl::Seconds(21));
   EXPECT_FALSE(done.result().summary().empty());
+}
+
+TEST_F(TestRunnerTest, EachStepsWindowsReachTheOrchestratorAsMeasuredBeforeItsReport) {
+  // One log of what the orchestrator hears, in order: "p<step>:<window indices>" per
+  // progress call, "s<step>" per step report.
+  std::vector<std::string> heard;
+  std::vector<vanguard::v1::ReportProgressRequest> progress;
+  ON_CALL(orchestrator_, ReportProgress(_, _, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::ReportProgressRequest& r,
+                         vanguard::v1::ReportProgressResponse*) {
+        std::string entry = absl::StrCat("p", r.progress().step_index(), ":");
+        for (const auto& w : r.progress().windows()) absl::StrAppend(&entry, w.index());
+        heard.push_back(entry);
+        progress.push_back(r);
+        return grpc::Status::OK;
+      });
+  ON_CALL(orchestrator_, ReportStep(_, _, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::ReportStepRequest& r,
+                         vanguard::v1::ReportStepResponse*) {
+        heard.push_back(absl::StrCat("s", r.step().index()));
+        return grpc::Status::OK;
+      });
+
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+
+  // A window a second: each goes out on its own, right after it is measured (the step's
+  // start first, then its five windows), and all before the step's report.
+  EXPECT_THAT(heard, ::testing::ElementsAre("p1:", "p1:0", "p1:1", "p1:2", "p1:3", "p1:4", "s1",
+                                            "p2:", "p2:0", "p2:1", "p2:2", "p2:3", "p2:4", "s2",
+                                            "p3:", "p3:0", "p3:1", "p3:2", "p3:3", "p3:4", "s3"));
+  for (const vanguard::v1::ReportProgressRequest& r : progress) {
+    EXPECT_EQ(r.test_id(), kTestId);
+    EXPECT_EQ(r.attempt(), kAttempt);
+    EXPECT_EQ(r.worker_id(), "worker-a");
+    EXPECT_EQ(r.progress().offered_qps(), 100.0 * r.progress().step_index());
+  }
+  // Step 2 after one second of it: 6 s planned (1 s warmup, 5 s measured), 5 s left, and
+  // three more steps of the sweep at the 7 s the first one took.
+  const vanguard::v1::TestProgress& p = progress[7].progress();
+  ASSERT_EQ(p.step_index(), 2);
+  EXPECT_EQ(FromProtoDuration(p.step_remaining()), absl::Seconds(5));
+  EXPECT_EQ(FromProtoDuration(p.test_remaining()), absl::Seconds(5 + 3 * 7));
+  EXPECT_EQ(FromProtoDuration(p.elapsed()), absl::Seconds(8));
+}
+
+TEST_F(TestRunnerTest, ProgressCanBeTurnedOff) {
+  options_.report_progress = false;
+  EXPECT_CALL(orchestrator_, ReportProgress(_, _, _)).Times(0);
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+}
+
+TEST_F(TestRunnerTest, AnOrchestratorRefusingProgressDoesNotDisturbTheTest) {
+  EXPECT_CALL(orchestrator_, ReportProgress(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown method")));
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+  EXPECT_EQ(reports_.size(), 3u);
 }
 
 TEST_F(TestRunnerTest, CancelInHeartbeatStopsTheStepAndCompletesAsCancelled) {
