@@ -179,9 +179,6 @@ class ProgressCursor {
 grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
                                             const v1::WatchTestRequest* request,
                                             grpc::ServerWriter<v1::WatchTestResponse>* writer) {
-  v1::GetTestRequest get;
-  get.set_id(request->id());
-  get.set_skip_windows(true);  // polled several times a second; watchers get steps alone
   ProgressCursor cursor;
   // The live progress to send with `test`, when asked for and new.
   auto progress_of = [&](const v1::Test& test) -> absl::StatusOr<std::optional<v1::TestProgress>> {
@@ -192,19 +189,20 @@ grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
     cursor.Advance(**progress);
     return progress;
   };
-  absl::StatusOr<v1::GetTestResponse> current = service_->GetTest(get);
+  // Polled several times a second: watchers get the steps without their windows.
+  absl::StatusOr<v1::Test> current = service_->ReadTest(request->id(), /*windows=*/false);
   if (!current.ok()) return ToGrpcStatus(current.status());
-  absl::StatusOr<std::optional<v1::TestProgress>> progress = progress_of(current->test());
+  absl::StatusOr<std::optional<v1::TestProgress>> progress = progress_of(*current);
   if (!progress.ok()) return ToGrpcStatus(progress.status());
   while (true) {
     v1::WatchTestResponse update;
-    *update.mutable_test() = current->test();
+    *update.mutable_test() = *current;
     if (progress->has_value()) *update.mutable_progress() = std::move(**progress);
     if (!writer->Write(update)) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away");
     }
-    if (IsFinished(current->test().state())) return grpc::Status::OK;
-    const auto sent = WatchedFields(current->test());
+    if (IsFinished(current->state())) return grpc::Status::OK;
+    const auto sent = WatchedFields(*current);
     while (true) {
       clock_->SleepFor(options_.watch_poll_interval);
       if (context->IsCancelled()) {
@@ -214,11 +212,11 @@ grpc::Status OrchestratorGrpcService::Watch(grpc::ServerContext* context,
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             "orchestrator shutting down; watch again to continue");
       }
-      current = service_->GetTest(get);
+      current = service_->ReadTest(request->id(), /*windows=*/false);
       if (!current.ok()) return ToGrpcStatus(current.status());
-      progress = progress_of(current->test());
+      progress = progress_of(*current);
       if (!progress.ok()) return ToGrpcStatus(progress.status());
-      if (WatchedFields(current->test()) != sent || progress->has_value()) break;
+      if (WatchedFields(*current) != sent || progress->has_value()) break;
     }
   }
 }

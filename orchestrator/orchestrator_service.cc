@@ -155,16 +155,27 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
 
 absl::StatusOr<v1::GetTestResponse> OrchestratorService::GetTest(
     const v1::GetTestRequest& request) {
-  RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
-  ASSIGN_OR_RETURN(v1::Test test, tests_->Get(request.id(), {.windows = !request.skip_windows()}));
+  ASSIGN_OR_RETURN(v1::Test test, ReadTest(request.id(), !request.skip_windows()));
+  ASSIGN_OR_RETURN(std::optional<v1::TestProgress> progress,
+                   LiveProgress(test, absl::InfinitePast()));
   v1::GetTestResponse response;
   *response.mutable_test() = std::move(test);
+  if (progress.has_value()) {
+    auto* windows = progress->mutable_windows();
+    if (windows->size() > 1) windows->DeleteSubrange(0, windows->size() - 1);
+    *response.mutable_progress() = std::move(*progress);
+  }
   if (!request.skip_windows() && response.ByteSizeLong() > options_.max_get_test_bytes) {
     // Too big for a client to take: the steps without their windows, and say so.
     for (v1::Step& step : *response.mutable_test()->mutable_steps()) step.clear_windows();
     response.set_windows_omitted(true);
   }
   return response;
+}
+
+absl::StatusOr<v1::Test> OrchestratorService::ReadTest(int64_t id, bool windows) {
+  RETURN_IF_ERROR(ValidateTestId(id, "id"));
+  return tests_->Get(id, {.windows = windows});
 }
 
 absl::StatusOr<v1::ListTestsResponse> OrchestratorService::ListTests(

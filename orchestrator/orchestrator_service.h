@@ -79,8 +79,11 @@ class OrchestratorService {
   // defaults (max_attempts 3, request_timeout 10 s, step_warmup = model's default_warmup).
   absl::StatusOr<v1::SubmitTestResponse> SubmitTest(const v1::SubmitTestRequest& request);
   // With every step's windows unless request.skip_windows; a reply that would pass
-  // max_get_test_bytes comes without them and with windows_omitted.
+  // max_get_test_bytes comes without them and with windows_omitted. A running test comes
+  // with its live progress (LiveProgress), its latest window only.
   absl::StatusOr<v1::GetTestResponse> GetTest(const v1::GetTestRequest& request);
+  // The test alone (what GetTest returns as its test), for WatchTest's polling.
+  absl::StatusOr<v1::Test> ReadTest(int64_t id, bool windows);
   absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
   absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);
 

@@ -236,6 +236,32 @@ TEST_F(ProgressTest, BadProgressIsRefusedNamingTheField) {
   EXPECT_EQ(ProgressRows(), 0);
 }
 
+TEST_F(ProgressTest, GetTestOfARunningTestCarriesTheStepInFlightWithItsLatestWindow) {
+  const v1::LeaseTestResponse lease = SubmitAndLease();
+  v1::GetTestRequest get;
+  get.set_id(lease.test().id());
+  absl::StatusOr<v1::GetTestResponse> got = service_->GetTest(get);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->has_progress()) << "nothing reported yet";
+
+  ASSERT_TRUE(Report(lease, Progress(1, {Window(0, true, 90, 40), Window(1, false, 99, 20)})).ok());
+  got = service_->GetTest(get);
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_progress());
+  EXPECT_EQ(got->progress().step_index(), 1);
+  EXPECT_THAT(Indices(got->progress()), ElementsAre(1));
+
+  // Once the step is reported its progress is history.
+  v1::ReportStepRequest step;
+  step.set_test_id(lease.test().id());
+  step.set_attempt(lease.attempt());
+  *step.mutable_step() = ValidStep(1, 100);
+  ASSERT_TRUE(service_->ReportStep(step).ok());
+  got = service_->GetTest(get);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_progress());
+}
+
 class WatchProgressTest : public ProgressTest {
  protected:
   void SetUp() override {
