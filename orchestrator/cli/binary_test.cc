@@ -154,6 +154,21 @@ TEST_F(VanguardBinaryTest, SubmitWaitSendsFlagsAndExitsZeroWhenSucceeded) {
   EXPECT_THAT(result.out, HasSubstr("SUCCEEDED"));
 }
 
+TEST_F(VanguardBinaryTest, FailBelowGateExitsFour) {
+  // Test 2 ends SUCCEEDED with a max sustainable rate of 100 qps.
+  RunResult failed = Vanguard({"submit", "--orchestrator=" + Address(), "--model=resnet50",
+                               "--rates=100", "--wait", "--fail_below=150", "--output=json"});
+  EXPECT_EQ(failed.exit_code, 4) << failed.err;
+  EXPECT_THAT(failed.err, HasSubstr("gate --fail_below=150: FAILED: max sustainable 100.0 qps"));
+  v1::Test test;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(failed.out, &test).ok()) << failed.out;
+
+  RunResult passed = Vanguard({"submit", "--orchestrator=" + Address(), "--model=resnet50",
+                               "--rates=100", "--wait", "--fail_below=100"});
+  EXPECT_EQ(passed.exit_code, 0) << passed.err;
+  EXPECT_THAT(passed.err, HasSubstr("gate --fail_below=100: passed"));
+}
+
 TEST_F(VanguardBinaryTest, UsageErrorsExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{}, std::vector<std::string>{"frobnicate"},

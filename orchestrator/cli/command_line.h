@@ -39,8 +39,12 @@ namespace vanguard::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRpcError = 1;
 inline constexpr int kExitUsage = 2;
-// submit --wait/--watch and watch: the test ended FAILED or CANCELLED.
+// submit --wait/--watch and watch: the test ended FAILED or CANCELLED; compare: a test has
+// no result.
 inline constexpr int kExitTestNotSucceeded = 3;
+// submit --fail_below / --fail_if_regressed: a gate failed (a test that did not succeed
+// fails every gate).
+inline constexpr int kExitGateFailed = 4;
 
 inline constexpr char kDefaultOrchestrator[] = "127.0.0.1:50051";
 

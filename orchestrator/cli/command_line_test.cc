@@ -582,6 +582,32 @@ TEST(SplitArgvTest, UnknownFlagIsAUsageErrorAndHelpIsNoted) {
   EXPECT_THAT(line->words, ElementsAre("submit"));
 }
 
+TEST(SubmitSpecTest, GatesNeedAFollowedTest) {
+  absl::StatusOr<ParsedCommand> parsed = Parse(
+      {"submit"},
+      With(kSubmitBase, {{"wait", "true"}, {"fail_below", "250"}, {"fail_if_regressed", "5%"}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const GateOptions& gates = parsed->Options<SubmitOptions>().gates;
+  EXPECT_EQ(gates.fail_below_qps, 250);
+  EXPECT_EQ(gates.fail_if_regressed_pct, 5);
+  parsed = Parse({"submit"}, With(kSubmitBase, {{"watch", "true"}, {"fail_if_regressed", "7.5"}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Options<SubmitOptions>().gates.fail_if_regressed_pct, 7.5);
+  EXPECT_FALSE(parsed->Options<SubmitOptions>().gates.fail_below_qps.has_value());
+
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"fail_below", "250"}}),
+                   "--fail_below: needs --wait or --watch");
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"fail_if_regressed", "5%"}}),
+                   "--fail_if_regressed: needs --wait or --watch");
+  const GivenFlags wait = With(kSubmitBase, {{"wait", "true"}});
+  ExpectUsageError({"submit"}, With(wait, {{"fail_below", "0"}}), "--fail_below: '0'");
+  ExpectUsageError({"submit"}, With(wait, {{"fail_below", "lots"}}), "--fail_below: 'lots'");
+  for (const char* bad : {"five", "-1%", "100%", "5%%", ""}) {
+    ExpectUsageError({"submit"}, With(wait, {{"fail_if_regressed", bad}}),
+                     "is not a percentage in [0, 100)");
+  }
+}
+
 TEST(ParseCommandTest, RequiredFlagsAreNamedWithTheirChoices) {
   ExpectUsageError({"tokens", "create"}, {{"name", "ci"}},
                    "--role: is required (reader, submitter, worker or admin)");

@@ -295,6 +295,17 @@ std::vector<FlagSpec> SubmitFlags() {
        .help = "Poll until the test ends, progress on stderr, then print it; exit 0 if it "
                "SUCCEEDED, 3 if it FAILED or was CANCELLED."},
       {.name = "watch", .help = "Like --wait, but stream every update to stdout (WatchTest)."},
+      {.name = "fail_below",
+       .value = "QPS",
+       .help = "CI gate (with --wait or --watch): exit 4 when the max sustainable rate is below "
+               "QPS, or only known to be at least a lower rate, or the test did not succeed. "
+               "One line on stderr says why it passed or failed."},
+      {.name = "fail_if_regressed",
+       .value = "5%",
+       .help = "CI gate (with --wait or --watch): exit 4 when the capacity is lower than the "
+               "latest earlier succeeded test of the same model version (else of the same "
+               "model) by more than this percentage and beyond both tests' confidence "
+               "intervals, or the test did not succeed."},
   };
 }
 

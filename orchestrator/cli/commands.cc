@@ -12,7 +12,10 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "orchestrator/cli/command_table.h"
+#include "orchestrator/cli/compare_command.h"
+#include "orchestrator/cli/gates.h"
 #include "orchestrator/cli/render.h"
 #include "orchestrator/cli/usage.h"
 
@@ -168,18 +171,52 @@ int CommandRunner::Submit(const SubmitOptions& options) {
   absl::StatusOr<v1::SubmitTestResponse> response = Call(&Stub::SubmitTest, request);
   if (!response.ok()) return RpcFailed("SubmitTest", response.status());
   const v1::Test& test = response->test();
+  v1::Test finished;
+  int exit_code = kExitOk;
   switch (options.follow) {
     case FollowMode::kNone:
       PrintTest(test);
       return kExitOk;
     case FollowMode::kPoll:
       err_ << "submitted test " << test.id() << "; waiting for it to finish\n";
-      return PollUntilDone(test);
+      exit_code = PollUntilDone(test, &finished);
+      break;
     case FollowMode::kStream:
       err_ << "submitted test " << test.id() << "\n";
-      return StreamUntilDone(test.id());
+      exit_code = StreamUntilDone(test.id(), &finished);
+      break;
   }
-  return kExitOk;
+  if (exit_code == kExitRpcError || !options.gates.Any()) return exit_code;
+  return JudgeGates(finished, options.gates, exit_code);
+}
+
+absl::StatusOr<std::optional<v1::Test>> CommandRunner::FindBaseline(const v1::Test& finished) {
+  const std::string model = TestModelName(finished);
+  const std::string version = TestModelVersion(finished);
+  if (!version.empty()) {
+    ASSIGN_OR_RETURN(std::optional<v1::Test> same_version,
+                     LatestSucceededTest(*this, model, version, finished.id()));
+    if (same_version.has_value()) return same_version;
+  }
+  return LatestSucceededTest(*this, model, "", finished.id());
+}
+
+int CommandRunner::JudgeGates(const v1::Test& finished, const GateOptions& gates, int exit_code) {
+  bool passed = true;
+  if (gates.fail_below_qps.has_value()) {
+    const GateVerdict verdict = JudgeFailBelow(finished, *gates.fail_below_qps);
+    err_ << verdict.line << "\n";
+    passed &= verdict.passed;
+  }
+  if (gates.fail_if_regressed_pct.has_value()) {
+    absl::StatusOr<std::optional<v1::Test>> baseline = std::optional<v1::Test>();
+    if (finished.state() == v1::TEST_STATE_SUCCEEDED) baseline = FindBaseline(finished);
+    if (!baseline.ok()) return RpcFailed("ListTests", baseline.status());
+    const GateVerdict verdict = JudgeRegression(finished, *baseline, *gates.fail_if_regressed_pct);
+    err_ << verdict.line << "\n";
+    passed &= verdict.passed;
+  }
+  return passed ? exit_code : kExitGateFailed;
 }
 
 int CommandRunner::GetTest(int64_t id) {
@@ -237,7 +274,7 @@ int CommandRunner::ExitCodeFor(const v1::Test& finished) const {
   return finished.state() == v1::TEST_STATE_SUCCEEDED ? kExitOk : kExitTestNotSucceeded;
 }
 
-int CommandRunner::PollUntilDone(v1::Test test) {
+int CommandRunner::PollUntilDone(v1::Test test, v1::Test* finished) {
   FollowProgress progress;
   int consecutive_failures = 0;
   ReportProgress(test, progress, err_);
@@ -260,10 +297,11 @@ int CommandRunner::PollUntilDone(v1::Test test) {
     ReportProgress(test, progress, err_);
   }
   PrintTest(test);
+  if (finished != nullptr) *finished = test;
   return ExitCodeFor(test);
 }
 
-int CommandRunner::StreamUntilDone(int64_t id) {
+int CommandRunner::StreamUntilDone(int64_t id, v1::Test* finished) {
   FollowProgress progress;
   int consecutive_failures = 0;
   v1::Test last;
@@ -310,6 +348,7 @@ int CommandRunner::StreamUntilDone(int64_t id) {
     return RpcFailed("WatchTest", status);
   }
   if (global_.output == OutputFormat::kTable) out_ << "\n" << RenderTestTable(last);
+  if (finished != nullptr) *finished = last;
   return ExitCodeFor(last);
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,7 +54,7 @@ class CommandRunner {
   int GetModel(const v1::GetModelRequest& request);
   int ListModels(const v1::ListModelsRequest& request);
   // Queues the test; with --wait polls until it ends (0 SUCCEEDED, 3 FAILED/CANCELLED),
-  // with --watch streams its updates.
+  // with --watch streams its updates; then judges the gates (4 when one fails).
   int Submit(const SubmitOptions& options);
   int GetTest(int64_t id);
   int ListTests(const v1::ListTestsRequest& request);
@@ -102,8 +103,13 @@ class CommandRunner {
   std::unique_ptr<grpc::ClientContext> NewContext(bool with_deadline) const;
   int RpcFailed(absl::string_view rpc, const grpc::Status& status);
   void ReportProgress(const v1::Test& test, FollowProgress& progress, std::ostream& to);
-  int PollUntilDone(v1::Test test);
-  int StreamUntilDone(int64_t id);
+  // Both print the finished test and store it in *finished (when not null).
+  int PollUntilDone(v1::Test test, v1::Test* finished = nullptr);
+  int StreamUntilDone(int64_t id, v1::Test* finished = nullptr);
+  // The gates' lines on stderr; kExitGateFailed if one failed, else `exit_code`.
+  int JudgeGates(const v1::Test& finished, const GateOptions& gates, int exit_code);
+  // The latest earlier succeeded test of the finished test's model version, else of its model.
+  absl::StatusOr<std::optional<v1::Test>> FindBaseline(const v1::Test& finished);
   int ExitCodeFor(const v1::Test& finished) const;
   void PrintTest(const v1::Test& test);
 

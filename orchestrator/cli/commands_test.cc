@@ -501,6 +501,115 @@ TEST_F(CommandRunnerTest, WatchYamlIsOneDocumentPerUpdate) {
   EXPECT_THAT(out, Not(HasSubstr("Result:")));  // no table after the documents
 }
 
+// A finished test of resnet50/VERSION whose capacity is in [low, high).
+v1::Test Finished(int64_t id, const std::string& version, double low, double high,
+                  v1::TestState state = v1::TEST_STATE_SUCCEEDED) {
+  v1::Test test = MakeTest(id, state, 2);
+  test.mutable_model()->set_name("resnet50");
+  test.mutable_model()->set_version(version);
+  test.mutable_result()->set_max_sustainable_qps(low);
+  test.mutable_result()->set_confidence_low_qps(low);
+  test.mutable_result()->set_confidence_high_qps(high);
+  return test;
+}
+
+class GateTest : public CommandRunnerTest {
+ protected:
+  // submit --wait with `gates`; the test is queued as `final.id()` and polled once, `final`.
+  int SubmitAndWait(const v1::Test& final, GateOptions gates) {
+    SubmitOptions options;
+    options.spec.set_model("resnet50");
+    options.follow = FollowMode::kPoll;
+    options.gates = gates;
+    v1::SubmitTestResponse submitted;
+    *submitted.mutable_test() = MakeTest(final.id(), v1::TEST_STATE_QUEUED, 0);
+    EXPECT_CALL(stub_, SubmitTest(_, _, _))
+        .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+    EXPECT_CALL(stub_, GetTest(_, _, _))
+        .WillOnce(DoAll(SetArgPointee<2>(GetResponse(final)), Return(grpc::Status::OK)));
+    return Runner().Submit(options);
+  }
+
+  // ListTests answers `tests` (newest first) to every call and records the requests.
+  void ListSucceeded(const std::vector<v1::Test>& tests) {
+    v1::ListTestsResponse response;
+    for (const v1::Test& test : tests) *response.add_tests() = test;
+    EXPECT_CALL(stub_, ListTests(_, _, _))
+        .WillRepeatedly(
+            Invoke([this, response](grpc::ClientContext*, const v1::ListTestsRequest& request,
+                                    v1::ListTestsResponse* out) {
+              listed_.push_back(request);
+              *out = response;
+              return grpc::Status::OK;
+            }));
+  }
+
+  std::vector<v1::ListTestsRequest> listed_;
+};
+
+TEST_F(GateTest, FailBelowExitsFourAndSaysWhy) {
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 200, 250), {.fail_below_qps = 250}), kExitGateFailed);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("gate --fail_below=250: FAILED: max sustainable 200.0 qps is below "
+                        "250.0 qps\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("Test 20"));  // the finished test is still printed
+}
+
+TEST_F(GateTest, FailBelowPassesAtOrAboveTheThreshold) {
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 200, 250), {.fail_below_qps = 150}), kExitOk);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("gate --fail_below=150: passed: max sustainable 200.0 qps >= 150.0 qps"));
+}
+
+TEST_F(GateTest, ATestThatFailedFailsTheGateWithItsOwnCode) {
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 200, 250, v1::TEST_STATE_FAILED),
+                          {.fail_below_qps = 100, .fail_if_regressed_pct = 5}),
+            kExitGateFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("gate --fail_below=100: FAILED: test 20 ended FAILED"));
+  EXPECT_THAT(err_.str(), HasSubstr("gate --fail_if_regressed=5%: FAILED: test 20 ended FAILED"));
+}
+
+TEST_F(GateTest, RegressionComparesWithTheLatestEarlierTestOfTheSameVersion) {
+  // Test 21 is newer than the one judged; 19 is another version; 18 is the baseline:
+  // (270 - 280) / 280 = -3.6%, within 5%.
+  ListSucceeded(
+      {Finished(21, "v2", 100, 110), Finished(19, "v1", 300, 330), Finished(18, "v2", 280, 300)});
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 270, 300), {.fail_if_regressed_pct = 5}), kExitOk);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("gate --fail_if_regressed=5%: passed: 270.0 qps is 3.6% below test 18's "
+                        "280.0 qps (resnet50/v2), within the 5% allowed"));
+  ASSERT_EQ(listed_.size(), 1u);
+  EXPECT_EQ(listed_[0].state(), v1::TEST_STATE_SUCCEEDED);
+  EXPECT_EQ(listed_[0].model(), "resnet50");
+}
+
+TEST_F(GateTest, RegressionFallsBackToTheModelAndFailsBeyondTheIntervals) {
+  // No earlier v2 test: the latest earlier test of resnet50 (v1) is the baseline. 10% lower,
+  // and [270, 300) lies below [300, 330).
+  ListSucceeded({Finished(19, "v1", 300, 330)});
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 270, 300), {.fail_if_regressed_pct = 5}),
+            kExitGateFailed);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("gate --fail_if_regressed=5%: FAILED: 270.0 qps is 10.0% below test "
+                        "19's 300.0 qps (resnet50/v1), more than the 5% allowed and beyond both "
+                        "tests' confidence intervals"));
+  EXPECT_EQ(listed_.size(), 2u);  // the version, then the model
+}
+
+TEST_F(GateTest, RegressionWithoutABaselinePasses) {
+  ListSucceeded({});
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 270, 300), {.fail_if_regressed_pct = 5}), kExitOk);
+  EXPECT_THAT(err_.str(), HasSubstr("passed: no earlier succeeded test of resnet50/v2"));
+}
+
+TEST_F(GateTest, BaselineLookupErrorExitsOne) {
+  EXPECT_CALL(stub_, ListTests(_, _, _))
+      .WillOnce(Return(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "reader only")));
+  EXPECT_EQ(SubmitAndWait(Finished(20, "v2", 270, 300), {.fail_if_regressed_pct = 5}),
+            kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("error: PERMISSION_DENIED: reader only"));
+}
+
 // RunCli: the whole tool, from argv.
 class RunCliTest : public ::testing::Test {
  protected:

@@ -14,14 +14,6 @@
 namespace vanguard::cli {
 namespace {
 
-std::string TestModel(const v1::Test& test) {
-  return test.model().name().empty() ? test.spec().model() : test.model().name();
-}
-
-std::string TestVersion(const v1::Test& test) {
-  return test.model().version().empty() ? test.spec().model_version() : test.model().version();
-}
-
 absl::StatusOr<CompareOptions> ParseCompare(const CommandInput& in) {
   CompareOptions options;
   const bool by_version = in.flags.Has("model") || in.flags.Has("versions");
@@ -131,8 +123,8 @@ std::string ComparisonTable(const v1::Test& a, const v1::Test& b,
 
 nlohmann::ordered_json SideJson(const v1::Test& test, const CapacityInterval& interval) {
   return {{"id", absl::StrCat(test.id())},
-          {"model", TestModel(test)},
-          {"version", TestVersion(test)},
+          {"model", TestModelName(test)},
+          {"version", TestModelVersion(test)},
           {"state", v1::TestState_Name(test.state())},
           {"max_sustainable_qps", interval.estimate},
           {"at_least", interval.at_least},
@@ -211,7 +203,7 @@ absl::StatusOr<std::optional<v1::Test>> LatestSucceededTest(const CommandRunner&
                    runner.Call(&CommandRunner::Stub::ListTests, request));
   for (const v1::Test& test : response.tests()) {  // newest first
     if (before_id > 0 && test.id() >= before_id) continue;
-    if (!version.empty() && TestVersion(test) != version) continue;
+    if (!version.empty() && TestModelVersion(test) != version) continue;
     return std::optional<v1::Test>(test);
   }
   return std::optional<v1::Test>();

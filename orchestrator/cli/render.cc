@@ -246,12 +246,17 @@ std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
 // Two decimals below 10 ms so sub-millisecond latencies stay readable.
 std::string FormatMs(double ms) { return absl::StrFormat(ms < 10 ? "%.2f" : "%.1f", ms); }
 
+std::string TestModelName(const v1::Test& test) {
+  return test.model().name().empty() ? test.spec().model() : test.model().name();
+}
+
+std::string TestModelVersion(const v1::Test& test) {
+  return test.model().name().empty() ? test.spec().model_version() : test.model().version();
+}
+
 std::string TestModelRef(const v1::Test& test) {
-  if (test.has_model() && !test.model().name().empty()) {
-    return ModelRef(test.model().name(), test.model().version());
-  }
-  return ModelRef(test.spec().model(),
-                  test.spec().model_version().empty() ? "latest" : test.spec().model_version());
+  const std::string version = TestModelVersion(test);
+  return ModelRef(TestModelName(test), version.empty() ? "latest" : version);
 }
 
 std::string TextTable::Render() const {
@@ -326,14 +331,12 @@ std::string RenderTestListCsv(const v1::ListTestsResponse& list) {
       CsvLine({"id", "state", "model", "version", "attempt", "max_sustainable_qps", "at_least",
                "confidence_low_qps", "confidence_high_qps", "converged", "created", "strategy"});
   for (const v1::Test& test : list.tests()) {
-    const bool resolved = test.has_model() && !test.model().name().empty();
     const v1::TestResult& result = test.result();
     const auto number = [&](double value) { return test.has_result() ? CsvNumber(value) : ""; };
     absl::StrAppend(
-        &out, CsvLine({absl::StrCat(test.id()), TestStateName(test.state()),
-                       resolved ? test.model().name() : test.spec().model(),
-                       resolved ? test.model().version() : test.spec().model_version(),
-                       absl::StrCat(test.attempt()), number(result.max_sustainable_qps()),
+        &out, CsvLine({absl::StrCat(test.id()), TestStateName(test.state()), TestModelName(test),
+                       TestModelVersion(test), absl::StrCat(test.attempt()),
+                       number(result.max_sustainable_qps()),
                        test.has_result() ? CsvBool(result.at_least()) : "",
                        number(result.confidence_low_qps()), number(result.confidence_high_qps()),
                        test.has_result() ? CsvBool(result.converged()) : "",

@@ -63,6 +63,9 @@ std::string FormatMs(double ms);    // "4.25", "120.5"
 // The model a test runs against: the resolved version once known, else what was asked for
 // ("resnet50/v3", "resnet50/latest").
 std::string TestModelRef(const v1::Test& test);
+// Its parts: the resolved model's name and version, else the spec's (the version may be "").
+std::string TestModelName(const v1::Test& test);
+std::string TestModelVersion(const v1::Test& test);
 
 enum class Align { kLeft, kRight };
 

@@ -210,6 +210,30 @@ absl::Status ParsePriority(const FlagSet& flags, v1::TestSpec& spec) {
   return absl::OkStatus();
 }
 
+// --fail_below=QPS and --fail_if_regressed=P[%]; both judge the finished test, so they need
+// --wait or --watch.
+absl::StatusOr<GateOptions> ParseGates(const FlagSet& flags, FollowMode follow) {
+  GateOptions gates;
+  ASSIGN_OR_RETURN(gates.fail_below_qps, flags.Number("fail_below"));
+  if (gates.fail_below_qps.has_value() && *gates.fail_below_qps <= 0) {
+    return BadValue("fail_below", *flags.Text("fail_below"), "must be positive (requests/s)");
+  }
+  if (std::optional<std::string> text = flags.Text("fail_if_regressed")) {
+    absl::string_view number = absl::StripAsciiWhitespace(*text);
+    absl::ConsumeSuffix(&number, "%");
+    double pct = 0;
+    if (!absl::SimpleAtod(number, &pct) || !std::isfinite(pct) || pct < 0 || pct >= 100) {
+      return BadValue("fail_if_regressed", *text, "is not a percentage in [0, 100), e.g. 5%");
+    }
+    gates.fail_if_regressed_pct = pct;
+  }
+  if (gates.Any() && follow == FollowMode::kNone) {
+    return FlagError(gates.fail_below_qps.has_value() ? "fail_below" : "fail_if_regressed",
+                     "needs --wait or --watch (the gate judges the finished test)");
+  }
+  return gates;
+}
+
 }  // namespace
 
 absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags) {
@@ -236,6 +260,7 @@ absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags) {
   ASSIGN_OR_RETURN(bool wait, flags.Bool("wait"));
   ASSIGN_OR_RETURN(bool watch, flags.Bool("watch"));
   options.follow = watch ? FollowMode::kStream : wait ? FollowMode::kPoll : FollowMode::kNone;
+  ASSIGN_OR_RETURN(options.gates, ParseGates(flags, options.follow));
   return options;
 }
 

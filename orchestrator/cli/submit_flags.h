@@ -24,14 +24,23 @@ enum class FollowMode {
   kStream,  // --watch: stream WatchTest updates to stdout
 };
 
+// CI gates judged once a followed test ends (gates.h).
+struct GateOptions {
+  std::optional<double> fail_below_qps;         // --fail_below=QPS
+  std::optional<double> fail_if_regressed_pct;  // --fail_if_regressed=5%
+
+  bool Any() const { return fail_below_qps.has_value() || fail_if_regressed_pct.has_value(); }
+};
+
 struct SubmitOptions {
   v1::TestSpec spec;
   std::string request_id;
   FollowMode follow = FollowMode::kNone;
+  GateOptions gates;
 };
 
-// INVALID_ARGUMENT naming the flag for a bad value, a missing model or sweep, or flags of a
-// strategy other than the one chosen.
+// INVALID_ARGUMENT naming the flag for a bad value, a missing model or sweep, flags of a
+// strategy other than the one chosen, or a gate without --wait or --watch.
 absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags);
 
 }  // namespace vanguard::cli

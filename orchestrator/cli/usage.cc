@@ -15,8 +15,9 @@ namespace {
 constexpr size_t kWidth = 100;
 
 constexpr char kExitCodes[] =
-    "Exit codes: 0 ok; 1 RPC error; 2 usage error; 3 the followed test ended FAILED or "
-    "CANCELLED.\n";
+    "Exit codes: 0 ok; 1 RPC error; 2 usage error; 3 the followed test ended FAILED or\n"
+    "CANCELLED (compare: a test has no result); 4 a --fail_below or --fail_if_regressed gate\n"
+    "failed (a test that did not succeed fails every gate).\n";
 
 // "--name=VALUE", "[--name=VALUE]" or "[--wait]".
 std::string SynopsisToken(const FlagSpec& flag) {
