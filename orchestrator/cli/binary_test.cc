@@ -1,7 +1,11 @@
 // Runs the real `vanguard` binary against an in-process fake Orchestrator on a loopback port
 // (port 0): checks main.cc's wiring of flags, environment, exit codes and output, which the
 // library tests cannot see.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +39,12 @@ class FakeOrchestrator final : public v1::Orchestrator::Service {
     }
     *response->mutable_test() = FinishedTest(request->id());
     return grpc::Status::OK;
+  }
+
+  // No model is registered any more: the report goes without its registry entry.
+  grpc::Status GetModel(grpc::ServerContext*, const v1::GetModelRequest* request,
+                        v1::GetModelResponse*) override {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("model ", request->name()));
   }
 
   grpc::Status SubmitTest(grpc::ServerContext* context, const v1::SubmitTestRequest* request,
@@ -167,6 +177,18 @@ TEST_F(VanguardBinaryTest, FailBelowGateExitsFour) {
                                "--rates=100", "--wait", "--fail_below=100"});
   EXPECT_EQ(passed.exit_code, 0) << passed.err;
   EXPECT_THAT(passed.err, HasSubstr("gate --fail_below=100: passed"));
+}
+
+TEST_F(VanguardBinaryTest, ReportWritesThePageWhereDashOSays) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/binary_report_", getpid(), ".html");
+  RunResult result = Vanguard({"report", "1", "-o", path, "--orchestrator=" + Address()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, path + "\n");
+  std::ifstream in(path);
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_EQ(first_line, "<!DOCTYPE html>");
+  std::remove(path.c_str());
 }
 
 TEST_F(VanguardBinaryTest, UsageErrorsExitTwo) {

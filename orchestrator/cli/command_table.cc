@@ -18,6 +18,7 @@
 #include "orchestrator/cli/compare_command.h"
 #include "orchestrator/cli/completion.h"
 #include "orchestrator/cli/model_flags.h"
+#include "orchestrator/cli/report_command.h"
 #include "orchestrator/cli/submit_flags.h"
 #include "orchestrator/cli/usage.h"
 #include "vanguard/v1/model.pb.h"
@@ -354,6 +355,7 @@ std::vector<CommandSpec> TestCommands() {
            .parse = ParseTestIdArg,
            .run = [](CommandRunner& r, const int64_t& id) { return r.WatchTest(id); }}),
       CompareCommand(),
+      ReportCommand(),
   };
 }
 

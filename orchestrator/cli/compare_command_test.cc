@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "orchestrator/cli/testing/command_test.h"
 
 namespace vanguard::cli {
 namespace {
@@ -62,21 +62,13 @@ v1::Test TestB() {
   return test;
 }
 
-class CompareCommandTest : public ::testing::Test {
+class CompareCommandTest : public CommandTest {
  protected:
   // Runs `vanguard compare ARGS` with the given flags against the mock.
   int Compare(const std::vector<std::string>& args, const GivenFlags& flags = {}) {
     std::vector<std::string> words = {"compare"};
     words.insert(words.end(), args.begin(), args.end());
-    absl::StatusOr<CommandWords> command = IdentifyCommand(words);
-    EXPECT_TRUE(command.ok()) << command.status();
-    absl::StatusOr<ParsedCommand> parsed = ParseCommand(*command, flags, Environment{});
-    if (!parsed.ok()) {
-      usage_error_ = std::string(parsed.status().message());
-      return kExitUsage;
-    }
-    CommandRunner runner(stub_, parsed->global, out_, err_, clock_);
-    return parsed->spec->run(runner, parsed->options);
+    return RunCommand(words, flags);
   }
 
   // GetTest answers with `tests` by id.
@@ -92,12 +84,6 @@ class CompareCommandTest : public ::testing::Test {
           return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such test");
         }));
   }
-
-  v1::MockOrchestratorStub stub_;
-  std::ostringstream out_;
-  std::ostringstream err_;
-  FakeClock clock_;
-  std::string usage_error_;
 };
 
 TEST_F(CompareCommandTest, TwoIdsPrintCapacityLatencyAndVerdict) {

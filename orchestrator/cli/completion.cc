@@ -21,9 +21,12 @@
 namespace vanguard::cli {
 namespace {
 
-// The flag as typed, with "=" for a flag that takes a value: "--version=", "-o=", "--wait".
+// A one-letter flag ("-o") takes its value from the next word.
+bool IsShort(const FlagSpec& flag) { return flag.name.size() == 1; }
+
+// The flag as typed, with "=" for a long flag that takes a value: "--version=", "-o", "--wait".
 std::string TypedFlag(const FlagSpec& flag) {
-  return absl::StrCat(FlagDisplayName(flag.name), flag.is_bool() ? "" : "=");
+  return absl::StrCat(FlagDisplayName(flag.name), flag.is_bool() || IsShort(flag) ? "" : "=");
 }
 
 // The name a script sees after stripping the dashes: "version" for model_version.
@@ -221,8 +224,10 @@ std::string ZshEscaped(const std::string& text) {
 
 // One _arguments spec: --name=[help]:VALUE:(choices) or --wait[help].
 std::string ZshFlagSpec(const FlagSpec& flag) {
-  std::string spec = absl::StrCat(FlagDisplayName(flag.name), flag.is_bool() ? "" : "=", "[",
-                                  ZshEscaped(flag.help), "]");
+  // "--name=": the value after "=" or in the next word; "-o+": in the same or the next word.
+  const char* takes = flag.is_bool() ? "" : IsShort(flag) ? "+" : "=";
+  std::string spec =
+      absl::StrCat(FlagDisplayName(flag.name), takes, "[", ZshEscaped(flag.help), "]");
   if (!flag.is_bool()) {
     const std::string action = flag.file ? "_files"
                                : flag.choices.empty()

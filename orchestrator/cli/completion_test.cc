@@ -88,6 +88,11 @@ TEST_F(BashCompletionTest, CompletesFileNamesForFileFlags) {
   std::ofstream(dir + "/spec.json") << "{}";
   EXPECT_EQ(Complete(absl::StrCat("vanguard submit --spec_file=", dir, "/sp")),
             absl::StrCat(dir, "/spec.json"));
+  EXPECT_EQ(Complete(absl::StrCat("vanguard report 12 -o ", dir, "/sp")),
+            absl::StrCat(dir, "/spec.json"));
+  EXPECT_EQ(Complete("vanguard report 12 -"),
+            "--help --orchestrator= --output= --timeout= "
+            "--tls_ca= --window_step= -o");
   std::filesystem::remove_all(dir);
 }
 
