@@ -77,9 +77,10 @@ void WarmupDetector::Judge(size_t last) {
   if (level <= 0) level = y_mean;
   const double drop = -slope * horizon_s / level;
   const double drop_se = std::sqrt(residuals / (n - 2) / sxx) * horizon_s / level;
-  verdict_ = true;
   falling_ = drop - options_.z * drop_se > options_.tolerance;
-  if (falling_) return;
+  // Neither falling nor shown flat: no verdict (a noisy latency hides a slow warmup).
+  verdict_ = falling_ || drop + options_.z * drop_se <= options_.warm_tolerance;
+  if (!verdict_ || falling_) return;
   // Warm: when did it stop falling? The last span before the horizon above its level.
   const double level_variance = y_variance / (n - 1) / n;
   warmup_end_ = absl::ZeroDuration();

@@ -12,7 +12,9 @@
 // to the window latencies of the horizon (the last span and the lookback_spans before it):
 // the latency is still falling when the fitted drop over the horizon, relative to the
 // fitted level at its end, exceeds `tolerance` beyond noise (z standard errors of the drop,
-// from the scatter about the line). warm() is the latest verdict: not falling. A rising
+// from the scatter about the line). warm() is the latest verdict: not falling, and the drop's
+// upper bound (drop + z standard errors) below warm_tolerance, so that a noisy latency that
+// shows no significant fall is not called warm (neither: no verdict yet). A rising
 // latency (a cold model overloaded, a queue building) is not a warmup: it is warm as far as
 // this detector goes (the steady-state test judges it; if it later falls, the detector says
 // so). When warm, warmup() is the end of the last span before the horizon whose mean was
@@ -41,6 +43,10 @@ struct WarmupDetectorOptions {
   int lookback_spans = 4;
   // A fitted drop over the horizon beyond noise by more than this share of the level.
   double tolerance = 0.02;
+  // Warm needs more than no evidence of a fall: the fitted drop's upper bound (drop + z
+  // standard errors) must be below this share of the level, or the readings are too noisy
+  // to tell and the caller keeps waiting (up to max_warmup).
+  double warm_tolerance = 0.15;
   double z = 1.645;  // one-sided 95%
   // How long a caller should wait for a falling latency to stop falling.
   absl::Duration max_warmup = absl::Seconds(300);

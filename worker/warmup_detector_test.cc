@@ -38,7 +38,7 @@ TEST(WarmupDetectorTest, ALinearWarmupIsSeenAndItsEndFound) {
     const absl::Duration decided = FeedUntilWarm(d, Linear(4, 120), 0.1, seed);
     ASSERT_TRUE(d.warm()) << "seed " << seed;
     EXPECT_GE(decided, absl::Seconds(120)) << "seed " << seed;
-    EXPECT_LE(decided, absl::Seconds(180)) << "seed " << seed;
+    EXPECT_LE(decided, absl::Seconds(200)) << "seed " << seed;
     EXPECT_GE(d.warmup(), absl::Seconds(100)) << "seed " << seed;
     EXPECT_LE(d.warmup(), absl::Seconds(140)) << "seed " << seed;
   }
@@ -66,11 +66,26 @@ TEST(WarmupDetectorTest, AFlatNoisyLatencyIsWarmAtOnce) {
     const absl::Duration decided = FeedUntilWarm(
         d, [](double) { return 1.0; }, 0.15, seed);
     ASSERT_TRUE(d.warm()) << "seed " << seed;
-    EXPECT_LE(decided, absl::Seconds(50)) << "seed " << seed;  // the first verdict: 40 s
+    // The first verdict comes at 40 s; warm needs the drop's upper bound under
+    // warm_tolerance, which 15% scatter per window reaches within a few more spans.
+    EXPECT_LE(decided, absl::Seconds(90)) << "seed " << seed;
     EXPECT_EQ(d.warmup(), absl::ZeroDuration()) << "seed " << seed;
   }
   WarmupDetector d({});
   EXPECT_EQ(d.evidence_needed(kWindow), absl::Seconds(40));
+}
+
+TEST(WarmupDetectorTest, ANoisyLatencyHidingASlowWarmupIsNotCalledWarm) {
+  // 173 s at 3.7x behind 50% scatter per window (a p50 of a few requests of a batching
+  // model): no fall is significant at 40 s, which is no evidence the model is warm.
+  int early = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    WarmupDetector d({});
+    const absl::Duration decided = FeedUntilWarm(d, Linear(3.7, 173), 0.5, seed);
+    early += decided < absl::Seconds(100) ? 1 : 0;
+  }
+  // Before warm_tolerance, every seed was called warm at the first verdict (40 s).
+  EXPECT_LE(early, 8);
 }
 
 TEST(WarmupDetectorTest, ARisingLatencyIsNotAWarmup) {
