@@ -227,10 +227,31 @@ bool AdaptiveStrategy::Contradicts(const Judged& older, const Judged& newer) {
   return (at_or_above && !a.passed && b.passed) || (at_or_below && a.passed && !b.passed);
 }
 
+bool AdaptiveStrategy::Warmed(const Judged& older, const Judged& newer) const {
+  const StepOutcome &a = older.outcome, &b = newer.outcome;
+  if (older.expired || older.noise || newer.noise || !a.client_valid || !b.client_valid ||
+      a.rate_qps != b.rate_qps || a.passed || !b.passed || a.p50_ms <= 0 || b.p50_ms <= 0 ||
+      b.p50_ms >= kWarmedP50 * a.p50_ms || b.limit_ratio >= a.limit_ratio ||
+      2 * b.tail_samples < a.tail_samples) {
+    return false;
+  }
+  // The median fell at lower rates too: a reading up to the failure at a lower rate read a
+  // median above the newer one's (a model that got faster, not an episode that raised the
+  // failure's median alone: calm readings below it read as fast as the newer one).
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (!j.expired && j.step <= older.step && o.rate_qps < a.rate_qps &&
+        kWarmedP50 * o.p50_ms > b.p50_ms) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
   for (Judged& older : judged_) {
     if (!SameRate(older.outcome.rate_qps, newer.outcome.rate_qps)) continue;
-    if (!Contradicts(older, newer)) continue;
+    if (!Contradicts(older, newer) && !Warmed(older, newer)) continue;
     older.expired = true;
     drift_flags_.push_back(
         absl::StrFormat("reading at %.4g req/s (step %d) expired: contradicted by step %d",
@@ -503,12 +524,37 @@ std::optional<double> AdaptiveStrategy::FailureToRemeasure(bool finishing) const
   return std::nullopt;
 }
 
+std::optional<double> AdaptiveStrategy::StaleFailure() const {
+  if (!lowest_failure_) return std::nullopt;
+  const Judged* bound = nullptr;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || j.noise || j.is_hold || o.passed || !o.client_valid ||
+        o.rate_qps < *lowest_failure_ * (1 - kSameRate)) {
+      continue;
+    }
+    if (bound == nullptr || o.rate_qps < bound->outcome.rate_qps) bound = &j;
+  }
+  if (bound == nullptr) return std::nullopt;
+  const double rate = bound->outcome.rate_qps;
+  for (double r : remeasured_) {
+    if (SameRate(r, rate)) return std::nullopt;
+  }
+  int last_step = 0;
+  for (const Judged& j : judged_) {
+    if (!j.expired && j.outcome.rate_qps == rate) last_step = std::max(last_step, j.step);
+  }
+  return FasterSince(last_step) ? std::optional<double>(rate) : std::nullopt;
+}
+
 bool AdaptiveStrategy::FasterSince(int step) const {
   for (const Judged& before : judged_) {
     if (before.expired || before.step > step || before.outcome.limit_ratio <= 0) continue;
     for (const Judged& after : judged_) {
       if (after.expired || after.step <= step || after.outcome.limit_ratio <= 0) continue;
-      if (after.outcome.rate_qps >= before.outcome.rate_qps * (1 - kSameRate) &&
+      // At a rate at least as high, never a little lower: near a cliff a rate 1% lower reads
+      // several times lower on a model that did not change.
+      if (after.outcome.rate_qps >= before.outcome.rate_qps &&
           after.outcome.limit_ratio < kFasterRatio * before.outcome.limit_ratio) {
         return true;
       }
@@ -569,9 +615,9 @@ std::optional<std::string> AdaptiveStrategy::Converged() const {
 Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
   converged_why_ = why;
   if (steps_ < max_steps_) {
-    if (std::optional<double> again = FailureToRemeasure(/*finishing=*/true)) {
-      return Remeasure(*again);
-    }
+    std::optional<double> again = FailureToRemeasure(/*finishing=*/true);
+    if (!again) again = StaleFailure();
+    if (again) return Remeasure(*again);
   }
   const double estimate = std::max(min_qps_, Estimate());
   if (hold_held_.value_or(false) && hold_rate_ && SameRate(*hold_rate_, estimate)) {
@@ -638,11 +684,18 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     hold_held_ = true;
     absl::StrAppend(&verification_, ": held");
     if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
+    if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
+      return Remeasure(*stale);  // the hold read faster than the failure above it was
+    }
     return Finish(true, why);
   }
   if (sure_fail || at_horizon) {
     hold_held_ = false;
     absl::StrAppend(&verification_, ": did not hold");
+    if (failed_holds_.empty() ||
+        *hold_rate_ < *std::min_element(failed_holds_.begin(), failed_holds_.end())) {
+      lowest_failed_hold_ratio_ = ratio;
+    }
     failed_holds_.push_back(*hold_rate_);
     PoolVerdicts();
     return std::nullopt;  // the search goes on from the new bracket
@@ -654,6 +707,22 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_, /*verification=*/true};
+}
+
+std::optional<double> AdaptiveStrategy::HoldCalibratedCrossing() const {
+  if (!curve_ || failed_holds_.empty() || lowest_failed_hold_ratio_ <= 1 || curve_->b <= 0) {
+    return std::nullopt;
+  }
+  const double rate = *std::min_element(failed_holds_.begin(), failed_holds_.end());
+  const auto logit = [](double ratio) {
+    const double p = std::clamp(ratio * kTailAllowedFraction, 1e-9, 1 - 1e-9);
+    return std::log(p / (1 - p));
+  };
+  TailCurve shifted = *curve_;
+  shifted.a += logit(lowest_failed_hold_ratio_) - logit(curve_->At(rate));
+  const double crossing = shifted.Crossing();
+  if (!std::isfinite(crossing) || crossing >= rate) return std::nullopt;
+  return crossing;
 }
 
 Decision AdaptiveStrategy::FinishAtLeast() {
@@ -681,8 +750,12 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   done.best_pass_qps = best_.value_or(0);
   done.max_sustainable_qps = held ? *hold_rate_ : Estimate();
   if (!converged && !held && best_ && lowest_failure_) {
-    // Not verified: the conservative end of the bracket.
-    done.max_sustainable_qps = std::min(done.max_sustainable_qps, *best_ * (1 - Resolution()));
+    // Not verified: where the failed hold's own reading puts the limit, else the conservative
+    // end of the bracket.
+    const std::optional<double> calibrated = HoldCalibratedCrossing();
+    done.max_sustainable_qps =
+        std::min(done.max_sustainable_qps,
+                 calibrated && *calibrated > 0 ? *calibrated : *best_ * (1 - Resolution()));
   }
   done.converged = converged;
   done.confidence_low_qps = done.max_sustainable_qps;

@@ -19,7 +19,11 @@
 //  - Expiry: a later reading within kSameRate of an earlier one that contradicts it against
 //    the order a stationary model keeps (better at a rate at least as high, or worse at one at
 //    most as high: opposite own verdicts, or tail ratios apart by more than kContradictionZ
-//    combined standard errors when both are known) expires the earlier one (drift_flags).
+//    combined standard errors when both are known) expires the earlier one (drift_flags). So
+//    does a pass at the same rate, not shorter, whose median latency is below kWarmedP50 of a
+//    failure's there and of a reading at a lower rate up to the failure: the model got
+//    faster (a warmup outlasting the warmup phase), which the batch-means errors of a few
+//    windows cannot show but a median of thousands of requests does.
 //  - Re-measuring: the lowest failure is measured again (once per rate) when passes lie above
 //    it, and before the search ends on it when it looks like a disturbance, was measured in
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
@@ -75,6 +79,9 @@ class AdaptiveStrategy : public Strategy {
   // A later reading at a rate at least as high whose limit ratio is below this share of an
   // earlier one's: the model got faster since (warming, drift).
   static constexpr double kFasterRatio = 0.7;
+  // A pass whose median latency is below this share of a failure's at the same rate: the
+  // model got faster since (see Expiring above).
+  static constexpr double kWarmedP50 = 0.8;
   // Longer holds of an undecided step, at most this many per rate.
   static constexpr int kMaxExtensions = 2;
   // The probe above an undecided failure goes at most this far above it.
@@ -157,6 +164,9 @@ class AdaptiveStrategy : public Strategy {
   void ExpireWarmingReadings(const Judged& newer);
   // Whether `newer` contradicts `older` (see the header).
   static bool Contradicts(const Judged& older, const Judged& newer);
+  // Whether `newer` passes at `older`'s failing rate on a model that got faster (kWarmedP50):
+  // its median is below kWarmedP50 of the failure's and of a reading at a lower rate up to it.
+  bool Warmed(const Judged& older, const Judged& newer) const;
   // Re-judges every reading in force from the pooled tail fit (steps without tail samples
   // keep their own verdict), vetoes rates at or above a failed hold, and sets best_,
   // lowest_failure_ and the ratios feedback placement reads. Returns the last step's verdict.
@@ -191,10 +201,20 @@ class AdaptiveStrategy : public Strategy {
   const Judged* LowestOwnFailure() const;
   // Whether the model read faster after step `step` (see kFasterRatio).
   bool FasterSince(int step) const;
+  // Before finishing: the lowest failure bounding the bracket (an own failure at or above
+  // lowest_failure_) whose last reading at its rate is older than evidence that the model got
+  // faster (FasterSince), not yet re-measured; nullopt otherwise. However often a rate failed
+  // while the model was cold, a model that warmed since has not been measured there.
+  std::optional<double> StaleFailure() const;
   // DisturbedFailure: `failure` jumps far above the curve of the passes below it.
   bool Disturbed(const Judged& failure) const;
 
   // --- Converging, holding, finishing ---
+  // After a failed hold: the pooled tail curve shifted (in log-odds) to pass through the
+  // lowest failed hold's own reading, and where that reaches the limit; nullopt without a
+  // curve or a hold ratio above 1. A hold reads many times a short step's requests, so near
+  // the limit its reading places the crossing better than the short steps' curve alone.
+  std::optional<double> HoldCalibratedCrossing() const;
   // The reason the bracket has converged, or nullopt.
   std::optional<std::string> Converged() const;
   // Before a converged search finishes: a re-measure, a hold, or the finish.
@@ -266,6 +286,8 @@ class AdaptiveStrategy : public Strategy {
   double hold_parts_ = 0;             // parts held at hold_rate_ so far
   std::optional<bool> hold_held_;     // the last hold's outcome, once decided
   std::vector<double> failed_holds_;  // rates where a hold failed
+  // The lowest failed hold's pooled tail ratio (0: not known), for HoldCalibratedCrossing.
+  double lowest_failed_hold_ratio_ = 0;
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
