@@ -78,6 +78,9 @@ absl::StatusOr<GlobalOptions> ParseGlobalOptions(const FlagSet& flags, const Env
     global.orchestrator = *env.orchestrator;
   }
   if (env.token.has_value()) global.bearer_token = *env.token;
+  global.stdout_is_terminal = env.stdout_is_terminal;
+  global.stderr_is_terminal = env.stderr_is_terminal;
+  global.terminal_columns = env.terminal_columns;
   ASSIGN_OR_RETURN(std::optional<std::string> tls_ca, flags.NonEmptyText("tls_ca"));
   if (tls_ca.has_value()) {
     std::ifstream in(*tls_ca, std::ios::binary);

@@ -45,6 +45,8 @@ inline constexpr int kExitTestNotSucceeded = 3;
 // submit --fail_below / --fail_if_regressed: a gate failed (a test that did not succeed
 // fails every gate).
 inline constexpr int kExitGateFailed = 4;
+// submit --wait/--watch and watch: Ctrl-C stopped following the test (it goes on running).
+inline constexpr int kExitInterrupted = 130;
 
 inline constexpr char kDefaultOrchestrator[] = "127.0.0.1:50051";
 
@@ -57,6 +59,11 @@ using GivenFlags = std::map<std::string, std::string>;
 struct Environment {
   std::optional<std::string> orchestrator;  // VANGUARD_ORCHESTRATOR
   std::optional<std::string> token;         // VANGUARD_TOKEN
+  // Whether stdout / stderr are terminals (main: isatty), and the terminal's width (0:
+  // unknown); see GlobalOptions.
+  bool stdout_is_terminal = false;
+  bool stderr_is_terminal = false;
+  int terminal_columns = 0;
 };
 
 enum class OutputFormat { kTable, kJson, kCsv, kYaml };
@@ -71,6 +78,11 @@ struct GlobalOptions {
   std::string tls_root_certs;  // PEM from --tls_ca; empty: plaintext
   absl::Duration rpc_timeout = absl::Seconds(10);
   OutputFormat output = OutputFormat::kTable;
+  // From Environment: on a terminal, live progress is one line rewritten in place, cut to
+  // the terminal's width when known (a plain line per update otherwise).
+  bool stdout_is_terminal = false;
+  bool stderr_is_terminal = false;
+  int terminal_columns = 0;
 };
 
 struct CommandSpec;  // command_table.h

@@ -1,15 +1,24 @@
 // The `vanguard` commands; see commands.h. Called from main()'s thread only.
 #include "orchestrator/cli/commands.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
@@ -30,6 +39,88 @@ bool IsTransient(const grpc::Status& status) {
 std::string CodeName(const grpc::Status& status) {
   return absl::StatusCodeToString(FromGrpcStatus(status).code());
 }
+
+// Erases the terminal line the cursor is on.
+constexpr char kEraseLine[] = "\r\x1b[K";
+
+// What the SIGINT handler touches (lock-free atomics: async-signal-safe): the flag it
+// raises, and the write end of the pipe that wakes InterruptWatch's thread (-1: none).
+std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupt_pipe{-1};
+
+extern "C" void OnInterrupt(int) {
+  g_interrupted.store(true);
+  const int fd = g_interrupt_pipe.load();
+  if (fd < 0) return;
+  const int saved = errno;
+  const char byte = 'i';
+  (void)!write(fd, &byte, 1);  // async-signal-safe; a full pipe already says it
+  errno = saved;
+}
+
+// Ctrl-C while a test is followed stops the following, not the tool: installed for the
+// duration of a follow, SIGINT then only raises a flag and writes to a pipe, and a helper
+// thread cancels the stream being read (a blocked Read cannot be woken otherwise). The
+// previous handler comes back on destruction. One at a time (the tool follows one test);
+// the follow loop's thread and the helper thread share it.
+class InterruptWatch {
+ public:
+  InterruptWatch() {
+    g_interrupted.store(false);
+    if (pipe(fds_) != 0) {
+      fds_[0] = fds_[1] = -1;
+      return;  // no pipe, no handler: Ctrl-C ends the tool as it did before
+    }
+    fcntl(fds_[1], F_SETFL, O_NONBLOCK);
+    g_interrupt_pipe.store(fds_[1]);
+    struct sigaction action = {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    installed_ = sigaction(SIGINT, &action, &previous_) == 0;
+    thread_ = std::thread([this] { Listen(); });
+  }
+
+  ~InterruptWatch() {
+    if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    g_interrupt_pipe.store(-1);
+    if (thread_.joinable()) {
+      const char quit = 'q';
+      (void)!write(fds_[1], &quit, 1);
+      thread_.join();
+    }
+    for (int fd : fds_) {
+      if (fd >= 0) close(fd);
+    }
+  }
+
+  bool interrupted() const { return g_interrupted.load(); }
+
+  // The stream a Ctrl-C cancels (nullptr: none); cancelled at once if Ctrl-C came already.
+  void Cancels(grpc::ClientContext* context) {
+    absl::MutexLock lock(&mu_);
+    context_ = context;
+    if (context_ != nullptr && g_interrupted.load()) context_->TryCancel();
+  }
+
+ private:
+  void Listen() {
+    char byte;
+    while (true) {
+      const ssize_t n = read(fds_[0], &byte, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || byte == 'q') return;
+      absl::MutexLock lock(&mu_);
+      if (context_ != nullptr) context_->TryCancel();
+    }
+  }
+
+  int fds_[2] = {-1, -1};
+  bool installed_ = false;
+  struct sigaction previous_ = {};
+  absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -186,7 +277,9 @@ int CommandRunner::Submit(const SubmitOptions& options) {
       exit_code = StreamUntilDone(test.id(), &finished);
       break;
   }
-  if (exit_code == kExitRpcError || !options.gates.Any()) return exit_code;
+  if (exit_code == kExitRpcError || exit_code == kExitInterrupted || !options.gates.Any()) {
+    return exit_code;
+  }
   return JudgeGates(finished, options.gates, exit_code);
 }
 
@@ -258,6 +351,7 @@ void CommandRunner::ReportProgress(const v1::Test& test, FollowProgress& progres
       continue;
     }
     progress.reported_steps.push_back(key);
+    EndLive(progress, to);
     to << RenderStepProgress(step) << "\n";
   }
   if (test.state() != progress.state || test.attempt() != progress.attempt ||
@@ -265,9 +359,47 @@ void CommandRunner::ReportProgress(const v1::Test& test, FollowProgress& progres
     progress.state = test.state();
     progress.attempt = test.attempt();
     progress.cancel_requested = test.cancel_requested();
+    EndLive(progress, to);
     to << RenderStateLine(test) << "\n";
   }
   to.flush();
+}
+
+void CommandRunner::ShowLive(const v1::Test& test, const v1::TestProgress& live,
+                             FollowProgress& progress, std::ostream& to, bool terminal) {
+  // Polling sees the same report several times; show each once.
+  if (live.update_time().seconds() == progress.live_shown.seconds() &&
+      live.update_time().nanos() == progress.live_shown.nanos()) {
+    return;
+  }
+  progress.live_shown = live.update_time();
+  if (terminal) {
+    // A line longer than the terminal wraps, and erasing it would leave the wrapped part.
+    std::string line = RenderProgressLine(test, live);
+    if (global_.terminal_columns > 1 &&
+        line.size() >= static_cast<size_t>(global_.terminal_columns)) {
+      line.resize(global_.terminal_columns - 1);
+    }
+    to << kEraseLine << line;
+    progress.live_open = true;
+  } else {
+    to << RenderProgressLine(test, live) << "\n";
+  }
+  to.flush();
+}
+
+void CommandRunner::EndLive(FollowProgress& progress, std::ostream& to) {
+  if (!progress.live_open) return;
+  to << kEraseLine;
+  progress.live_open = false;
+}
+
+int CommandRunner::StoppedFollowing(int64_t id, FollowProgress& progress, std::ostream& to) {
+  EndLive(progress, to);
+  to.flush();
+  err_ << "stopped watching test " << id << "; it goes on running. To cancel it: vanguard cancel "
+       << id << "\n";
+  return kExitInterrupted;
 }
 
 int CommandRunner::ExitCodeFor(const v1::Test& finished) const {
@@ -276,14 +408,18 @@ int CommandRunner::ExitCodeFor(const v1::Test& finished) const {
 
 int CommandRunner::PollUntilDone(v1::Test test, v1::Test* finished) {
   FollowProgress progress;
+  InterruptWatch interrupt;
   int consecutive_failures = 0;
   ReportProgress(test, progress, err_);
   while (!IsTerminal(test.state())) {
     clock_.SleepFor(kFollowPollInterval);
+    if (interrupt.interrupted()) return StoppedFollowing(test.id(), progress, err_);
     v1::GetTestRequest request;
     request.set_id(test.id());
+    request.set_skip_windows(true);  // polled twice a second: the steps alone
     v1::GetTestResponse response;
     grpc::Status status = stub_.GetTest(NewContext(true).get(), request, &response);
+    if (interrupt.interrupted()) return StoppedFollowing(test.id(), progress, err_);
     if (!status.ok()) {
       if (IsTransient(status) && ++consecutive_failures < kMaxConsecutiveFollowFailures) {
         err_ << "warning: GetTest failed (" << CodeName(status) << ": " << status.error_message()
@@ -295,7 +431,11 @@ int CommandRunner::PollUntilDone(v1::Test test, v1::Test* finished) {
     consecutive_failures = 0;
     test = response.test();
     ReportProgress(test, progress, err_);
+    if (response.has_progress()) {
+      ShowLive(test, response.progress(), progress, err_, global_.stderr_is_terminal);
+    }
   }
+  EndLive(progress, err_);
   PrintTest(test);
   if (finished != nullptr) *finished = test;
   return ExitCodeFor(test);
@@ -303,17 +443,22 @@ int CommandRunner::PollUntilDone(v1::Test test, v1::Test* finished) {
 
 int CommandRunner::StreamUntilDone(int64_t id, v1::Test* finished) {
   FollowProgress progress;
+  InterruptWatch interrupt;
   int consecutive_failures = 0;
   v1::Test last;
   bool have_last = false;
+  // The live line goes with the table output; json and yaml stay one object per change.
+  const bool live = global_.output == OutputFormat::kTable;
   while (true) {
     v1::WatchTestRequest request;
     request.set_id(id);
+    request.set_progress(live);
     std::unique_ptr<grpc::ClientContext> context = NewContext(false);
+    interrupt.Cancels(context.get());
     std::unique_ptr<grpc::ClientReaderInterface<v1::WatchTestResponse>> reader =
         stub_.WatchTest(context.get(), request);
     v1::WatchTestResponse update;
-    while (reader->Read(&update)) {
+    while (!interrupt.interrupted() && reader->Read(&update)) {
       consecutive_failures = 0;
       last = update.test();
       have_last = true;
@@ -325,8 +470,17 @@ int CommandRunner::StreamUntilDone(int64_t id, v1::Test* finished) {
         out_.flush();
       } else {
         ReportProgress(last, progress, out_);
+        if (live && update.has_progress()) {
+          ShowLive(last, update.progress(), progress, out_, global_.stdout_is_terminal);
+        }
       }
       if (IsTerminal(last.state())) break;
+    }
+    interrupt.Cancels(nullptr);  // the context ends with this pass of the loop
+    if (interrupt.interrupted()) {
+      context->TryCancel();
+      reader->Finish();
+      return StoppedFollowing(id, progress, out_);
     }
     if (have_last && IsTerminal(last.state())) {
       context->TryCancel();  // the server may keep the stream open; we are done with it
@@ -347,6 +501,7 @@ int CommandRunner::StreamUntilDone(int64_t id, v1::Test* finished) {
     }
     return RpcFailed("WatchTest", status);
   }
+  EndLive(progress, out_);
   if (global_.output == OutputFormat::kTable) out_ << "\n" << RenderTestTable(last);
   if (finished != nullptr) *finished = last;
   return ExitCodeFor(last);

@@ -54,12 +54,17 @@ class CommandRunner {
   int GetModel(const v1::GetModelRequest& request);
   int ListModels(const v1::ListModelsRequest& request);
   // Queues the test; with --wait polls until it ends (0 SUCCEEDED, 3 FAILED/CANCELLED),
-  // with --watch streams its updates; then judges the gates (4 when one fails).
+  // with --watch streams its updates; then judges the gates (4 when one fails). While it
+  // follows the test it shows the live line of the step in flight (RenderProgressLine;
+  // --wait on stderr, --watch with table output on stdout): rewritten in place on a
+  // terminal, a line per update otherwise. Ctrl-C stops following (not the test), says how
+  // to cancel it and returns kExitInterrupted.
   int Submit(const SubmitOptions& options);
   int GetTest(int64_t id);
   int ListTests(const v1::ListTestsRequest& request);
   int CancelTest(int64_t id);
-  // Streams updates until the test ends; exits like submit --wait.
+  // Streams updates (and, with table output, the live line) until the test ends; exits like
+  // submit --wait, Ctrl-C included.
   int WatchTest(int64_t id);
   int DeprecateModel(const v1::DeprecateModelRequest& request);
   // Table output: the secret alone on stdout (for scripts), what was created on stderr.
@@ -98,11 +103,23 @@ class CommandRunner {
     int32_t attempt = -1;
     bool cancel_requested = false;
     std::vector<std::pair<int32_t, int32_t>> reported_steps;  // (attempt, index)
+    // The live line: the progress last shown (its update time), and whether a line is open
+    // on a terminal (to be erased before the next line).
+    google::protobuf::Timestamp live_shown;
+    bool live_open = false;
   };
 
   std::unique_ptr<grpc::ClientContext> NewContext(bool with_deadline) const;
   int RpcFailed(absl::string_view rpc, const grpc::Status& status);
   void ReportProgress(const v1::Test& test, FollowProgress& progress, std::ostream& to);
+  // Shows `live` (a progress the test's worker reported) as the live line on `to`, once per
+  // report; `terminal` rewrites one line in place.
+  void ShowLive(const v1::Test& test, const v1::TestProgress& live, FollowProgress& progress,
+                std::ostream& to, bool terminal);
+  // Erases an open live line before other output goes to `to`.
+  void EndLive(FollowProgress& progress, std::ostream& to);
+  // After Ctrl-C: says the test goes on and how to cancel it; kExitInterrupted.
+  int StoppedFollowing(int64_t id, FollowProgress& progress, std::ostream& to);
   // Both print the finished test and store it in *finished (when not null).
   int PollUntilDone(v1::Test test, v1::Test* finished = nullptr);
   int StreamUntilDone(int64_t id, v1::Test* finished = nullptr);

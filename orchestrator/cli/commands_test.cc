@@ -3,7 +3,10 @@
 #include "orchestrator/cli/commands.h"
 
 #include <chrono>
+#include <csignal>
+#include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -418,6 +421,181 @@ TEST_F(CommandRunnerTest, SubmitWatchStreamsTheNewTest) {
           Return(ScriptedStream({MakeTest(12, v1::TEST_STATE_FAILED, 3)}, grpc::Status::OK))));
   EXPECT_EQ(Runner().Submit(options), kExitTestNotSucceeded);
   EXPECT_EQ(sent.id(), 12);
+}
+
+// The step in flight as the worker reported it at `second` (its update time).
+v1::TestProgress LiveProgress(int step, double achieved, int64_t second) {
+  v1::TestProgress p;
+  p.set_step_index(step);
+  p.set_offered_qps(100);
+  p.set_health_state(v1::HEALTH_STATE_HEALTHY);
+  p.mutable_elapsed()->set_seconds(second);
+  p.mutable_step_remaining()->set_seconds(10);
+  v1::StepWindow* w = p.add_windows();
+  w->set_achieved_qps(achieved);
+  w->mutable_latency()->set_p99_ms(20);
+  p.mutable_update_time()->set_seconds(1'700'000'000 + second);
+  return p;
+}
+
+// A WatchTest stream of whole responses (test and progress), then OK.
+grpc::testing::MockClientReader<v1::WatchTestResponse>* ResponseStream(
+    std::vector<v1::WatchTestResponse> updates, std::function<void(size_t)> before_read = nullptr) {
+  auto* reader = new grpc::testing::MockClientReader<v1::WatchTestResponse>();
+  auto remaining = std::make_shared<std::vector<v1::WatchTestResponse>>(std::move(updates));
+  auto reads = std::make_shared<size_t>(0);
+  EXPECT_CALL(*reader, Read(_))
+      .WillRepeatedly(Invoke([remaining, reads, before_read](v1::WatchTestResponse* out) {
+        if (before_read) before_read((*reads)++);
+        if (remaining->empty()) return false;
+        *out = remaining->front();
+        remaining->erase(remaining->begin());
+        return true;
+      }));
+  EXPECT_CALL(*reader, Finish()).WillRepeatedly(Return(grpc::Status::OK));
+  return reader;
+}
+
+v1::WatchTestResponse Update(const v1::Test& test,
+                             std::optional<v1::TestProgress> progress = std::nullopt) {
+  v1::WatchTestResponse update;
+  *update.mutable_test() = test;
+  if (progress.has_value()) *update.mutable_progress() = *progress;
+  return update;
+}
+
+TEST_F(CommandRunnerTest, WatchOnATerminalRewritesOneLiveLineInPlace) {
+  global_.stdout_is_terminal = true;
+  const v1::Test running = MakeTest(4, v1::TEST_STATE_RUNNING, 0);
+  v1::WatchTestRequest sent;
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(DoAll(::testing::SaveArg<1>(&sent),
+                      Return(ResponseStream({Update(running, LiveProgress(0, 97, 1)),
+                                             Update(running, LiveProgress(0, 99, 2)),
+                                             Update(MakeTest(4, v1::TEST_STATE_RUNNING, 1)),
+                                             Update(MakeTest(4, v1::TEST_STATE_SUCCEEDED, 1))}))));
+  EXPECT_EQ(Runner().WatchTest(4), kExitOk);
+  EXPECT_TRUE(sent.progress()) << "table output asks for the live progress";
+  const std::string out = out_.str();
+  const std::string first = RenderProgressLine(running, LiveProgress(0, 97, 1));
+  const std::string second = RenderProgressLine(running, LiveProgress(0, 99, 2));
+  // Each report replaces the line before it; the step's own line replaces the last one.
+  EXPECT_THAT(out, HasSubstr("test 4: RUNNING (attempt 1)\n\r\x1b[K" + first + "\r\x1b[K" + second +
+                             "\r\x1b[Kstep 0: target 100.0 qps"));
+  EXPECT_THAT(first, HasSubstr("step 0 at 100.0 qps: achieved 97.0 qps"));
+  EXPECT_THAT(out, HasSubstr("test 4: SUCCEEDED"));
+  EXPECT_THAT(out, HasSubstr("Result: max sustainable 200.0 qps"));
+}
+
+TEST_F(CommandRunnerTest, TheLiveLineIsCutToTheTerminalsWidth) {
+  global_.stdout_is_terminal = true;
+  global_.terminal_columns = 30;
+  const v1::Test running = MakeTest(4, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ResponseStream({Update(running, LiveProgress(0, 97, 1)),
+                                       Update(MakeTest(4, v1::TEST_STATE_SUCCEEDED, 1))})));
+  EXPECT_EQ(Runner().WatchTest(4), kExitOk);
+  EXPECT_THAT(
+      out_.str(),
+      HasSubstr("\r\x1b[K" + RenderProgressLine(running, LiveProgress(0, 97, 1)).substr(0, 29) +
+                "\r\x1b[Kstep 0:"));
+}
+
+TEST_F(CommandRunnerTest, WatchIntoAPipePrintsAPlainLinePerReport) {
+  const v1::Test running = MakeTest(4, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ResponseStream({Update(running, LiveProgress(0, 97, 1)),
+                                       Update(running, LiveProgress(0, 99, 2)),
+                                       Update(MakeTest(4, v1::TEST_STATE_FAILED, 1))})));
+  EXPECT_EQ(Runner().WatchTest(4), kExitTestNotSucceeded);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(out, HasSubstr(RenderProgressLine(running, LiveProgress(0, 97, 1)) + "\n" +
+                             RenderProgressLine(running, LiveProgress(0, 99, 2)) + "\n"));
+}
+
+TEST_F(CommandRunnerTest, WatchJsonDoesNotAskForProgress) {
+  v1::WatchTestRequest sent;
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(DoAll(
+          ::testing::SaveArg<1>(&sent),
+          Return(ScriptedStream({MakeTest(4, v1::TEST_STATE_SUCCEEDED, 2)}, grpc::Status::OK))));
+  EXPECT_EQ(Runner(OutputFormat::kJson).WatchTest(4), kExitOk);
+  EXPECT_FALSE(sent.progress());
+}
+
+TEST_F(CommandRunnerTest, WaitShowsEachReportOnceOnStderrAndAsksForNoWindows) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(8, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  const v1::Test running = MakeTest(8, v1::TEST_STATE_RUNNING, 0);
+  std::vector<v1::GetTestRequest> polls;
+  {
+    InSequence in_order;
+    for (const std::optional<v1::TestProgress>& p :
+         {std::optional(LiveProgress(0, 97, 1)), std::optional(LiveProgress(0, 97, 1)),
+          std::optional(LiveProgress(0, 99, 2)), std::optional<v1::TestProgress>()}) {
+      v1::GetTestResponse response = GetResponse(running);
+      if (p.has_value()) *response.mutable_progress() = *p;
+      EXPECT_CALL(stub_, GetTest(_, _, _))
+          .WillOnce(DoAll(Invoke([&polls](grpc::ClientContext*, const v1::GetTestRequest& r,
+                                          v1::GetTestResponse*) { polls.push_back(r); }),
+                          SetArgPointee<2>(response), Return(grpc::Status::OK)));
+    }
+    EXPECT_CALL(stub_, GetTest(_, _, _))
+        .WillOnce(DoAll(SetArgPointee<2>(GetResponse(MakeTest(8, v1::TEST_STATE_SUCCEEDED, 1))),
+                        Return(grpc::Status::OK)));
+  }
+  global_.stderr_is_terminal = true;
+  EXPECT_EQ(Runner().Submit(options), kExitOk);
+  for (const v1::GetTestRequest& r : polls) EXPECT_TRUE(r.skip_windows());
+  const std::string err = err_.str();
+  const std::string first = RenderProgressLine(running, LiveProgress(0, 97, 1));
+  EXPECT_EQ(err.find(first), err.rfind(first)) << "a report polled twice is shown once";
+  EXPECT_THAT(err, HasSubstr("\r\x1b[K" + first + "\r\x1b[K" +
+                             RenderProgressLine(running, LiveProgress(0, 99, 2)) +
+                             "\r\x1b[Kstep 0: target 100.0 qps"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("\x1b"))) << "stdout keeps the final test alone";
+}
+
+TEST_F(CommandRunnerTest, CtrlCWhileWaitingStopsFollowingAndSaysHowToCancel) {
+  SubmitOptions options;
+  options.follow = FollowMode::kPoll;
+  options.gates.fail_below_qps = 100;  // not judged: the test did not end
+  v1::SubmitTestResponse submitted;
+  *submitted.mutable_test() = MakeTest(8, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, SubmitTest(_, _, _))
+      .WillOnce(DoAll(SetArgPointee<2>(submitted), Return(grpc::Status::OK)));
+  EXPECT_CALL(stub_, GetTest(_, _, _))
+      .WillOnce(DoAll(Invoke([](grpc::ClientContext*, const v1::GetTestRequest&,
+                                v1::GetTestResponse*) { std::raise(SIGINT); }),
+                      SetArgPointee<2>(GetResponse(MakeTest(8, v1::TEST_STATE_RUNNING, 0))),
+                      Return(grpc::Status::OK)));
+  EXPECT_EQ(Runner().Submit(options), kExitInterrupted);
+  EXPECT_THAT(err_.str(), HasSubstr("stopped watching test 8; it goes on running. To cancel it: "
+                                    "vanguard cancel 8\n"));
+  EXPECT_THAT(err_.str(), Not(HasSubstr("fail_below")));
+  EXPECT_THAT(out_.str(), IsEmpty());
+}
+
+TEST_F(CommandRunnerTest, CtrlCWhileWatchingStopsTheStreamAndSaysHowToCancel) {
+  const v1::Test running = MakeTest(4, v1::TEST_STATE_RUNNING, 0);
+  EXPECT_CALL(stub_, WatchTestRaw(_, _))
+      .WillOnce(Return(ResponseStream(
+          {Update(running, LiveProgress(0, 97, 1)), Update(running, LiveProgress(0, 98, 2)),
+           Update(MakeTest(4, v1::TEST_STATE_SUCCEEDED, 1))},
+          [](size_t read) {
+            if (read == 1) std::raise(SIGINT);  // while waiting for the second update
+          })));
+  EXPECT_EQ(Runner().WatchTest(4), kExitInterrupted);
+  EXPECT_THAT(err_.str(), HasSubstr("stopped watching test 4; it goes on running. To cancel it: "
+                                    "vanguard cancel 4"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("SUCCEEDED")));
+  // Ctrl-C after the watch is the default again (the handler is gone): not tested by
+  // raising it, which would end this test binary.
 }
 
 TEST_F(CommandRunnerTest, RegisterModelSendsTheModel) {

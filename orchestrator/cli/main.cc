@@ -4,6 +4,9 @@
 // Flags are not ABSL_FLAGs here, unlike our other binaries: every flag belongs to a command
 // of the command table (command_table.h), which also writes --help and the completion
 // scripts, so the table is where a flag is declared, once.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -34,6 +37,12 @@ int main(int argc, char** argv) {
   vanguard::cli::Environment env;
   if (const char* address = std::getenv("VANGUARD_ORCHESTRATOR")) env.orchestrator = address;
   if (const char* token = std::getenv("VANGUARD_TOKEN")) env.token = token;
+  env.stdout_is_terminal = isatty(STDOUT_FILENO) == 1;
+  env.stderr_is_terminal = isatty(STDERR_FILENO) == 1;
+  struct winsize size = {};
+  if (ioctl(env.stdout_is_terminal ? STDOUT_FILENO : STDERR_FILENO, TIOCGWINSZ, &size) == 0) {
+    env.terminal_columns = size.ws_col;
+  }
   return vanguard::cli::RunCli(std::vector<std::string>(argv, argv + argc), env, MakeStub,
                                std::cout, std::cerr, *vanguard::Clock::Real());
 }

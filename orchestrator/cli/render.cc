@@ -2,6 +2,7 @@
 #include "orchestrator/cli/render.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -469,6 +470,55 @@ std::string RenderStepProgress(const v1::Step& step) {
                                   HealthName(step.health_state()), ", ", StepResultWord(step));
   if (!step.verdict().empty()) absl::StrAppend(&line, " (", step.verdict(), ")");
   return line;
+}
+
+std::string FormatElapsed(const google::protobuf::Duration& d) {
+  const int64_t seconds = std::max<int64_t>(0, std::llround(absl::ToDoubleSeconds(FromProto(d))));
+  if (seconds < 60) return absl::StrCat(seconds, "s");
+  if (seconds < 3600) return absl::StrFormat("%dm%02ds", seconds / 60, seconds % 60);
+  return absl::StrFormat("%dh%02dm", seconds / 3600, (seconds % 3600) / 60);
+}
+
+std::string RenderProgressLine(const v1::Test& test, const v1::TestProgress& progress) {
+  const v1::Slo& slo = test.model().slo();
+  // "45.30 ms" or, with the SLO's limit, "45.30/250 ms".
+  const auto against = [](double ms, const google::protobuf::Duration& limit) {
+    return IsSet(limit) ? absl::StrCat(FormatMs(ms), "/", FormatMs(Millis(limit)), " ms")
+                        : absl::StrCat(FormatMs(ms), " ms");
+  };
+  std::vector<std::string> parts;
+  if (progress.windows_size() == 0) {
+    parts.push_back("waiting for the first window");
+  } else {
+    const v1::StepWindow& w = progress.windows(progress.windows_size() - 1);
+    parts.push_back(absl::StrCat("achieved ", FormatQps(w.achieved_qps()), " qps"));
+    parts.push_back(absl::StrCat("p50 ", against(w.latency().p50_ms(), slo.p50_latency())));
+    parts.push_back(absl::StrCat("p99 ", against(w.latency().p99_ms(), slo.p99_latency())));
+  }
+  if (progress.step_scheduled() > 0) {
+    std::string errors = absl::StrCat(
+        "errors ",
+        FormatPercent(static_cast<double>(progress.step_errors()) / progress.step_scheduled()),
+        "%");
+    if (slo.max_error_rate() > 0)
+      absl::StrAppend(&errors, "/", FormatPercent(slo.max_error_rate()), "%");
+    parts.push_back(std::move(errors));
+  }
+  const bool settling =
+      progress.windows_size() > 0 && progress.windows(progress.windows_size() - 1).warmup();
+  if (settling) {
+    parts.push_back("settling");
+  } else if (progress.health_state() != v1::HEALTH_STATE_UNSPECIFIED) {
+    parts.push_back(HealthName(progress.health_state()));
+  }
+  parts.push_back(absl::StrCat(FormatElapsed(progress.elapsed()), " elapsed"));
+  std::string left = absl::StrCat(FormatElapsed(progress.step_remaining()), "+ left in step");
+  if (progress.has_test_remaining()) {
+    absl::StrAppend(&left, ", ~", FormatElapsed(progress.test_remaining()), " in test");
+  }
+  parts.push_back(std::move(left));
+  return absl::StrCat("step ", progress.step_index(), " at ", FormatQps(progress.offered_qps()),
+                      " qps: ", absl::StrJoin(parts, ", "));
 }
 
 std::string RenderStateLine(const v1::Test& test) {

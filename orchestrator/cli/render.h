@@ -53,6 +53,17 @@ std::string RenderTokenListTable(const v1::ListTokensResponse& list);
 std::string RenderStepProgress(const v1::Step& step);
 // One line for the test's state, e.g. "test 7: RUNNING (attempt 1, worker w-1)".
 std::string RenderStateLine(const v1::Test& test);
+// The live line of the step in flight (vanguard watch, submit --wait), from the worker's
+// latest progress and the test's SLO, e.g.
+// "step 3 at 400.0 qps: achieved 398.2 qps, p50 12.10 ms, p99 45.30/250 ms, errors
+//  0.10%/1.00%, WARN, 1m32s elapsed, 18s+ left in step, ~3m10s in test"
+// Latency and achieved rate are the latest window's, errors the step's so far; the SLO
+// limits follow a slash when the model sets them. While the step settles the health says
+// "settling"; before its first window, "waiting for the first window". The test's time
+// left appears when the worker could estimate it. No trailing newline.
+std::string RenderProgressLine(const v1::Test& test, const v1::TestProgress& progress);
+// A duration as a person reads it on a live line: "42s", "1m32s", "2h05m".
+std::string FormatElapsed(const google::protobuf::Duration& d);
 
 // ROLE_SUBMITTER -> "submitter", as `tokens create --role` spells it.
 std::string RoleName(v1::Role role);

@@ -251,6 +251,80 @@ TEST(RenderStateLineTest, StateAttemptAndWorker) {
   EXPECT_THAT(RenderTestTable(test), HasSubstr("cancel     requested"));
 }
 
+// A running test whose model's SLO is p50 50 ms, p99 250 ms, 1% errors, and its worker's
+// progress in step 3 at 400 qps after 92 s.
+v1::Test RunningTest() {
+  v1::Test test;
+  test.set_id(7);
+  test.set_state(v1::TEST_STATE_RUNNING);
+  test.mutable_model()->mutable_slo()->mutable_p50_latency()->set_nanos(50'000'000);
+  test.mutable_model()->mutable_slo()->mutable_p99_latency()->set_nanos(250'000'000);
+  test.mutable_model()->mutable_slo()->set_max_error_rate(0.01);
+  return test;
+}
+
+v1::TestProgress StepInFlight() {
+  v1::TestProgress p;
+  p.set_step_index(3);
+  p.set_offered_qps(400);
+  p.set_health_state(v1::HEALTH_STATE_WARN);
+  p.mutable_elapsed()->set_seconds(92);
+  p.mutable_step_remaining()->set_seconds(18);
+  p.mutable_test_remaining()->set_seconds(190);
+  p.set_step_scheduled(4000);
+  p.set_step_errors(4);
+  v1::StepWindow* old = p.add_windows();
+  old->set_achieved_qps(1);
+  v1::StepWindow* w = p.add_windows();
+  w->set_achieved_qps(398.24);
+  w->mutable_latency()->set_p50_ms(12.1);
+  w->mutable_latency()->set_p99_ms(45.3);
+  return p;
+}
+
+TEST(RenderProgressLineTest, SaysTheStepRatesLatencyAndErrorsAgainstTheSloHealthAndTime) {
+  EXPECT_EQ(RenderProgressLine(RunningTest(), StepInFlight()),
+            "step 3 at 400.0 qps: achieved 398.2 qps, p50 12.1/50.0 ms, p99 45.3/250.0 ms, "
+            "errors 0.10%/1.00%, WARN, 1m32s elapsed, 18s+ left in step, ~3m10s in test");
+}
+
+TEST(RenderProgressLineTest, WithoutLimitsEstimatesOrWindowsItSaysLess) {
+  v1::Test test;  // no SLO known
+  v1::TestProgress p = StepInFlight();
+  p.clear_test_remaining();
+  EXPECT_EQ(RenderProgressLine(test, p),
+            "step 3 at 400.0 qps: achieved 398.2 qps, p50 12.1 ms, p99 45.3 ms, errors 0.10%, "
+            "WARN, 1m32s elapsed, 18s+ left in step");
+  p.clear_windows();
+  p.set_step_scheduled(0);
+  p.set_health_state(v1::HEALTH_STATE_UNSPECIFIED);
+  EXPECT_EQ(RenderProgressLine(test, p),
+            "step 3 at 400.0 qps: waiting for the first window, 1m32s elapsed, 18s+ left in step");
+}
+
+TEST(RenderProgressLineTest, ASettlingStepSaysSoInsteadOfAHealthState) {
+  v1::TestProgress p = StepInFlight();
+  p.mutable_windows(1)->set_warmup(true);
+  p.set_health_state(v1::HEALTH_STATE_UNSPECIFIED);
+  const std::string line = RenderProgressLine(RunningTest(), p);
+  EXPECT_THAT(line, HasSubstr("errors 0.10%/1.00%, settling, 1m32s elapsed"));
+  EXPECT_THAT(line, Not(HasSubstr("WARN")));
+}
+
+TEST(FormatElapsedTest, SecondsMinutesHours) {
+  google::protobuf::Duration d;
+  d.set_seconds(42);
+  EXPECT_EQ(FormatElapsed(d), "42s");
+  d.set_seconds(59);
+  d.set_nanos(600'000'000);
+  EXPECT_EQ(FormatElapsed(d), "1m00s");
+  d.set_seconds(3 * 3600 + 5 * 60 + 7);
+  d.set_nanos(0);
+  EXPECT_EQ(FormatElapsed(d), "3h05m");
+  d.set_seconds(-5);
+  EXPECT_EQ(FormatElapsed(d), "0s");
+}
+
 TEST(RenderStepsTest, AnInterruptedStepIsShownAsInterruptedNotAsAFailure) {
   v1::Test test = FinishedTest();
   v1::Step* step = test.mutable_steps(2);
