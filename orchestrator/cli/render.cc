@@ -512,9 +512,14 @@ std::string RenderProgressLine(const v1::Test& test, const v1::TestProgress& pro
     parts.push_back(HealthName(progress.health_state()));
   }
   parts.push_back(absl::StrCat(FormatElapsed(progress.elapsed()), " elapsed"));
-  std::string left = absl::StrCat(FormatElapsed(progress.step_remaining()), "+ left in step");
+  // Settling until steady can outlast the step's plan: then only a lower bound is known.
+  const bool past_plan = FromProto(progress.step_remaining()) < absl::Seconds(1);
+  std::string left = past_plan
+                         ? "step past its plan"
+                         : absl::StrCat(FormatElapsed(progress.step_remaining()), "+ left in step");
   if (progress.has_test_remaining()) {
-    absl::StrAppend(&left, ", ~", FormatElapsed(progress.test_remaining()), " in test");
+    absl::StrAppend(&left, ", ~", FormatElapsed(progress.test_remaining()), past_plan ? "+" : "",
+                    " in test");
   }
   parts.push_back(std::move(left));
   return absl::StrCat("step ", progress.step_index(), " at ", FormatQps(progress.offered_qps()),

@@ -59,8 +59,9 @@ std::string RenderStateLine(const v1::Test& test);
 //  0.10%/1.00%, WARN, 1m32s elapsed, 18s+ left in step, ~3m10s in test"
 // Latency and achieved rate are the latest window's, errors the step's so far; the SLO
 // limits follow a slash when the model sets them. While the step settles the health says
-// "settling"; before its first window, "waiting for the first window". The test's time
-// left appears when the worker could estimate it. No trailing newline.
+// "settling"; before its first window, "waiting for the first window". The step's time
+// left is its plan's, a lower bound ("18s+"; "step past its plan" once settling outlasts
+// it); the test's appears when the worker could estimate it. No trailing newline.
 std::string RenderProgressLine(const v1::Test& test, const v1::TestProgress& progress);
 // A duration as a person reads it on a live line: "42s", "1m32s", "2h05m".
 std::string FormatElapsed(const google::protobuf::Duration& d);

@@ -309,6 +309,10 @@ TEST(RenderProgressLineTest, ASettlingStepSaysSoInsteadOfAHealthState) {
   const std::string line = RenderProgressLine(RunningTest(), p);
   EXPECT_THAT(line, HasSubstr("errors 0.10%/1.00%, settling, 1m32s elapsed"));
   EXPECT_THAT(line, Not(HasSubstr("WARN")));
+  // Settling past the step's plan: its time left is unknown, the test's a lower bound.
+  p.mutable_step_remaining()->set_seconds(0);
+  EXPECT_THAT(RenderProgressLine(RunningTest(), p),
+              HasSubstr("1m32s elapsed, step past its plan, ~3m10s+ in test"));
 }
 
 TEST(FormatElapsedTest, SecondsMinutesHours) {
