@@ -55,6 +55,7 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"LeaseTest", Unary(&Stub::LeaseTest, lease)},
       {"Heartbeat", Unary(&Stub::Heartbeat)},
       {"ReportStep", Unary(&Stub::ReportStep)},
+      {"ReportProgress", Unary(&Stub::ReportProgress)},
       {"CompleteTest", Unary(&Stub::CompleteTest)},
       {"ReleaseTest", Unary(&Stub::ReleaseTest)},
       {"CreateToken", Unary(&Stub::CreateToken)},
