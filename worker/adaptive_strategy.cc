@@ -692,10 +692,6 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_fail || at_horizon) {
     hold_held_ = false;
     absl::StrAppend(&verification_, ": did not hold");
-    if (failed_holds_.empty() ||
-        *hold_rate_ < *std::min_element(failed_holds_.begin(), failed_holds_.end())) {
-      lowest_failed_hold_ratio_ = ratio;
-    }
     failed_holds_.push_back(*hold_rate_);
     PoolVerdicts();
     return std::nullopt;  // the search goes on from the new bracket
@@ -707,22 +703,6 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_, /*verification=*/true};
-}
-
-std::optional<double> AdaptiveStrategy::HoldCalibratedCrossing() const {
-  if (!curve_ || failed_holds_.empty() || lowest_failed_hold_ratio_ <= 1 || curve_->b <= 0) {
-    return std::nullopt;
-  }
-  const double rate = *std::min_element(failed_holds_.begin(), failed_holds_.end());
-  const auto logit = [](double ratio) {
-    const double p = std::clamp(ratio * kTailAllowedFraction, 1e-9, 1 - 1e-9);
-    return std::log(p / (1 - p));
-  };
-  TailCurve shifted = *curve_;
-  shifted.a += logit(lowest_failed_hold_ratio_) - logit(curve_->At(rate));
-  const double crossing = shifted.Crossing();
-  if (!std::isfinite(crossing) || crossing >= rate) return std::nullopt;
-  return crossing;
 }
 
 Decision AdaptiveStrategy::FinishAtLeast() {
@@ -750,12 +730,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   done.best_pass_qps = best_.value_or(0);
   done.max_sustainable_qps = held ? *hold_rate_ : Estimate();
   if (!converged && !held && best_ && lowest_failure_) {
-    // Not verified: where the failed hold's own reading puts the limit, else the conservative
-    // end of the bracket.
-    const std::optional<double> calibrated = HoldCalibratedCrossing();
-    done.max_sustainable_qps =
-        std::min(done.max_sustainable_qps,
-                 calibrated && *calibrated > 0 ? *calibrated : *best_ * (1 - Resolution()));
+    // Not verified: the conservative end of the bracket.
+    done.max_sustainable_qps = std::min(done.max_sustainable_qps, *best_ * (1 - Resolution()));
   }
   done.converged = converged;
   done.confidence_low_qps = done.max_sustainable_qps;

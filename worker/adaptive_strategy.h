@@ -210,11 +210,6 @@ class AdaptiveStrategy : public Strategy {
   bool Disturbed(const Judged& failure) const;
 
   // --- Converging, holding, finishing ---
-  // After a failed hold: the pooled tail curve shifted (in log-odds) to pass through the
-  // lowest failed hold's own reading, and where that reaches the limit; nullopt without a
-  // curve or a hold ratio above 1. A hold reads many times a short step's requests, so near
-  // the limit its reading places the crossing better than the short steps' curve alone.
-  std::optional<double> HoldCalibratedCrossing() const;
   // The reason the bracket has converged, or nullopt.
   std::optional<std::string> Converged() const;
   // Before a converged search finishes: a re-measure, a hold, or the finish.
@@ -286,8 +281,6 @@ class AdaptiveStrategy : public Strategy {
   double hold_parts_ = 0;             // parts held at hold_rate_ so far
   std::optional<bool> hold_held_;     // the last hold's outcome, once decided
   std::vector<double> failed_holds_;  // rates where a hold failed
-  // The lowest failed hold's pooled tail ratio (0: not known), for HoldCalibratedCrossing.
-  double lowest_failed_hold_ratio_ = 0;
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
