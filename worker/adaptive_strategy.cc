@@ -251,11 +251,14 @@ bool AdaptiveStrategy::Warmed(const Judged& older, const Judged& newer) const {
 void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
   for (Judged& older : judged_) {
     if (!SameRate(older.outcome.rate_qps, newer.outcome.rate_qps)) continue;
-    if (!Contradicts(older, newer) && !Warmed(older, newer)) continue;
+    const bool contradicted = Contradicts(older, newer);
+    if (!contradicted && !Warmed(older, newer)) continue;
     older.expired = true;
-    drift_flags_.push_back(
-        absl::StrFormat("reading at %.4g req/s (step %d) expired: contradicted by step %d",
-                        older.outcome.rate_qps, older.step, newer.step));
+    drift_flags_.push_back(absl::StrFormat(
+        contradicted ? "reading at %.4g req/s (step %d) expired: contradicted by step %d"
+                     : "reading at %.4g req/s (step %d) expired: the model read faster since "
+                       "(step %d passed with a lower median)",
+        older.outcome.rate_qps, older.step, newer.step));
   }
 }
 

@@ -27,6 +27,9 @@
 //  - Re-measuring: the lowest failure is measured again (once per rate) when passes lie above
 //    it, and before the search ends on it when it looks like a disturbance, was measured in
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
+//    Before the search ends, and after its hold passed, the failure bounding the bracket is
+//    measured again once when a reading after its last one showed the model got faster,
+//    however many readings it has (StaleFailure).
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
 //    to kMaxExtensions times; then the pooled readings decide.

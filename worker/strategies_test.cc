@@ -912,6 +912,16 @@ TEST(AdaptiveStrategyTest, AMaxQpsWhoseHoldFailsIsNotAtLeastButSearchedBelow) {
   EXPECT_NE(run.done.verification.find("did not hold"), std::string::npos) << run.done.verification;
 }
 
+// A step of a model whose capacity is `capacity` when the step runs (a warming model's
+// changes): its tail ratio grows tenfold per 23% over the capacity, its limit ratio as the
+// tail's fourth root, at least 300 requests.
+StepOutcome WarmingModelStep(double r, double capacity) {
+  const double tail = std::exp(10 * (r / capacity - 1));
+  StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
+  o.limit_ratio = std::pow(tail, 0.25);
+  return o;
+}
+
 TEST(AdaptiveStrategyTest, AColdStartFailureExpiresWhenALaterReadingPasses) {
   // For its first four steps the model is cold: six times slower, its capacity 1/6 of the
   // warm 900 req/s. The failures it left behind are measured again once the search has moved
@@ -922,10 +932,7 @@ TEST(AdaptiveStrategyTest, AColdStartFailureExpiresWhenALaterReadingPasses) {
   int step = 0;
   StrategyRun run = Drive(*s, [&](double r) {
     const double capacity = step++ < 4 ? 150 : 900;
-    const double tail = std::exp(10 * (r / capacity - 1));
-    StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
-    o.limit_ratio = std::pow(tail, 0.25);
-    return o;
+    return WarmingModelStep(r, capacity);
   });
   EXPECT_GE(run.done.max_sustainable_qps, 0.93 * 900) << run.done.summary;
   EXPECT_LE(run.done.max_sustainable_qps, 900) << run.done.summary;
@@ -945,10 +952,7 @@ TEST(AdaptiveStrategyTest, AFailureMeasuredTwiceWhileColdIsMeasuredAgainOnceTheM
   int step = 0;
   StrategyRun run = Drive(*s, [&](double r) {
     const double capacity = step++ < 8 ? 300 : 900;
-    const double tail = std::exp(10 * (r / capacity - 1));
-    StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
-    o.limit_ratio = std::pow(tail, 0.25);
-    return o;
+    return WarmingModelStep(r, capacity);
   });
   EXPECT_GE(run.done.max_sustainable_qps, 0.9 * 900) << run.done.summary;
   EXPECT_LE(run.done.max_sustainable_qps, 900) << run.done.summary;
@@ -965,11 +969,9 @@ TEST(AdaptiveStrategyTest, AColdFailureExpiresWhenTheMedianAtItsRateFellThoughTh
   int step = 0;
   StrategyRun run = Drive(*s, [&](double r) {
     const double capacity = step++ < 8 ? 300 : 900;
-    const double tail = std::exp(10 * (r / capacity - 1));
-    StepOutcome o = WithTail(r, 3 * capacity, tail, static_cast<int64_t>(std::max(300.0, 3 * r)));
+    StepOutcome o = WarmingModelStep(r, capacity);
     o.tail_units = 6;
-    o.tail_ratio_se = std::max(1.0, 2 * tail);
-    o.limit_ratio = std::pow(tail, 0.25);
+    o.tail_ratio_se = std::max(1.0, 2 * o.tail_ratio);
     o.p50_ms = 3000 / capacity;
     return o;
   });
