@@ -10,99 +10,17 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "pqxx/pqxx"
-#include "tests/testing/postgres_fixture.h"
-#include "tests/testing/subprocess.h"
+#include "tests/e2e/e2e_stack.h"
 
 namespace vanguard {
 namespace {
 
-using ::vanguard::testing::RunBinary;
+using ::vanguard::testing::E2eStack;
 using ::vanguard::testing::RunResult;
-using ::vanguard::testing::Subprocess;
-using ::vanguard::testing::TestDatabase;
 
-constexpr int kSlots = 4;
-constexpr double kServiceMs = 10.0;
-constexpr double kTrueCapacity = kSlots * 1000.0 / kServiceMs;  // 400 req/s
-
-class CapacityTest : public ::testing::Test {
+class CapacityTest : public E2eStack {
  protected:
-  void SetUp() override {
-    auto db = TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-
-    auto sim = Subprocess::StartServer(
-        "vanguard-sim-predictor",
-        {"--listen=127.0.0.1:0", "--model_name=e2e", absl::StrCat("--slots=", kSlots),
-         absl::StrCat("--service_ms=", kServiceMs)});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-
-    // Auth on, as in production: a bootstrap admin token creates the submitter and worker
-    // tokens through `vanguard tokens create`.
-    auto orch = Subprocess::StartServer(
-        "vanguard-orchestrator",
-        {"--listen=127.0.0.1:0", absl::StrCat("--database_url=", db_->conninfo())},
-        {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdminToken)});
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orch_ = std::move(*orch);
-    submitter_token_ = CreateToken("e2e-submitter", "submitter");
-    const std::string worker_token = CreateToken("e2e-worker", "worker");
-    ASSERT_FALSE(submitter_token_.empty());
-    ASSERT_FALSE(worker_token.empty());
-
-    auto replayer = Subprocess::StartServer("vanguard-replayer", {"serve", "--listen=127.0.0.1:0"});
-    ASSERT_TRUE(replayer.ok()) << replayer.status();
-    replayer_ = std::move(*replayer);
-
-    auto worker = Subprocess::Start("vanguard-worker",
-                                    {absl::StrCat("--orchestrator=", orch_->address()),
-                                     absl::StrCat("--replayer=", replayer_->address()),
-                                     "--worker_id=e2e-worker", "--poll_interval=200ms"},
-                                    {absl::StrCat("VANGUARD_TOKEN=", worker_token)});
-    ASSERT_TRUE(worker.ok()) << worker.status();
-    worker_ = std::move(*worker);
-  }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      for (auto* p : {worker_.get(), replayer_.get(), orch_.get(), sim_.get()}) {
-        if (p != nullptr) std::cerr << "---- pid " << p->pid() << " stderr:\n" << p->Stderr();
-      }
-    }
-    worker_.reset();
-    replayer_.reset();
-    orch_.reset();
-    sim_.reset();
-  }
-
-  RunResult Vanguard(std::vector<std::string> args, absl::Duration timeout = absl::Seconds(30),
-                     const std::string& token = "") {
-    args.push_back(absl::StrCat("--orchestrator=", orch_->address()));
-    auto r = RunBinary("vanguard", args,
-                       {absl::StrCat("VANGUARD_TOKEN=", token.empty() ? submitter_token_ : token)},
-                       timeout);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-
-  // The secret of a new token (printed alone on stdout), or "" on failure.
-  std::string CreateToken(const std::string& name, const std::string& role) {
-    RunResult r =
-        Vanguard({"tokens", "create", absl::StrCat("--name=", name), absl::StrCat("--role=", role)},
-                 absl::Seconds(30), kAdminToken);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::string secret = r.out;
-    while (!secret.empty() && (secret.back() == '\n' || secret.back() == ' ')) secret.pop_back();
-    return r.exit_code == 0 ? secret : "";
-  }
-
-  static constexpr char kAdminToken[] = "e2e-admin-secret-0123456789";
-  std::string submitter_token_;
-
-  std::unique_ptr<TestDatabase> db_;
-  std::unique_ptr<Subprocess> sim_, orch_, replayer_, worker_;
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartStack()); }
 };
 
 TEST_F(CapacityTest, SweepEstimatesTheSimulatorsTrueCapacity) {

@@ -25,21 +25,15 @@
 #include "gtest/gtest.h"
 #include "orchestrator/cli/report_html.h"
 #include "pqxx/pqxx"
-#include "tests/testing/postgres_fixture.h"
-#include "tests/testing/subprocess.h"
+#include "tests/e2e/e2e_stack.h"
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard {
 namespace {
 
+using ::vanguard::testing::E2eStack;
 using ::vanguard::testing::RunBinary;
 using ::vanguard::testing::RunResult;
-using ::vanguard::testing::Subprocess;
-using ::vanguard::testing::TestDatabase;
-
-// The simulator's true capacity is slots * 1000 / service_ms = 400 req/s.
-constexpr int kSlots = 4;
-constexpr double kServiceMs = 10.0;
 
 // The first executable `name` on $PATH, or "".
 std::string FindOnPath(const std::string& name) {
@@ -127,7 +121,7 @@ int LoadWindows(const std::string& conninfo, v1::Test* test) {
   return loaded;
 }
 
-class ReportTest : public ::testing::Test {
+class ReportTest : public E2eStack {
  protected:
   void SetUp() override {
     chromium_ = FindOnPath("chromium");
@@ -136,52 +130,11 @@ class ReportTest : public ::testing::Test {
            "must not be skipped: run deploy/local/setup (it installs Debian's chromium) or "
            "apt-get install --no-install-recommends chromium";
     MakeOutputDir();
-
-    auto db = TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-
-    auto sim = Subprocess::StartServer(
-        "vanguard-sim-predictor",
-        {"--listen=127.0.0.1:0", "--model_name=e2e", absl::StrCat("--slots=", kSlots),
-         absl::StrCat("--service_ms=", kServiceMs)});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
-
-    auto orch = Subprocess::StartServer(
-        "vanguard-orchestrator",
-        {"--listen=127.0.0.1:0", absl::StrCat("--database_url=", db_->conninfo())},
-        {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdminToken)});
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orch_ = std::move(*orch);
-    submitter_token_ = CreateToken("e2e-submitter", "submitter");
-    const std::string worker_token = CreateToken("e2e-worker", "worker");
-    ASSERT_FALSE(submitter_token_.empty());
-    ASSERT_FALSE(worker_token.empty());
-
-    auto replayer = Subprocess::StartServer("vanguard-replayer", {"serve", "--listen=127.0.0.1:0"});
-    ASSERT_TRUE(replayer.ok()) << replayer.status();
-    replayer_ = std::move(*replayer);
-
-    auto worker = Subprocess::Start("vanguard-worker",
-                                    {absl::StrCat("--orchestrator=", orch_->address()),
-                                     absl::StrCat("--replayer=", replayer_->address()),
-                                     "--worker_id=e2e-worker", "--poll_interval=200ms"},
-                                    {absl::StrCat("VANGUARD_TOKEN=", worker_token)});
-    ASSERT_TRUE(worker.ok()) << worker.status();
-    worker_ = std::move(*worker);
+    ASSERT_NO_FATAL_FAILURE(StartStack());
   }
 
   void TearDown() override {
-    if (HasFailure()) {
-      for (auto* p : {worker_.get(), replayer_.get(), orch_.get(), sim_.get()}) {
-        if (p != nullptr) std::cerr << "---- pid " << p->pid() << " stderr:\n" << p->Stderr();
-      }
-    }
-    worker_.reset();
-    replayer_.reset();
-    orch_.reset();
-    sim_.reset();
+    E2eStack::TearDown();
     if (remove_dir_ && !dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
@@ -199,27 +152,6 @@ class ReportTest : public ::testing::Test {
     remove_dir_ = true;
   }
 
-  RunResult Vanguard(std::vector<std::string> args, absl::Duration timeout = absl::Seconds(30),
-                     const std::string& token = "") {
-    args.push_back(absl::StrCat("--orchestrator=", orch_->address()));
-    auto r = RunBinary("vanguard", args,
-                       {absl::StrCat("VANGUARD_TOKEN=", token.empty() ? submitter_token_ : token)},
-                       timeout);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : RunResult{};
-  }
-
-  // The secret of a new token (printed alone on stdout), or "" on failure.
-  std::string CreateToken(const std::string& name, const std::string& role) {
-    RunResult r =
-        Vanguard({"tokens", "create", absl::StrCat("--name=", name), absl::StrCat("--role=", role)},
-                 absl::Seconds(30), kAdminToken);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::string secret = r.out;
-    while (!secret.empty() && (secret.back() == '\n' || secret.back() == ' ')) secret.pop_back();
-    return r.exit_code == 0 ? secret : "";
-  }
-
   // Runs headless Chromium on the page with `args` before its URL.
   RunResult Chromium(std::vector<std::string> args, const std::string& page) {
     std::vector<std::string> all = {"--headless=new", "--no-sandbox", "--disable-gpu",
@@ -231,14 +163,9 @@ class ReportTest : public ::testing::Test {
     return r.ok() ? *r : RunResult{};
   }
 
-  static constexpr char kAdminToken[] = "e2e-admin-secret-0123456789";
-  std::string submitter_token_;
   std::string chromium_;
   std::string dir_;
   bool remove_dir_ = false;
-
-  std::unique_ptr<TestDatabase> db_;
-  std::unique_ptr<Subprocess> sim_, orch_, replayer_, worker_;
 };
 
 TEST_F(ReportTest, ChromiumShowsEveryPanelOfARealSweep) {
