@@ -686,6 +686,8 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_pass || (at_horizon && passes)) {
     hold_held_ = true;
     absl::StrAppend(&verification_, ": held");
+    hold_results_.push_back({*hold_rate_, ratio, true});
+    if (hold_search_) return NextSearchHold();
     if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
     if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
       return Remeasure(*stale);  // the hold read faster than the failure above it was
@@ -696,7 +698,11 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     hold_held_ = false;
     absl::StrAppend(&verification_, ": did not hold");
     failed_holds_.push_back(*hold_rate_);
+    hold_results_.push_back({*hold_rate_, ratio, false});
     PoolVerdicts();
+    // Far over: the short steps that passed here did not see what the hold saw.
+    hold_search_ |= ratio >= kBlindHoldRatio;
+    if (hold_search_) return NextSearchHold();
     return std::nullopt;  // the search goes on from the new bracket
   }
   if (steps_ >= max_steps_) return Finish(false, "step limit reached during the hold");
@@ -706,6 +712,60 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_, /*verification=*/true};
+}
+
+const AdaptiveStrategy::HoldResult* AdaptiveStrategy::LowestFailedHold() const {
+  const HoldResult* failed = nullptr;
+  for (const HoldResult& h : hold_results_) {
+    if (!h.held && (failed == nullptr || h.rate < failed->rate)) failed = &h;
+  }
+  return failed;
+}
+
+const AdaptiveStrategy::HoldResult* AdaptiveStrategy::HighestHeldBelow(double rate) const {
+  const HoldResult* held = nullptr;
+  for (const HoldResult& h : hold_results_) {
+    if (h.held && h.rate < rate && (held == nullptr || h.rate > held->rate)) held = &h;
+  }
+  return held;
+}
+
+double AdaptiveStrategy::SearchHoldRate(const HoldResult* held, const HoldResult& failed) const {
+  if (held == nullptr) {
+    // Below the lowest failed hold: after a narrow failure by kFirstHoldRetreat, after one far
+    // over twice as far for each hold failed far over so far (a cliff just below costs one
+    // hold, episodes far below a few: the ratio cannot tell the two apart).
+    double retreat = kFirstHoldRetreat;
+    if (failed.ratio >= kBlindHoldRatio) {
+      double far = 0;
+      for (const HoldResult& h : hold_results_) far += !h.held && h.ratio >= kBlindHoldRatio;
+      retreat = std::min(kMaxHoldRetreat, kFirstHoldRetreat * std::exp2(far - 1));
+    }
+    return failed.rate * (1 - std::max(retreat, Resolution()));
+  }
+  // Where log(tail ratio) crosses 0 on the line through the two holds (log rate), else their
+  // geometric middle; each hold cuts at least a quarter of the bracket's log width.
+  double t = 0.5;
+  if (held->ratio > 0 && failed.ratio > 1) {
+    t = std::log(1 / held->ratio) / std::log(failed.ratio / held->ratio);
+  }
+  return held->rate * std::pow(failed.rate / held->rate, std::clamp(t, 0.25, 0.75));
+}
+
+Decision AdaptiveStrategy::NextSearchHold() {
+  const HoldResult* failed = LowestFailedHold();
+  const HoldResult* held = HighestHeldBelow(failed->rate);
+  if (held != nullptr && failed->rate <= held->rate * (1 + kHoldSearchBracket)) {
+    return Finish(true, absl::StrFormat("converged (holds at %.4g and %.4g req/s bracket the "
+                                        "limit within %.0f%%)",
+                                        held->rate, failed->rate, 100 * kHoldSearchBracket));
+  }
+  if (holds_ >= kMaxSearchHolds || steps_ >= max_steps_) {
+    return Finish(false, "holds left the limit undecided");
+  }
+  const double next = std::max(min_qps_, SearchHoldRate(held, *failed));
+  if (failed->rate <= min_qps_) return Finish(false, "min_qps fails its hold");
+  return StartHold(next);
 }
 
 Decision AdaptiveStrategy::FinishAtLeast() {
@@ -731,8 +791,8 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   const bool held = hold_held_.value_or(false) && hold_rate_;
   done.best_pass_qps = best_.value_or(0);
-  done.max_sustainable_qps = held ? *hold_rate_ : Estimate();
-  if (!converged && !held && best_ && lowest_failure_) {
+  done.max_sustainable_qps = held && !hold_search_ ? *hold_rate_ : Estimate();
+  if (!converged && !held && !hold_search_ && best_ && lowest_failure_) {
     // Not verified: the conservative end of the bracket.
     done.max_sustainable_qps = std::min(done.max_sustainable_qps, *best_ * (1 - Resolution()));
   }
@@ -776,6 +836,12 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
 // ------------------------------------------------------------------------- figures
 
 double AdaptiveStrategy::Estimate() const {
+  if (hold_search_) {
+    const HoldResult* failed = LowestFailedHold();
+    const HoldResult* held = HighestHeldBelow(failed->rate);
+    if (held != nullptr) return held->rate;
+    return failed->rate <= min_qps_ ? 0 : std::max(min_qps_, SearchHoldRate(nullptr, *failed));
+  }
   if (!best_) return 0;
   return *best_;
 }

@@ -42,8 +42,16 @@
 //    reading is confident (never on a hold with no request over the limit) or the sustained
 //    horizon is covered; a failed hold makes its rate and everything above it a failure and
 //    the search goes on (at most kMaxHolds holds).
+//  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
+//    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
+//    queue), so the short steps below it are no evidence either. From then on only holds
+//    decide: the next one retreats below the lowest failed hold, further after each failure,
+//    until one holds, then interpolates log(tail ratio) between the highest held and the
+//    lowest failed hold (NextSearchHold), until they lie within kHoldSearchBracket (converged)
+//    or kMaxSearchHolds holds or max_steps ran.
 //  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
-//    rules) and the hold held, and the estimate is the held rate. A tail already near the
+//    rules) and the hold held, and the estimate is the held rate (in a hold search: the
+//    highest held rate, or unconverged the retreat below the lowest failed hold if none held). A tail already near the
 //    limit at half the estimate is named in the summary (a flat tail: ill-conditioned). Otherwise
 //    (max_steps, or no hold held) the result is converged=false with the interval,
 //    Done.more_time_needed_s and, as the estimate, the conservative end: the best pass less its
@@ -105,6 +113,17 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHoldChunk = 10;
   static constexpr int kMaxHolds = 2;
+  // Hold search (see the header): entered by a hold failing at this tail ratio or more; until
+  // a hold holds, each retreats below the lowest failed one by kFirstHoldRetreat, doubled for
+  // each hold failed far over (kBlindHoldRatio) after the first when the lowest failed far
+  // over too (at most kMaxHoldRetreat, at least one resolution);
+  // converged when the highest held rate is within kHoldSearchBracket below the lowest failed
+  // hold; at most kMaxSearchHolds holds in all.
+  static constexpr double kBlindHoldRatio = 2;
+  static constexpr double kFirstHoldRetreat = 0.05;
+  static constexpr double kMaxHoldRetreat = 0.75;
+  static constexpr double kHoldSearchBracket = 0.05;
+  static constexpr int kMaxSearchHolds = 10;
   // Measured seconds of a step when no step reported its requests.
   static constexpr double kAssumedStepS = 3;
   // A failure is a disturbance when its log limit ratio exceeds the pass's below it by more
@@ -138,6 +157,13 @@ class AdaptiveStrategy : public Strategy {
     bool is_hold = false;  // a final hold's chunk
     bool expired = false;  // a later reading at its rate contradicted it
     bool empty = false;    // measured no request: no evidence (kept out like an expired one)
+  };
+
+  // A decided hold's reading: its rate, its chunks' pooled tail ratio, whether it held.
+  struct HoldResult {
+    double rate = 0;
+    double ratio = 0;
+    bool held = false;
   };
 
   AdaptiveStrategy(double min_qps, double max_qps, int tau, double epsilon, int max_steps,
@@ -219,15 +245,24 @@ class AdaptiveStrategy : public Strategy {
   Decision BeforeFinish(const std::string& why);
   // Starts a hold at `rate` (the estimate), its first chunk.
   RunStep StartHold(double rate);
-  // After a hold's chunk: another chunk, the finish, or back to the search (failed hold).
+  // After a hold's chunk: another chunk, the finish, the next hold of a hold search, or back
+  // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
+  // The hold search's next hold, or its finish (see the header).
+  Decision NextSearchHold();
+  // The lowest failed hold and the highest held rate below it (nullptr: none).
+  const HoldResult* LowestFailedHold() const;
+  const HoldResult* HighestHeldBelow(double rate) const;
+  // The rate of the hold search's next hold between `held` (may be null) and `failed`.
+  double SearchHoldRate(const HoldResult* held, const HoldResult& failed) const;
   Decision Finish(bool converged, const std::string& why);
   // max_qps passed before any failure (and held, unless no hold was left): "at least
   // max_qps", never the capacity.
   Decision FinishAtLeast();
 
   // --- Figures ---
-  // The estimate the hold verifies: the best pass (0: none).
+  // The estimate the hold verifies: the best pass (0: none); in a hold search, the highest
+  // held rate, else the retreat below the lowest failed hold.
   double Estimate() const;
   // About how many seconds of measuring would decide an unconverged search.
   double MoreTimeNeeded() const;
@@ -284,6 +319,8 @@ class AdaptiveStrategy : public Strategy {
   double hold_parts_ = 0;             // parts held at hold_rate_ so far
   std::optional<bool> hold_held_;     // the last hold's outcome, once decided
   std::vector<double> failed_holds_;  // rates where a hold failed
+  std::vector<HoldResult> hold_results_;  // every decided hold, in order
+  bool hold_search_ = false;              // only holds decide (see the header)
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
