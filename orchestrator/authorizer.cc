@@ -10,12 +10,13 @@ namespace {
 
 bool IsReaderMethod(std::string_view method) {
   return method == "GetModel" || method == "ListModels" || method == "GetTest" ||
-         method == "ListTests" || method == "WatchTest";
+         method == "ListTests" || method == "WatchTest" || method == "ListRegressions" ||
+         method == "GetCapacityTrend" || method == "PlanCapacity";
 }
 
 bool IsSubmitterMethod(std::string_view method) {
   return IsReaderMethod(method) || method == "SubmitTest" || method == "CancelTest" ||
-         method == "RegisterModel" || method == "DeprecateModel";
+         method == "RegisterModel" || method == "DeprecateModel" || method == "AcceptBaseline";
 }
 
 bool IsWorkerMethod(std::string_view method) {

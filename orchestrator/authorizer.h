@@ -7,8 +7,9 @@
 //   // PERMISSION_DENIED: the token's role may not call this method
 //   // ok: caller->id is who holds the leases this caller takes (see TestRepository)
 //
-// Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest;
-// submitter: reader's + SubmitTest, CancelTest, RegisterModel, DeprecateModel; worker:
+// Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest,
+// ListRegressions, GetCapacityTrend, PlanCapacity; submitter: reader's + SubmitTest,
+// CancelTest, RegisterModel, DeprecateModel, AcceptBaseline; worker:
 // LeaseTest, Heartbeat, ReportStep, ReportProgress, CompleteTest, ReleaseTest, GetModel,
 // GetTest; admin:
 // every method,

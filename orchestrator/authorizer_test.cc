@@ -29,6 +29,19 @@ TEST(RoleAllowsTest, SubmitterSubmitsButDoesNotWorkOrAdminister) {
   }
 }
 
+TEST(RoleAllowsTest, ReadersPlanSubmittersAcceptBaselinesWorkersNeither) {
+  for (const char* m : {"ListRegressions", "GetCapacityTrend", "PlanCapacity"}) {
+    EXPECT_TRUE(RoleAllows(v1::ROLE_READER, m)) << m;
+    EXPECT_TRUE(RoleAllows(v1::ROLE_SUBMITTER, m)) << m;
+    EXPECT_TRUE(RoleAllows(v1::ROLE_ADMIN, m)) << m;
+    EXPECT_FALSE(RoleAllows(v1::ROLE_WORKER, m)) << m;
+  }
+  EXPECT_FALSE(RoleAllows(v1::ROLE_READER, "AcceptBaseline"));
+  EXPECT_TRUE(RoleAllows(v1::ROLE_SUBMITTER, "AcceptBaseline"));
+  EXPECT_TRUE(RoleAllows(v1::ROLE_ADMIN, "AcceptBaseline"));
+  EXPECT_FALSE(RoleAllows(v1::ROLE_WORKER, "AcceptBaseline"));
+}
+
 TEST(RoleAllowsTest, WorkerRunsTestsAndReadsWhatItNeeds) {
   for (const char* m : {"LeaseTest", "Heartbeat", "ReportStep", "ReportProgress", "CompleteTest",
                         "ReleaseTest", "GetModel", "GetTest"}) {

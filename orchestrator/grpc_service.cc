@@ -276,6 +276,32 @@ grpc::Status OrchestratorGrpcService::ReleaseTest(grpc::ServerContext* context,
   return status;
 }
 
+grpc::Status OrchestratorGrpcService::AcceptBaseline(grpc::ServerContext* context,
+                                                     const v1::AcceptBaselineRequest* request,
+                                                     v1::AcceptBaselineResponse* response) {
+  return CallAsHolder(context, "AcceptBaseline", &OrchestratorService::AcceptBaseline, request,
+                      response);
+}
+
+grpc::Status OrchestratorGrpcService::ListRegressions(grpc::ServerContext* context,
+                                                      const v1::ListRegressionsRequest* request,
+                                                      v1::ListRegressionsResponse* response) {
+  return Call(context, "ListRegressions", &OrchestratorService::ListRegressions, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::GetCapacityTrend(grpc::ServerContext* context,
+                                                       const v1::GetCapacityTrendRequest* request,
+                                                       v1::GetCapacityTrendResponse* response) {
+  return Call(context, "GetCapacityTrend", &OrchestratorService::GetCapacityTrend, request,
+              response);
+}
+
+grpc::Status OrchestratorGrpcService::PlanCapacity(grpc::ServerContext* context,
+                                                   const v1::PlanCapacityRequest* request,
+                                                   v1::PlanCapacityResponse* response) {
+  return Call(context, "PlanCapacity", &OrchestratorService::PlanCapacity, request, response);
+}
+
 grpc::Status OrchestratorGrpcService::RevokeToken(grpc::ServerContext* context,
                                                   const v1::RevokeTokenRequest* request,
                                                   v1::RevokeTokenResponse* response) {

@@ -84,6 +84,17 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                             v1::CompleteTestResponse* response) override;
   grpc::Status ReleaseTest(grpc::ServerContext* context, const v1::ReleaseTestRequest* request,
                            v1::ReleaseTestResponse* response) override;
+  grpc::Status AcceptBaseline(grpc::ServerContext* context,
+                              const v1::AcceptBaselineRequest* request,
+                              v1::AcceptBaselineResponse* response) override;
+  grpc::Status ListRegressions(grpc::ServerContext* context,
+                               const v1::ListRegressionsRequest* request,
+                               v1::ListRegressionsResponse* response) override;
+  grpc::Status GetCapacityTrend(grpc::ServerContext* context,
+                                const v1::GetCapacityTrendRequest* request,
+                                v1::GetCapacityTrendResponse* response) override;
+  grpc::Status PlanCapacity(grpc::ServerContext* context, const v1::PlanCapacityRequest* request,
+                            v1::PlanCapacityResponse* response) override;
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override;
   grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,
@@ -100,7 +111,8 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
   grpc::Status Call(grpc::ServerContext* context, const char* method,
                     absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&),
                     const Request* request, Response* response);
-  // Unary lease calls: the service method also gets the authenticated caller.
+  // Unary calls whose service method also gets the authenticated caller (the lease calls,
+  // which check it; AcceptBaseline, which records who accepted).
   template <typename Request, typename Response>
   grpc::Status CallAsHolder(grpc::ServerContext* context, const char* method,
                             absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&,

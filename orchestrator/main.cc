@@ -34,6 +34,7 @@
 #include "common/postgres.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/authorizer.h"
+#include "orchestrator/capacity_repository.h"
 #include "orchestrator/grpc_service.h"
 #include "orchestrator/lease_reaper.h"
 #include "orchestrator/metrics.h"
@@ -176,10 +177,11 @@ int Run(const Config& config) {
   ModelRepository models(pool->get());
   TestRepository tests(pool->get());
   TokenRepository tokens(pool->get());
+  CapacityRepository capacity(pool->get());
   QueueNotifier queue({.conninfo = config.database_url});
   OrchestratorService::Options service_options;
   service_options.max_lease_wait = config.max_lease_wait;
-  OrchestratorService service(&models, &tests, &tokens, &queue, service_options);
+  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, service_options);
   OrchestratorMetrics metrics;
   Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
   OrchestratorGrpcService::Options grpc_options;

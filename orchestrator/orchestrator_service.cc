@@ -13,6 +13,8 @@ namespace vanguard {
 namespace {
 
 constexpr size_t kMaxRequestIdLength = 200;
+// GetCapacityTrend without a page size: the newest this many tests.
+constexpr int kDefaultTrendPoints = 200;
 
 absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
@@ -358,6 +360,50 @@ absl::StatusOr<v1::ListTokensResponse> OrchestratorService::ListTokens(
   v1::ListTokensResponse response;
   for (v1::Token& token : tokens) *response.add_tokens() = std::move(token);
   return response;
+}
+
+absl::StatusOr<v1::AcceptBaselineResponse> OrchestratorService::AcceptBaseline(
+    const v1::AcceptBaselineRequest& request, const Caller& caller) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  RETURN_IF_ERROR(ValidateTestId(request.test_id(), "test_id"));
+  v1::AcceptBaselineResponse response;
+  ASSIGN_OR_RETURN(
+      *response.mutable_baseline(),
+      capacity_->AcceptBaseline(request.test_id(), caller.has_value() ? caller->name : ""));
+  return response;
+}
+
+absl::StatusOr<v1::ListRegressionsResponse> OrchestratorService::ListRegressions(
+    const v1::ListRegressionsRequest& request) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
+  ASSIGN_OR_RETURN(std::vector<v1::CapacityPoint> points,
+                   capacity_->Regressions(request.model(), limit));
+  v1::ListRegressionsResponse response;
+  for (v1::CapacityPoint& point : points) *response.add_regressions() = std::move(point);
+  return response;
+}
+
+absl::StatusOr<v1::GetCapacityTrendResponse> OrchestratorService::GetCapacityTrend(
+    const v1::GetCapacityTrendRequest& request) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  if (request.model().empty()) return Invalid("model", "must not be empty");
+  ASSIGN_OR_RETURN(int limit,
+                   PageSize(request.page_size() == 0 ? kDefaultTrendPoints : request.page_size()));
+  ASSIGN_OR_RETURN(std::vector<v1::CapacityPoint> points, capacity_->Trend(request.model(), limit));
+  v1::GetCapacityTrendResponse response;
+  for (v1::CapacityPoint& point : points) *response.add_points() = std::move(point);
+  return response;
+}
+
+absl::StatusOr<v1::PlanCapacityResponse> OrchestratorService::PlanCapacity(
+    const v1::PlanCapacityRequest& request) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  RETURN_IF_ERROR(ValidatePlanCapacityRequest(request));
+  return capacity_->Plan(
+      request.model(), request.peak_qps(),
+      request.has_headroom() ? request.headroom() : kDefaultPlanHeadroom,
+      request.has_survive_loss() ? request.survive_loss() : kDefaultPlanSurviveLoss);
 }
 
 }  // namespace vanguard

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "orchestrator/capacity_repository.h"
 #include "orchestrator/model_repository.h"
 #include "orchestrator/queue_notifier.h"
 #include "orchestrator/test_repository.h"
@@ -66,7 +67,16 @@ class OrchestratorService {
   // LeaseTest calls (without it they re-check every lease_poll_interval).
   OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
                       QueueNotifier* queue, Options options)
-      : models_(models), tests_(tests), tokens_(tokens), queue_(queue), options_(options) {}
+      : OrchestratorService(models, tests, tokens, queue, nullptr, options) {}
+  // capacity: backs the capacity-planning RPCs (UNIMPLEMENTED without).
+  OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
+                      QueueNotifier* queue, CapacityRepository* capacity, Options options)
+      : models_(models),
+        tests_(tests),
+        tokens_(tokens),
+        queue_(queue),
+        capacity_(capacity),
+        options_(options) {}
 
   // Model registry.
   absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const v1::RegisterModelRequest& request);
@@ -119,6 +129,23 @@ class OrchestratorService {
   absl::StatusOr<std::optional<v1::TestProgress>> LiveProgress(const v1::Test& test,
                                                                absl::Time after);
 
+  // Capacity planning (CapacityRepository; rules in migration 0010, docs/planning.md). The
+  // caller's role is checked by the gRPC adapter (AcceptBaseline: submitter; the others:
+  // reader). AcceptBaseline records the caller's token name as accepted_by ("" without
+  // auth); INVALID_ARGUMENT for test_id <= 0, NOT_FOUND for an unknown test,
+  // FAILED_PRECONDITION for one that did not succeed.
+  absl::StatusOr<v1::AcceptBaselineResponse> AcceptBaseline(
+      const v1::AcceptBaselineRequest& request, const Caller& caller = std::nullopt);
+  // Page sizes as ListTests (0: default_page_size). NOT_FOUND for a model with no version.
+  absl::StatusOr<v1::ListRegressionsResponse> ListRegressions(
+      const v1::ListRegressionsRequest& request);
+  // model required; page_size 0: 200, at most max_page_size.
+  absl::StatusOr<v1::GetCapacityTrendResponse> GetCapacityTrend(
+      const v1::GetCapacityTrendRequest& request);
+  // ValidatePlanCapacityRequest, then the defaults (headroom 0.3, survive_loss 1) and
+  // vanguard_plan. NOT_FOUND for a model with no version.
+  absl::StatusOr<v1::PlanCapacityResponse> PlanCapacity(const v1::PlanCapacityRequest& request);
+
   // Tokens (the caller's role is checked by the gRPC adapter: admin only).
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);
   absl::StatusOr<v1::RevokeTokenResponse> RevokeToken(const v1::RevokeTokenRequest& request);
@@ -132,6 +159,7 @@ class OrchestratorService {
   TestRepository* tests_;
   TokenRepository* tokens_;
   QueueNotifier* queue_;
+  CapacityRepository* capacity_;
   const Options options_;
 };
 

@@ -390,4 +390,28 @@ absl::Status ValidateTestResult(const v1::TestResult& result) {
                           DurationRule::kNonNegative);
 }
 
+absl::Status ValidatePlanCapacityRequest(const v1::PlanCapacityRequest& request) {
+  if (request.model().empty()) return Invalid("model", "must not be empty");
+  const double peak = request.peak_qps();
+  if (std::isnan(peak)) return Invalid("peak_qps", "must be a number (got NaN)");
+  if (!(peak > 0) || !std::isfinite(peak) || peak > kMaxPlanPeakQps) {
+    return Invalid("peak_qps", absl::StrCat("must be > 0 and <= ", kMaxPlanPeakQps,
+                                            " requests/s (got ", peak, ")"));
+  }
+  if (request.has_headroom()) {
+    const double headroom = request.headroom();
+    if (std::isnan(headroom)) return Invalid("headroom", "must be a number (got NaN)");
+    if (!(headroom >= 0) || !std::isfinite(headroom) || headroom > kMaxPlanHeadroom) {
+      return Invalid("headroom", absl::StrCat("must be a fraction >= 0 and <= ", kMaxPlanHeadroom,
+                                              " (0.3 = 30%; got ", headroom, ")"));
+    }
+  }
+  if (request.has_survive_loss() &&
+      (request.survive_loss() < 0 || request.survive_loss() > kMaxPlanSurviveLoss)) {
+    return Invalid("survive_loss", absl::StrCat("must be >= 0 and <= ", kMaxPlanSurviveLoss,
+                                                " replicas (got ", request.survive_loss(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace vanguard

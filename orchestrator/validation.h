@@ -7,6 +7,8 @@
 #ifndef VANGUARD_ORCHESTRATOR_VALIDATION_H_
 #define VANGUARD_ORCHESTRATOR_VALIDATION_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/duration.pb.h"
@@ -42,6 +44,18 @@ absl::Status ValidateProgress(const v1::TestProgress& progress);
 
 // A result a worker completes a test with (prefixed "result.").
 absl::Status ValidateTestResult(const v1::TestResult& result);
+
+// PlanCapacity's defaults and bounds (the bounds keep replica counts far inside int64).
+inline constexpr double kDefaultPlanHeadroom = 0.3;
+inline constexpr int32_t kDefaultPlanSurviveLoss = 1;
+inline constexpr double kMaxPlanPeakQps = 1e9;
+inline constexpr double kMaxPlanHeadroom = 100;  // 10000%
+inline constexpr int32_t kMaxPlanSurviveLoss = 10000;
+
+// A replica-sizing request: model not empty; peak_qps finite, > 0 and <= kMaxPlanPeakQps;
+// headroom (when set) finite, >= 0 and <= kMaxPlanHeadroom; survive_loss (when set) in
+// [0, kMaxPlanSurviveLoss]. NaN and infinities are refused by name.
+absl::Status ValidatePlanCapacityRequest(const v1::PlanCapacityRequest& request);
 
 // A Duration must be well formed (seconds and nanos in range, same sign) and, depending on
 // the rule, > 0 or >= 0. `field` is the full field name used in the message.

@@ -3,6 +3,9 @@
 // tests/integration/orchestrator_service_test.cc.
 #include "orchestrator/validation.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -117,6 +120,51 @@ TEST(ValidateProgressTest, AcceptsAStepInFlightAndRefusesNonFiniteOrNegativeFiel
   bad = p;
   bad.set_health_state(static_cast<v1::HealthState>(-4));
   EXPECT_THAT(ValidateProgress(bad).message(), HasSubstr("progress.health_state"));
+}
+
+v1::PlanCapacityRequest Plan(double peak_qps) {
+  v1::PlanCapacityRequest request;
+  request.set_model("resnet50");
+  request.set_peak_qps(peak_qps);
+  return request;
+}
+
+TEST(ValidatePlanCapacityRequestTest, AcceptsThePlannersUsualQuestions) {
+  EXPECT_TRUE(ValidatePlanCapacityRequest(Plan(1000)).ok());
+  v1::PlanCapacityRequest r = Plan(0.5);
+  r.set_headroom(0);  // explicitly none
+  r.set_survive_loss(0);
+  EXPECT_TRUE(ValidatePlanCapacityRequest(r).ok());
+  r.set_headroom(kMaxPlanHeadroom);
+  r.set_survive_loss(kMaxPlanSurviveLoss);
+  EXPECT_TRUE(ValidatePlanCapacityRequest(r).ok());
+}
+
+TEST(ValidatePlanCapacityRequestTest, NamesTheFieldAndRule) {
+  v1::PlanCapacityRequest no_model = Plan(10);
+  no_model.clear_model();
+  EXPECT_THAT(ValidatePlanCapacityRequest(no_model).message(),
+              HasSubstr("model: must not be empty"));
+  EXPECT_THAT(ValidatePlanCapacityRequest(Plan(std::nan(""))).message(),
+              HasSubstr("peak_qps: must be a number (got NaN)"));
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), 2e9}) {
+    absl::Status s = ValidatePlanCapacityRequest(Plan(bad));
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("peak_qps: must be > 0")) << bad;
+  }
+  v1::PlanCapacityRequest r = Plan(10);
+  r.set_headroom(std::nan(""));
+  EXPECT_THAT(ValidatePlanCapacityRequest(r).message(),
+              HasSubstr("headroom: must be a number (got NaN)"));
+  for (double bad : {-0.1, std::numeric_limits<double>::infinity(), 101.0}) {
+    r.set_headroom(bad);
+    EXPECT_THAT(ValidatePlanCapacityRequest(r).message(),
+                HasSubstr("headroom: must be a fraction >= 0"))
+        << bad;
+  }
+  r.clear_headroom();
+  r.set_survive_loss(-1);
+  EXPECT_THAT(ValidatePlanCapacityRequest(r).message(), HasSubstr("survive_loss: must be >= 0"));
 }
 
 }  // namespace

@@ -1,0 +1,265 @@
+// Capacity planning against a real PostgreSQL ($VANGUARD_TEST_PG): the classification rule
+// (vanguard_capacity_verdict) on hand-made interval pairs, the baseline in force for each
+// test (capacity_verdicts), and replica sizing (vanguard_plan) checked against hand
+// computation, all through OrchestratorService's planning RPCs where an RPC exists.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "database_test_base.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "orchestrator/capacity_repository.h"
+
+namespace vanguard {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kNone = 0;  // a result's interval end that is not stated
+
+class CapacityPlanningTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    capacity_ = std::make_unique<CapacityRepository>(pool_.get());
+    planner_ =
+        std::make_unique<OrchestratorService>(models_.get(), tests_.get(), nullptr, nullptr,
+                                              capacity_.get(), OrchestratorService::Options());
+  }
+
+  // vanguard_capacity_verdict on a baseline and a new result (0 for an end not stated).
+  std::string Verdict(double base_qps, double base_low, double base_high, bool base_at_least,
+                      double new_qps, double new_low, double new_high, bool new_at_least) {
+    pqxx::result r = SqlParams(
+        "SELECT vanguard_capacity_verdict($1, NULLIF($2::float8, 0), NULLIF($3::float8, 0), $4,"
+        "                                 $5, NULLIF($6::float8, 0), NULLIF($7::float8, 0), $8)",
+        base_qps, base_low, base_high, base_at_least, new_qps, new_low, new_high, new_at_least);
+    return r[0][0].c_str();
+  }
+
+  int64_t Register(const std::string& version, const std::string& accelerator, int count) {
+    v1::Model model = ValidModel("resnet50", version);
+    model.mutable_hardware()->set_accelerator(accelerator);
+    model.mutable_hardware()->set_accelerator_count(count);
+    return RegisterModelId(model);
+  }
+
+  // Runs a test of `version` to the end as a worker would, with this result; its id.
+  int64_t Completed(const std::string& version, double qps, double low, double high,
+                    bool converged = true, bool at_least = false) {
+    v1::TestSpec spec = ValidSpec();
+    spec.set_model_version(version);
+    absl::StatusOr<RegisteredModel> model = models_->Get("resnet50", version);
+    EXPECT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<v1::Test> submitted = tests_->Submit(spec, model->id, "");
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    absl::StatusOr<std::optional<v1::Test>> leased = tests_->Lease("w1", absl::Seconds(30));
+    EXPECT_TRUE(leased.ok() && leased->has_value());
+    v1::TestResult result;
+    result.set_max_sustainable_qps(qps);
+    result.set_confidence_low_qps(low);
+    result.set_confidence_high_qps(high);
+    result.set_converged(converged);
+    result.set_at_least(at_least);
+    absl::StatusOr<v1::Test> done =
+        tests_->Complete(submitted->id(), (**leased).attempt(), result, "");
+    EXPECT_TRUE(done.ok()) << done.status();
+    return submitted->id();
+  }
+
+  v1::CapacityBaseline Accept(int64_t test_id, const std::string& who = "ci") {
+    v1::AcceptBaselineRequest request;
+    request.set_test_id(test_id);
+    absl::StatusOr<v1::AcceptBaselineResponse> r =
+        planner_->AcceptBaseline(request, TokenIdentity{.id = 1, .name = who});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->baseline() : v1::CapacityBaseline();
+  }
+
+  std::map<int64_t, v1::CapacityPoint> Trend() {
+    v1::GetCapacityTrendRequest request;
+    request.set_model("resnet50");
+    absl::StatusOr<v1::GetCapacityTrendResponse> r = planner_->GetCapacityTrend(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    std::map<int64_t, v1::CapacityPoint> by_id;
+    if (r.ok()) {
+      for (const v1::CapacityPoint& p : r->points()) by_id[p.test_id()] = p;
+    }
+    return by_id;
+  }
+
+  absl::StatusOr<v1::PlanCapacityResponse> Plan(double peak, std::optional<double> headroom,
+                                                std::optional<int> loss) {
+    v1::PlanCapacityRequest request;
+    request.set_model("resnet50");
+    request.set_peak_qps(peak);
+    if (headroom.has_value()) request.set_headroom(*headroom);
+    if (loss.has_value()) request.set_survive_loss(*loss);
+    return planner_->PlanCapacity(request);
+  }
+
+  std::unique_ptr<CapacityRepository> capacity_;
+  std::unique_ptr<OrchestratorService> planner_;
+};
+
+TEST_F(CapacityPlanningTest, ARegressionIsADropBeyondBothIntervalsNotAnyDrop) {
+  // Baseline held 300 and failed at 350: [300, 350).
+  // New failed at 300, where the baseline held: wholly below.
+  EXPECT_EQ(Verdict(300, 300, 350, false, 250, 250, 300, false), "regressed");
+  // New failed at 310: it shares [300, 310) with the baseline, a 10% lower estimate is noise.
+  EXPECT_EQ(Verdict(300, 300, 350, false, 270, 260, 310, false), "unchanged");
+  // Held 350, where the baseline failed: wholly above.
+  EXPECT_EQ(Verdict(300, 300, 350, false, 360, 350, 400, false), "improved");
+  // An "at least 200" result may be anything above 200: never a regression of [300, 350).
+  EXPECT_EQ(Verdict(300, 300, 350, false, 200, 200, kNone, true), "unchanged");
+  // An "at least 300" baseline has no upper end: a higher result is no improvement.
+  EXPECT_EQ(Verdict(300, 300, kNone, true, 900, 800, 1000, false), "unchanged");
+  // ... but a result wholly below it is a regression.
+  EXPECT_EQ(Verdict(300, 300, kNone, true, 100, 90, 120, false), "regressed");
+  // A result that states no interval cannot be told from the noise.
+  EXPECT_EQ(Verdict(300, kNone, kNone, false, 100, 90, 120, false), "undecided");
+  EXPECT_EQ(Verdict(300, 300, 350, false, 100, kNone, kNone, false), "undecided");
+  // A point interval [300, 300] lies inside [300, 350), and [350, 350] outside it.
+  EXPECT_EQ(Verdict(300, 300, 350, false, 300, 300, 300, false), "unchanged");
+  EXPECT_EQ(Verdict(300, 300, 350, false, 350, 350, 350, false), "improved");
+}
+
+TEST_F(CapacityPlanningTest, EachTestIsJudgedAgainstTheBaselineInForce) {
+  Register("v1", "nvidia-l4", 1);
+  Register("v2", "nvidia-l4", 1);
+  Register("v3", "cpu", 0);  // other hardware: no baseline applies
+  const int64_t base = Completed("v1", 300, 300, 350);
+  const int64_t v1_retest = Completed("v1", 290, 280, 320);
+  const int64_t v2_slow = Completed("v2", 250, 250, 300);
+  const int64_t v3 = Completed("v3", 100, 100, 120);
+  EXPECT_TRUE(Trend()[v2_slow].baseline().model_version().empty()) << "nothing accepted yet";
+
+  const v1::CapacityBaseline accepted = Accept(base, "ci-bot");
+  EXPECT_EQ(accepted.test_id(), base);
+  EXPECT_EQ(accepted.model_version(), "v1");
+  EXPECT_EQ(accepted.hardware().accelerator(), "nvidia-l4");
+  EXPECT_EQ(accepted.max_sustainable_qps(), 300);
+  EXPECT_EQ(accepted.confidence_low_qps(), 300);
+  EXPECT_EQ(accepted.confidence_high_qps(), 350);
+  EXPECT_EQ(accepted.accepted_by(), "ci-bot");
+
+  std::map<int64_t, v1::CapacityPoint> trend = Trend();
+  ASSERT_EQ(trend.size(), 4u);
+  EXPECT_EQ(trend[base].verdict(), v1::CAPACITY_VERDICT_UNSPECIFIED) << "its own baseline";
+  EXPECT_EQ(trend[v1_retest].verdict(), v1::CAPACITY_VERDICT_UNCHANGED);
+  EXPECT_EQ(trend[v2_slow].verdict(), v1::CAPACITY_VERDICT_REGRESSED);
+  EXPECT_EQ(trend[v2_slow].baseline().test_id(), base);
+  EXPECT_DOUBLE_EQ(trend[v2_slow].change_fraction(), (250.0 - 300.0) / 300.0);
+  EXPECT_EQ(trend[v3].verdict(), v1::CAPACITY_VERDICT_UNSPECIFIED) << "cpu has no baseline";
+
+  v1::ListRegressionsRequest request;
+  absl::StatusOr<v1::ListRegressionsResponse> regressions = planner_->ListRegressions(request);
+  ASSERT_TRUE(regressions.ok()) << regressions.status();
+  ASSERT_EQ(regressions->regressions_size(), 1);
+  EXPECT_EQ(regressions->regressions(0).test_id(), v2_slow);
+  EXPECT_EQ(regressions->regressions(0).baseline().max_sustainable_qps(), 300);
+
+  // A baseline of v2 itself now takes over for v2's tests: the nearest version wins.
+  const int64_t v2_retest = Completed("v2", 255, 250, 300);
+  Accept(v2_retest);
+  trend = Trend();
+  EXPECT_EQ(trend[v2_slow].verdict(), v1::CAPACITY_VERDICT_UNCHANGED);
+  EXPECT_EQ(trend[v2_slow].baseline().test_id(), v2_retest);
+  EXPECT_EQ(trend[v2_retest].baseline().test_id(), base) << "its own baseline does not count";
+  EXPECT_EQ(trend[v2_retest].verdict(), v1::CAPACITY_VERDICT_REGRESSED);
+}
+
+TEST_F(CapacityPlanningTest, AcceptBaselineRefusesWhatCannotBeOne) {
+  Register("v1", "cpu", 1);
+  v1::AcceptBaselineRequest request;
+  request.set_test_id(0);
+  EXPECT_THAT(planner_->AcceptBaseline(request).status().message(), HasSubstr("test_id: must be"));
+  request.set_test_id(9999);
+  EXPECT_TRUE(absl::IsNotFound(planner_->AcceptBaseline(request).status()));
+  absl::StatusOr<v1::Test> queued = tests_->Submit(ValidSpec(), 1, "");
+  ASSERT_TRUE(queued.ok());
+  request.set_test_id(queued->id());
+  absl::Status s = planner_->AcceptBaseline(request).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("is queued"));
+  // Without auth the acceptor is "".
+  ASSERT_TRUE(tests_->Cancel(queued->id()).ok());
+  request.set_test_id(Completed("v1", 100, 100, 110));
+  absl::StatusOr<v1::AcceptBaselineResponse> ok = planner_->AcceptBaseline(request);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->baseline().accepted_by(), "");
+}
+
+// Hand computation: replicas = ceil(peak * (1 + headroom) / capacity) + survive_loss.
+TEST_F(CapacityPlanningTest, PlanSizesReplicasPerHardwareFromTheLatestConvergedCapacity) {
+  Register("v1", "nvidia-l4", 2);
+  Register("v2", "nvidia-l4", 2);                  // the newest version on L4
+  Register("v1-cpu", "cpu", 0);                    // accelerator count unknown
+  Completed("v1", 500, 500, 550);                  // older version: not planned on
+  Completed("v2", 100, 100, 110);                  // the capacity used
+  Completed("v2", 90, 0, 0, /*converged=*/false);  // newer but unconverged: ignored
+  const int64_t cpu_test = Completed("v1-cpu", 77, 77, 80);
+
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(400, std::nullopt, std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->headroom(), 0.3);  // the defaults, as applied
+  EXPECT_EQ(plan->survive_loss(), 1);
+  EXPECT_EQ(plan->required_qps(), 520);  // 400 * 1.3
+  ASSERT_EQ(plan->plans_size(), 2);
+  const v1::ReplicaPlan& cpu = plan->plans(0);  // ordered by accelerator
+  const v1::ReplicaPlan& l4 = plan->plans(1);
+  EXPECT_EQ(l4.model_version(), "v2");
+  EXPECT_EQ(l4.capacity_qps(), 100);
+  EXPECT_EQ(l4.replicas(), 7);       // ceil(520 / 100) = 6, + 1
+  EXPECT_EQ(l4.accelerators(), 14);  // 7 replicas x 2
+  EXPECT_FALSE(l4.has_cost_per_million_requests()) << "the registry has no price";
+  EXPECT_EQ(cpu.test_id(), cpu_test);
+  EXPECT_EQ(cpu.replicas(), 8);  // ceil(520 / 77) = ceil(6.75...) = 7, + 1
+  EXPECT_EQ(cpu.accelerators(), 0);
+
+  // 70 * 1.1 / 77 is exactly 1; in doubles it is 1.0000000000000002, which ceil makes 2.
+  plan = Plan(70, 0.1, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->plans(0).replicas(), 1);
+  // No headroom, survive the loss of 3: ceil(1000 / 100) + 3 = 13 on L4.
+  plan = Plan(1000, 0, 3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->plans(1).replicas(), 13);
+  EXPECT_EQ(plan->plans(1).accelerators(), 26);
+}
+
+TEST_F(CapacityPlanningTest, PlanOfAnUnmeasuredVersionSaysSoAndBadInputIsRefused) {
+  Register("v1", "nvidia-l4", 1);
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(100, 0.3, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->plans_size(), 1);
+  EXPECT_EQ(plan->plans(0).model_version(), "v1");
+  EXPECT_EQ(plan->plans(0).test_id(), 0);
+  EXPECT_EQ(plan->plans(0).replicas(), 0);
+
+  EXPECT_TRUE(absl::IsInvalidArgument(Plan(std::nan(""), 0.3, 1).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Plan(-5, 0.3, 1).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Plan(100, -0.1, 1).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Plan(100, 0.3, -1).status()));
+  v1::PlanCapacityRequest unknown;
+  unknown.set_model("no-such-model");
+  unknown.set_peak_qps(10);
+  EXPECT_TRUE(absl::IsNotFound(planner_->PlanCapacity(unknown).status()));
+  v1::GetCapacityTrendRequest trend;
+  trend.set_model("no-such-model");
+  EXPECT_TRUE(absl::IsNotFound(planner_->GetCapacityTrend(trend).status()));
+  v1::ListRegressionsRequest regressions;
+  regressions.set_model("no-such-model");
+  EXPECT_TRUE(absl::IsNotFound(planner_->ListRegressions(regressions).status()));
+  // The SQL function refuses bad input on its own, for planners who call it directly.
+  EXPECT_THROW(Sql("SELECT * FROM vanguard_plan('resnet50', 'NaN', 0.3, 1)"), pqxx::sql_error);
+  EXPECT_THROW(Sql("SELECT * FROM vanguard_plan('resnet50', 100, 0.3, -1)"), pqxx::sql_error);
+}
+
+}  // namespace
+}  // namespace vanguard
