@@ -127,15 +127,21 @@ absl::StatusOr<v1::CapacityBaseline> CapacityRepository::AcceptBaseline(
 }
 
 absl::StatusOr<std::vector<v1::CapacityPoint>> CapacityRepository::Regressions(
-    const std::string& model, int limit) {
+    const std::string& model, int limit, bool latest_only) {
   return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::CapacityPoint>> {
     pqxx::nontransaction txn(conn);
     if (!model.empty()) RETURN_IF_ERROR(ModelMustExist(txn, model));
     pqxx::result rows = txn.exec_params(
         absl::StrCat(kSelectPoints,
                      "WHERE v.verdict = 'regressed' AND ($1::text = '' OR i.model = $1::text)"
+                     "  AND (NOT $3::boolean OR NOT EXISTS ("
+                     "    SELECT 1 FROM capacity_intervals later"
+                     "     WHERE later.model = i.model AND later.accelerator = i.accelerator"
+                     "       AND later.accelerator_count = i.accelerator_count"
+                     "       AND later.pool = i.pool"
+                     "       AND (later.recorded_at, later.test_id) > (i.recorded_at, i.test_id)))"
                      " ORDER BY i.recorded_at DESC, i.test_id DESC LIMIT $2"),
-        model, limit);
+        model, limit, latest_only);
     std::vector<v1::CapacityPoint> points;
     for (const pqxx::row& row : rows) points.push_back(PointFromRow(row));
     return points;

@@ -36,8 +36,10 @@ class CapacityRepository {
                                                       const std::string& accepted_by);
 
   // Succeeded tests whose verdict is REGRESSED, newest first, at most `limit`; only `model`'s
-  // when not empty (NOT_FOUND when no version of it is registered).
-  absl::StatusOr<std::vector<v1::CapacityPoint>> Regressions(const std::string& model, int limit);
+  // when not empty (NOT_FOUND when no version of it is registered); with latest_only, only
+  // those that are the newest succeeded test of their model on their hardware.
+  absl::StatusOr<std::vector<v1::CapacityPoint>> Regressions(const std::string& model, int limit,
+                                                             bool latest_only = false);
 
   // The newest `limit` succeeded tests of `model`, oldest first, each with its verdict and
   // baseline when one is in force. NOT_FOUND when no version of `model` is registered.

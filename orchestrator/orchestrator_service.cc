@@ -378,7 +378,7 @@ absl::StatusOr<v1::ListRegressionsResponse> OrchestratorService::ListRegressions
   if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
   ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
   ASSIGN_OR_RETURN(std::vector<v1::CapacityPoint> points,
-                   capacity_->Regressions(request.model(), limit));
+                   capacity_->Regressions(request.model(), limit, request.latest_only()));
   v1::ListRegressionsResponse response;
   for (v1::CapacityPoint& point : points) *response.add_regressions() = std::move(point);
   return response;

@@ -164,6 +164,18 @@ TEST_F(CapacityPlanningTest, EachTestIsJudgedAgainstTheBaselineInForce) {
   EXPECT_EQ(regressions->regressions(0).test_id(), v2_slow);
   EXPECT_EQ(regressions->regressions(0).baseline().max_sustainable_qps(), 300);
 
+  // Measured again and fine: the regression stays listed, but is no longer the latest.
+  const int64_t v2_fine = Completed("v2", 310, 300, 330);
+  request.set_latest_only(true);
+  regressions = planner_->ListRegressions(request);
+  ASSERT_TRUE(regressions.ok()) << regressions.status();
+  EXPECT_EQ(regressions->regressions_size(), 0);
+  EXPECT_EQ(Trend()[v2_fine].verdict(), v1::CAPACITY_VERDICT_UNCHANGED);
+  request.set_latest_only(false);
+  regressions = planner_->ListRegressions(request);
+  ASSERT_TRUE(regressions.ok()) << regressions.status();
+  EXPECT_EQ(regressions->regressions_size(), 1);
+
   // A baseline of v2 itself now takes over for v2's tests: the nearest version wins.
   const int64_t v2_retest = Completed("v2", 255, 250, 300);
   Accept(v2_retest);
