@@ -43,7 +43,7 @@ inline constexpr int kExitUsage = 2;
 // no result.
 inline constexpr int kExitTestNotSucceeded = 3;
 // submit --fail_below / --fail_if_regressed: a gate failed (a test that did not succeed
-// fails every gate).
+// fails every gate); regressions --fail_on_regression: a regression was listed.
 inline constexpr int kExitGateFailed = 4;
 // submit --wait/--watch and watch: Ctrl-C stopped following the test (it goes on running).
 inline constexpr int kExitInterrupted = 130;

@@ -1,6 +1,6 @@
 // The `vanguard` command table; see command_table.h. Commands with their own files (submit,
-// models register, compare, report, completion) contribute their parser and runner from
-// there; the one-RPC commands are parsed here.
+// models register, compare, report, the planning commands, completion) contribute their parser and
+// runner from there; the one-RPC commands are parsed here.
 #include "orchestrator/cli/command_table.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "orchestrator/cli/compare_command.h"
 #include "orchestrator/cli/completion.h"
 #include "orchestrator/cli/model_flags.h"
+#include "orchestrator/cli/planning_commands.h"
 #include "orchestrator/cli/report_command.h"
 #include "orchestrator/cli/submit_flags.h"
 #include "orchestrator/cli/usage.h"
@@ -423,7 +424,8 @@ std::vector<CommandSpec> ToolCommands() {
 
 std::vector<CommandSpec> BuildTable() {
   std::vector<CommandSpec> table;
-  for (auto* group : {&ModelCommands, &TestCommands, &TokenCommands, &ToolCommands}) {
+  for (auto* group :
+       {&ModelCommands, &TestCommands, &PlanningCommands, &TokenCommands, &ToolCommands}) {
     for (CommandSpec& spec : (*group)()) table.push_back(std::move(spec));
   }
   // `help COMMAND` completes to every command's first word, known only now.

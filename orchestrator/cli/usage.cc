@@ -18,7 +18,8 @@ constexpr char kExitCodes[] =
     "Exit codes: 0 ok; 1 RPC error (report: also a file that could not be written); 2 usage\n"
     "error; 3 the followed test ended FAILED or CANCELLED (compare: a test has no result); 4 a\n"
     "--fail_below or --fail_if_regressed gate failed (a test that did not succeed fails every\n"
-    "gate); 130 Ctrl-C stopped following a test (it goes on running: vanguard cancel ID).\n";
+    "gate), or regressions --fail_on_regression listed a regression; 130 Ctrl-C stopped\n"
+    "following a test (it goes on running: vanguard cancel ID).\n";
 
 // "--name=VALUE", "[--name=VALUE]" or "[--wait]".
 std::string SynopsisToken(const FlagSpec& flag) {
