@@ -273,5 +273,23 @@ TEST_F(CapacityPlanningTest, PlanOfAnUnmeasuredVersionSaysSoAndBadInputIsRefused
   EXPECT_THROW(Sql("SELECT * FROM vanguard_plan('resnet50', 100, 0.3, -1)"), pqxx::sql_error);
 }
 
+TEST_F(CapacityPlanningTest, TheDashboardRoleReadsVerdictsAndPlans) {
+  Register("v1", "cpu", 1);
+  const int64_t base = Completed("v1", 300, 300, 350);
+  Completed("v1", 200, 200, 250);
+  Accept(base);
+  pqxx::connection conn(db_->conninfo());
+  pqxx::work txn(conn);
+  txn.exec("SET LOCAL ROLE vanguard_reader");
+  EXPECT_EQ(txn.exec1("SELECT count(*) FROM capacity_baseline_regressions")[0].as<int>(), 1);
+  EXPECT_EQ(txn.exec1("SELECT count(*) FROM capacity_baselines")[0].as<int>(), 1);
+  // 100 * 1.3 / 200 = 0.65: 1 replica, + 1.
+  EXPECT_EQ(txn.exec1("SELECT replicas FROM vanguard_plan('resnet50', 100, 0.3, 1)")[0].as<int>(),
+            2);
+  EXPECT_THROW(txn.exec("INSERT INTO capacity_baselines (model_id, test_id, max_sustainable_qps,"
+                        " accepted_by) VALUES (1, 1, 1, 'x')"),
+               pqxx::insufficient_privilege);
+}
+
 }  // namespace
 }  // namespace vanguard
