@@ -505,8 +505,10 @@ struct SearchRun {
   double seconds = 0;
   int steps = 0;
   // Seconds of the final verification: the trailing steps the strategy marked as verifying
-  // its estimate (the hold that ended the search).
+  // its estimate at one rate (the hold that ended the search; not the holds of a hold search
+  // before it, which binary search is not given).
   double final_verification_s = 0;
+  double final_verification_rate = 0;
   double warmup_s = 0;                              // the first-step warmup phase
   std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
 };
@@ -549,9 +551,10 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
     const absl::Duration measured = model.Measured(step, next.rate_qps) * next.hold;
     last = model.Run(next.rate_qps, step_lead, measured);
     run.seconds += absl::ToDoubleSeconds(step_lead + measured);
-    run.final_verification_s =
-        next.verification ? run.final_verification_s + absl::ToDoubleSeconds(step_lead + measured)
-                          : 0;
+    const bool same_hold = next.verification && next.rate_qps == run.final_verification_rate;
+    run.final_verification_s = (same_hold ? run.final_verification_s : 0) +
+                               (next.verification ? absl::ToDoubleSeconds(step_lead + measured) : 0);
+    run.final_verification_rate = next.verification ? next.rate_qps : 0;
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
     if (verbose) {
