@@ -22,6 +22,7 @@
 #include "common/port_file.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -91,8 +92,9 @@ constexpr char kUsage[] = R"(open-loop load generator for ML model servers.
 Usage:
   vanguard-replayer serve [--listen=127.0.0.1:50052] [--port_file=PATH]
       Serves the gRPC API vanguard.v1.Replayer (RunStep streams one WindowMetrics per
-      window, then a StepResult). Prints "LISTENING <host>:<port>" once listening. Runs one
-      step at a time. Exits cleanly on SIGTERM/SIGINT.
+      window, then a StepResult) and grpc.health.v1.Health (service "": SERVING while it
+      runs). Prints "LISTENING <host>:<port>" once listening. Runs one step at a time.
+      Exits cleanly on SIGTERM/SIGINT.
 
   vanguard-replayer run --target=http://127.0.0.1:8000 --model=sim --rate=200 --duration=10s
                         [--warmup=2s] [--schedule=constant|poisson|ramp|trace]
@@ -142,6 +144,8 @@ int Serve() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   ReplayerService service;
+  // grpc.health.v1.Health answers SERVING for "" while the server runs (kubelet/exec probes).
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
