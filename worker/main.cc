@@ -33,6 +33,7 @@
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
 #include "worker/step_executor.h"
+#include "worker/token_file.h"
 #include "worker/test_runner.h"
 
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
@@ -44,6 +45,10 @@ ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(30),
           "Lease length asked for; heartbeats are sent every third of it");
 ABSL_FLAG(absl::Duration, poll_interval, absl::Seconds(1),
           "Wait between LeaseTest calls when no test is queued");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token for the orchestrator (e.g. a mounted Kubernetes "
+          "Secret); trailing whitespace is stripped. Wins over $VANGUARD_TOKEN when both are "
+          "given. A missing, unreadable or empty file is an error (exit 2)");
 ABSL_FLAG(bool, once, false, "Exit after running one test");
 ABSL_FLAG(int, max_tests, 0, "Exit after running this many tests; 0: no limit");
 ABSL_FLAG(bool, scrape_metrics, true,
@@ -85,7 +90,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Leases capacity tests from the Vanguard orchestrator and runs them step by step "
       "through a replayer.\nThe bearer token for the orchestrator is read from "
-      "VANGUARD_TOKEN when set.\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
+      "--token_file, else from $VANGUARD_TOKEN when set (--token_file wins if both are "
+      "given).\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
       "--replayer=127.0.0.1:50052\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
       "reported as interrupted, the lease is given back (the test is queued again at once "
       "for another worker), and the worker exits 0, all within --shutdown_timeout.");
@@ -129,7 +135,17 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   vanguard::worker::OrchestratorClientOptions client_options;
-  if (const char* token = std::getenv("VANGUARD_TOKEN"); token != nullptr) {
+  if (const std::string token_file = absl::GetFlag(FLAGS_token_file); !token_file.empty()) {
+    absl::StatusOr<std::string> token = vanguard::worker::ReadTokenFile(token_file);
+    if (!token.ok()) {
+      LogLine(std::string(token.status().message()));
+      return 2;
+    }
+    if (std::getenv("VANGUARD_TOKEN") != nullptr) {
+      LogLine("both --token_file and $VANGUARD_TOKEN are set; using --token_file");
+    }
+    client_options.bearer_token = *std::move(token);
+  } else if (const char* token = std::getenv("VANGUARD_TOKEN"); token != nullptr) {
     client_options.bearer_token = token;
   }
   auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(
