@@ -41,7 +41,7 @@
 //  - Holding: a converged search holds its estimate (the best pass) in chunks until the
 //    reading is confident (never on a hold with no request over the limit) or the sustained
 //    horizon is covered; a failed hold makes its rate and everything above it a failure and
-//    the search goes on (at most kMaxHolds holds).
+//    the search goes on (at most kMaxHolds holds, unless a hold search follows).
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
 //    queue), so the short steps below it are no evidence either. From then on only holds
@@ -104,7 +104,7 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kConvergedBracketEpsilons = 5;
   // The final hold: chunks of at least kMinHold parts, long enough for kHoldTailEvents
   // requests over a p99 limit at the limit, at most kMaxHoldChunk parts; the horizon caps
-  // the total. At most kMaxHolds holds per test.
+  // the total. At most kMaxHolds holds per test before a hold search (kMaxSearchHolds in all).
   static constexpr double kMinHold = 2;
   // A hold passes before the horizon only after covering this share of it: the batch-means
   // error of a short hold cannot see episodes (stalls, a queue building) rarer than the hold,
