@@ -51,11 +51,11 @@
 //    or kMaxSearchHolds holds or max_steps ran.
 //  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
 //    rules) and the hold held, and the estimate is the held rate (in a hold search: the
-//    highest held rate, or unconverged the retreat below the lowest failed hold if none held). A tail already near the
-//    limit at half the estimate is named in the summary (a flat tail: ill-conditioned). Otherwise
-//    (max_steps, or no hold held) the result is converged=false with the interval,
-//    Done.more_time_needed_s and, as the estimate, the conservative end: the best pass less its
-//    resolution.
+//    highest held rate, or unconverged the retreat below the lowest failed hold if none
+//    held). A tail already near the limit at half the estimate is named in the summary (a
+//    flat tail: ill-conditioned). Otherwise (max_steps, or no hold held) the result is
+//    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
+//    conservative end: the best pass less its resolution.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_

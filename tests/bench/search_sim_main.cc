@@ -552,8 +552,9 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
     last = model.Run(next.rate_qps, step_lead, measured);
     run.seconds += absl::ToDoubleSeconds(step_lead + measured);
     const bool same_hold = next.verification && next.rate_qps == run.final_verification_rate;
-    run.final_verification_s = (same_hold ? run.final_verification_s : 0) +
-                               (next.verification ? absl::ToDoubleSeconds(step_lead + measured) : 0);
+    const double step_s = absl::ToDoubleSeconds(step_lead + measured);
+    run.final_verification_s =
+        (same_hold ? run.final_verification_s : 0) + (next.verification ? step_s : 0);
     run.final_verification_rate = next.verification ? next.rate_qps : 0;
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
