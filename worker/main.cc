@@ -33,8 +33,8 @@
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
 #include "worker/step_executor.h"
-#include "worker/token_file.h"
 #include "worker/test_runner.h"
+#include "worker/token_file.h"
 
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
           "Orchestrator gRPC address (host:port) to lease tests from");
