@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "database_test_base.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "orchestrator/queue_notifier.h"
+#include "tests/testing/health_check.h"
 #include "tests/testing/subprocess.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
@@ -47,30 +47,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartOrchestrator(const std::string&
 
 // grpc.health.v1.Health/Check for the whole server: 1 SERVING, 2 NOT_SERVING, -1 on error.
 int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub generic(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  grpc::Slice empty;
-  grpc::ByteBuffer request(&empty, 1);
-  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
-  call->StartCall();
-  grpc::ByteBuffer reply;
-  grpc::Status status;
-  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  if (!status.ok()) return -1;
-  std::vector<grpc::Slice> slices;
-  if (!reply.Dump(&slices).ok()) return -1;
   std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
+  if (!testing::HealthCheck(channel, "", &bytes).ok()) return -1;
   if (bytes.empty()) return 0;  // UNKNOWN (the default value is not sent)
   return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : -1;
 }
