@@ -32,7 +32,8 @@ TEST(ReplayerHealthTest, NamedServiceIsNotFound) {
   auto replayer = Subprocess::StartServer("vanguard-replayer", {"serve", "--listen=127.0.0.1:0"});
   ASSERT_TRUE(replayer.ok()) << replayer.status();
   std::string reply;
-  grpc::Status status = HealthCheck(ChannelTo((*replayer)->address()), "vanguard.v1.Replayer", &reply);
+  grpc::Status status =
+      HealthCheck(ChannelTo((*replayer)->address()), "vanguard.v1.Replayer", &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
