@@ -278,7 +278,7 @@ bool AdaptiveStrategy::PoolVerdicts() {
 
   // A failed hold is the longest look: its rate and every rate above fail.
   std::optional<double> veto;
-  for (double r : failed_holds_) veto = std::min(veto.value_or(r), r);
+  if (const HoldResult* failed = LowestFailedHold()) veto = failed->rate;
   std::vector<bool> pass(judged_.size());
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t failure = kNone, best = kNone;
@@ -466,7 +466,7 @@ bool AdaptiveStrategy::UndecidedAt(double rate, const StepOutcome& last) const {
 }
 
 std::optional<double> AdaptiveStrategy::ProbeAboveUndecidedFailure() const {
-  if (!lowest_failure_ || *lowest_failure_ >= max_qps_ || !failed_holds_.empty()) {
+  if (!lowest_failure_ || *lowest_failure_ >= max_qps_ || LowestFailedHold() != nullptr) {
     return std::nullopt;
   }
   const double rate = *lowest_failure_;
@@ -697,7 +697,6 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_fail || at_horizon) {
     hold_held_ = false;
     absl::StrAppend(&verification_, ": did not hold");
-    failed_holds_.push_back(*hold_rate_);
     hold_results_.push_back({*hold_rate_, ratio, false});
     PoolVerdicts();
     // Far over: the short steps that passed here did not see what the hold saw.

@@ -318,7 +318,6 @@ class AdaptiveStrategy : public Strategy {
   std::optional<double> hold_rate_;       // the rate of the hold in progress or last run
   double hold_parts_ = 0;                 // parts held at hold_rate_ so far
   std::optional<bool> hold_held_;         // the last hold's outcome, once decided
-  std::vector<double> failed_holds_;      // rates where a hold failed
   std::vector<HoldResult> hold_results_;  // every decided hold, in order
   bool hold_search_ = false;              // only holds decide (see the header)
   std::string verification_;
