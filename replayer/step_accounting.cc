@@ -306,6 +306,9 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
         absl::FormatDuration(kCpuShareSpan), kMaxClientCpuShare * 100));
   }
   validity.valid = reasons.empty();
+  validity.late_only = reasons.size() == 1 &&
+                       skew_p99_us > absl::ToDoubleMicroseconds(kMaxSendSkewP99) &&
+                       skew_max_us <= absl::ToDoubleMicroseconds(kMaxSendSkewMax);
   for (const std::string& reason : reasons) {
     if (!validity.reason.empty()) validity.reason += "; ";
     validity.reason += reason;
@@ -423,6 +426,7 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
   result.set_client_invalid_reason(validity.reason);
   result.set_client_invalid_cause(validity.cause);
   result.set_client_invalid_outside(validity.outside);
+  result.set_client_invalid_late_only(validity.late_only);
   FillClientConditions(measured.conditions, result.mutable_client_conditions());
   *result.mutable_measured() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
       absl::ToInt64Nanoseconds(measured_duration));

@@ -267,6 +267,9 @@ struct ClientValidity {
   // retry); see client_diagnosis.h.
   v1::ClientInvalidCause cause = v1::CLIENT_INVALID_CAUSE_UNSPECIFIED;
   bool outside = false;
+  // When !valid: the send-skew p99 is the only gate that fired (see
+  // StepResult.client_invalid_late_only).
+  bool late_only = false;
 };
 ClientValidity JudgeClientValidity(const StepTally& measured);
 

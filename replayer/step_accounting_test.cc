@@ -222,9 +222,18 @@ TEST(ClientValidityTest, InvalidWhenSendSkewP99ExceedsFiveMilliseconds) {
   ClientValidity v = JudgeClientValidity(a.measured());
   EXPECT_FALSE(v.valid);
   EXPECT_TRUE(absl::StrContains(v.reason, "send skew")) << v.reason;
+  EXPECT_TRUE(v.late_only);
   v1::StepResult r = BuildStepResult(a.measured(), 1000, Seconds(1));
   EXPECT_FALSE(r.client_valid());
+  EXPECT_TRUE(r.client_invalid_late_only());
   EXPECT_EQ(r.client_invalid_reason(), v.reason);
+
+  // One send past the skew max: not "late only" any more.
+  a.OnScheduled(Milliseconds(999));
+  a.OnDispatched(Milliseconds(999), Milliseconds(999) + Milliseconds(60));
+  v = JudgeClientValidity(a.measured());
+  EXPECT_FALSE(v.valid);
+  EXPECT_FALSE(v.late_only);
 }
 
 TEST(ClientValidityTest, InvalidWhenAnyMeasuredRequestWasDropped) {
@@ -234,6 +243,7 @@ TEST(ClientValidityTest, InvalidWhenAnyMeasuredRequestWasDropped) {
   ClientValidity v = JudgeClientValidity(a.measured());
   EXPECT_FALSE(v.valid);
   EXPECT_TRUE(absl::StrContains(v.reason, "1 requests dropped")) << v.reason;
+  EXPECT_FALSE(v.late_only);
 }
 
 TEST(ClientValidityTest, WarmupSkewDoesNotInvalidateTheStep) {

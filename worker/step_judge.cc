@@ -29,6 +29,22 @@ bool CountsConsistent(const vanguard::v1::StepResult& r) {
   return r.completed() + r.errors() + r.timeouts() + r.dropped() <= r.scheduled();
 }
 
+// A step whose only client-validity failure is late sends (StepResult.client_invalid_late_only)
+// is judged when the lateness cannot have decided it: latency counts from intended send
+// times, so lateness only ever adds to it and a step passing with it passed; and a step
+// failing on its p99 also from actual send times, sent late only by the machine's timers
+// or connection setup (not by a CPU too busy to read responses), failed on the server's
+// own response times.
+bool LatenessCannotChangeTheVerdict(const vanguard::v1::StepResult& result, bool passed,
+                                    double p99_limit_ms) {
+  if (!result.client_invalid_late_only()) return false;
+  if (passed) return true;
+  const vanguard::v1::ClientInvalidCause cause = result.client_invalid_cause();
+  const bool sends_delayed_not_reads = cause == vanguard::v1::CLIENT_INVALID_CAUSE_TIMER_WAKEUP ||
+                                       cause == vanguard::v1::CLIENT_INVALID_CAUSE_CONNECTION_CHURN;
+  return sends_delayed_not_reads && result.service_latency().p99_ms() > p99_limit_ms;
+}
+
 }  // namespace
 
 absl::StatusOr<StepJudge> StepJudge::Create(const vanguard::v1::Slo& slo,
@@ -154,6 +170,10 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
 
   j.health = scorer_->Score(signals);
 
+  if (!j.client_valid && LatenessCannotChangeTheVerdict(result, breaches.empty(), p99_limit_ms)) {
+    j.client_valid = true;
+    j.client_late = true;
+  }
   if (!j.client_valid) {
     j.passed = false;
     j.client_invalid_cause = result.client_invalid_cause();
@@ -172,6 +192,16 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
       breaches.size() == (p99_breached ? 1u : 0u) + (errors_breached ? 1u : 0u);
   j.verdict =
       j.passed ? absl::StrCat("pass: ", absl::StrJoin(held, ", ")) : absl::StrJoin(breaches, "; ");
+  if (j.client_late) {
+    absl::StrAppend(&j.verdict,
+                    j.passed ? " (despite a late client: "
+                             : " (also without the client's lateness: service p99 ",
+                    j.passed
+                        ? result.client_invalid_reason()
+                        : absl::StrFormat("%.1f ms > %g ms; %s", result.service_latency().p99_ms(),
+                                          p99_limit_ms, result.client_invalid_reason()),
+                    ")");
+  }
   return j;
 }
 

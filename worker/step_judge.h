@@ -9,7 +9,9 @@
 //                                                   says, else the target).
 // The verdict is one line naming every breached limit with its numbers, e.g.
 //   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
-// or, for an invalid client, the replayer's reason with its named cause, e.g.
+// A step whose client only sent late is judged when the lateness cannot have decided it
+// (see StepJudgement::client_late). Otherwise, for an invalid client, the verdict is the
+// replayer's reason with its named cause, e.g.
 //   "not judged: load generator disturbed from outside, pause and retry (send skew p99 ...;
 //    cause: CPU contention from other processes: ...)"
 // and the health score comes from a HealthScorer over the same metrics plus, for streams,
@@ -44,6 +46,11 @@ struct StepJudgement {
   vanguard::v1::ClientInvalidCause client_invalid_cause =
       vanguard::v1::CLIENT_INVALID_CAUSE_UNSPECIFIED;
   bool client_disturbed_from_outside = false;
+  // The replayer sent late (its send-skew gate alone fired) but the verdict could not
+  // depend on it: the step passed with latency counted from intended send times (lateness
+  // only adds to it), or it failed on its p99 also from actual send times while only timers
+  // or connection setup delayed the sends. client_valid is then true and the verdict says so.
+  bool client_late = false;
   // Every check but the p99 latency held (and the client was valid): the step fails, if at
   // all, on its latency tail alone.
   bool passed_apart_from_p99 = false;

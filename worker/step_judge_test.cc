@@ -178,6 +178,56 @@ TEST(StepJudgeTest, InvalidClientIsNotJudged) {
   EXPECT_THAT(j.verdict, AllOf(HasSubstr("not judged"), HasSubstr("send skew p99 12 ms")));
 }
 
+TEST(StepJudgeTest, AStepThatPassesDespiteLateSendsIsJudgedAPass) {
+  StepJudge judge = MustCreate(Slo());
+  vanguard::v1::StepResult r = Good();  // p99 40 ms from intended send times
+  r.set_client_valid(false);
+  r.set_client_invalid_reason("send skew p99 7.8 ms exceeds 5.000 ms");
+  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_CPU_CONTENTION);
+  r.set_client_invalid_outside(true);
+  r.set_client_invalid_late_only(true);
+  StepJudgement j = judge.Judge(r, 400);
+  EXPECT_TRUE(j.passed) << j.verdict;
+  EXPECT_TRUE(j.client_valid);
+  EXPECT_TRUE(j.client_late);
+  EXPECT_THAT(j.verdict, AllOf(HasSubstr("pass: "), HasSubstr("despite a late client"),
+                               HasSubstr("send skew p99 7.8 ms")));
+
+  // The same step with a drop (not late only) is not judged.
+  r.set_client_invalid_late_only(false);
+  j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.client_valid);
+  EXPECT_FALSE(j.passed);
+}
+
+TEST(StepJudgeTest, AFailureWithLateSendsIsJudgedOnlyWhenTheServerAloneFailsIt) {
+  StepJudge judge = MustCreate(Slo());
+  vanguard::v1::StepResult r = Good();
+  r.mutable_latency()->set_p99_ms(130);  // from intended send times
+  r.set_client_valid(false);
+  r.set_client_invalid_reason("send skew p99 7.8 ms exceeds 5.000 ms");
+  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_TIMER_WAKEUP);
+  r.set_client_invalid_late_only(true);
+
+  r.mutable_service_latency()->set_p99_ms(121);  // from actual send times: still over 100
+  StepJudgement j = judge.Judge(r, 400);
+  EXPECT_TRUE(j.client_valid);
+  EXPECT_FALSE(j.passed);
+  EXPECT_THAT(j.verdict, AllOf(HasSubstr("p99 130.0 ms > 100 ms"),
+                               HasSubstr("also without the client's lateness: service p99 121.0")));
+
+  r.mutable_service_latency()->set_p99_ms(96);  // the lateness could have made the failure
+  j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.client_valid);
+  EXPECT_THAT(j.verdict, HasSubstr("not judged"));
+
+  // A CPU too busy to read responses inflates the service latency too: not judged.
+  r.mutable_service_latency()->set_p99_ms(121);
+  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_CPU_CONTENTION);
+  j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.client_valid);
+}
+
 TEST(StepJudgeTest, InvalidClientCarriesTheNamedCauseAndWhetherItIsOutside) {
   StepJudge judge = MustCreate(Slo());
   vanguard::v1::StepResult r = Good();

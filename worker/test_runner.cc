@@ -71,7 +71,7 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
   step.set_health_state(judgement.health.state);
   step.set_passed(judgement.passed);
   step.set_verdict(judgement.verdict);
-  step.set_client_valid(r.client_valid());
+  step.set_client_valid(judgement.client_valid);
   *step.mutable_start_time() = ToProtoTimestamp(executed.start_time);
   *step.mutable_end_time() = ToProtoTimestamp(executed.end_time);
   *step.mutable_warmup() = executed.request.warmup();
