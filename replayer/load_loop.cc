@@ -795,6 +795,11 @@ class LoadLoop::Impl {
 
   void Send(int64_t intended, const OutgoingRequest& request, int64_t now) {
     ++in_flight_;
+    if (target_.refused) {  // the policy refused the address: connect to nothing
+      accounting_.OnError(Ns(intended), kErrorTargetRefused);
+      Resolved();
+      return;
+    }
     RequestState state;
     state.intended = intended;
     state.deadline = intended + timeout_ns_;

@@ -50,6 +50,7 @@
 
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -60,10 +61,17 @@
 
 namespace vanguard::replayer {
 
+// The error class of every request of a step whose resolved target the target policy
+// refused (StepRunner decides; the loop then connects to nothing).
+inline constexpr std::string_view kErrorTargetRefused = "target_refused";
+
 // A resolved target address.
 struct TargetAddress {
   sockaddr_storage address{};
   socklen_t length = 0;
+  // The target policy refused this address: each request is counted as an error of class
+  // kErrorTargetRefused when it is due, and no socket is opened.
+  bool refused = false;
 };
 
 // Resolves config.target.host once for all loops (prefers IPv4: "localhost" often resolves

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/port_file.h"
+#include "common/target_policy.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -84,6 +85,16 @@ ABSL_FLAG(std::string, output, "table",
           "run: table (windows as they close, then a summary) or json (the StepResult as "
           "protobuf JSON with proto field names)");
 
+ABSL_FLAG(std::string, allowed_targets, "",
+          "serve, run: where load may go, checked on the address the target resolves to "
+          "before any connection: comma-separated IPv4/IPv6 CIDRs or addresses, host names "
+          "and *.suffix patterns, each with an optional :port or :port-port, e.g. "
+          "\"127.0.0.0/8,10.0.0.0/8,*.svc.cluster.local:8000-9000,[::1]\". A refused step "
+          "connects to nothing and counts each request as error class target_refused. Empty "
+          "(default): loopback only (127.0.0.0/8, ::1). Link-local and cloud metadata "
+          "addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, metadata.google.internal) are "
+          "never allowed. See docs/security.md");
+
 namespace vanguard::replayer {
 namespace {
 
@@ -91,6 +102,7 @@ constexpr char kUsage[] = R"(open-loop load generator for ML model servers.
 
 Usage:
   vanguard-replayer serve [--listen=127.0.0.1:50052] [--port_file=PATH]
+                          [--allowed_targets=RULES]
       Serves the gRPC API vanguard.v1.Replayer (RunStep streams one WindowMetrics per
       window, then a StepResult) and grpc.health.v1.Health (service "": SERVING while it
       runs). Prints "LISTENING <host>:<port>" once listening. Runs one step at a time.
@@ -102,7 +114,7 @@ Usage:
                         [--protocol=kserve_v2_rest|http|...] [--body=JSON] [--trace=FILE]
                         [--threads=1] [--concurrency=0] [--max_connections=256]
                         [--max_in_flight=10000] [--slo_latency=D] [--slo_ttft=D]
-                        [--output=table|json]
+                        [--output=table|json] [--allowed_targets=RULES]
       Runs one step standalone (default: POST {target}/v2/models/{model}/infer over
       HTTP/1.1 keep-alive) and prints the StepResult with the client-validity gate.
       Open loop: latency is measured from each request's intended send time.
@@ -143,7 +155,16 @@ int Serve() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ReplayerService service;
+  absl::StatusOr<TargetPolicy> policy =
+      TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
+  if (!policy.ok()) {
+    return UsageError(absl::StrCat("--allowed_targets: ", policy.status().message()));
+  }
+  std::cerr << "vanguard-replayer: allowed targets: " << policy->ToString()
+            << (policy->is_default() ? " (the default)" : "") << "\n";
+  ReplayerService service(*std::move(policy), [](const std::string& line) {
+    std::cerr << "vanguard-replayer: " << line << "\n";
+  });
   // grpc.health.v1.Health answers SERVING for "" while the server runs (kubelet/exec probes).
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -304,6 +325,11 @@ int RunOnce() {
   if (!config.ok()) return UsageError(config.status().ToString());
   if (absl::GetFlag(FLAGS_timer_slack_ns) < 1) return UsageError("--timer_slack_ns must be >= 1");
   config->timer_slack_ns = absl::GetFlag(FLAGS_timer_slack_ns);
+  absl::StatusOr<TargetPolicy> policy =
+      TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
+  if (!policy.ok()) {
+    return UsageError(absl::StrCat("--allowed_targets: ", policy.status().message()));
+  }
   // Open the trace / protocol before printing anything, so a bad --trace fails cleanly.
   absl::StatusOr<ProtocolBinding> binding = BindProtocol(*config);
   if (!binding.ok()) {
@@ -318,7 +344,7 @@ int RunOnce() {
                 "p99_ms");
     std::fflush(stdout);
   }
-  StepRunner runner;
+  StepRunner runner(/*proc=*/nullptr, *std::move(policy));
   absl::StatusOr<v1::StepResult> result = runner.Run(
       *config, *binding,
       [table](const v1::WindowMetrics& w) {
@@ -337,6 +363,9 @@ int RunOnce() {
   if (!result.ok()) {
     std::cerr << "vanguard-replayer: step failed: " << result.status() << "\n";
     return kExitFailure;
+  }
+  if (!runner.last_refusal().ok()) {
+    std::cerr << "vanguard-replayer: " << runner.last_refusal().message() << "\n";
   }
   if (table) {
     PrintResultTable(*result);

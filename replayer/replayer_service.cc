@@ -1,6 +1,8 @@
 // ReplayerService implementation; see replayer_service.h. gRPC sync-server threads.
 #include "replayer/replayer_service.h"
 
+#include <string>
+
 #include "common/grpc_status.h"
 #include "replayer/step_config.h"
 #include "replayer/step_runner.h"
@@ -23,7 +25,7 @@ grpc::Status ReplayerService::RunStep(grpc::ServerContext* context,
     ~Release() { flag->store(false); }
   } release{&step_running_};
 
-  StepRunner runner;
+  StepRunner runner(/*proc=*/nullptr, policy_);
   absl::StatusOr<v1::StepResult> result = runner.Run(
       *config,
       [writer](const v1::WindowMetrics& window) {
@@ -32,6 +34,9 @@ grpc::Status ReplayerService::RunStep(grpc::ServerContext* context,
         return writer->Write(event);
       },
       [context] { return context->IsCancelled(); });
+  if (!runner.last_refusal().ok() && log_) {
+    log_(std::string(runner.last_refusal().message()));
+  }
   if (!result.ok()) return ToGrpcStatus(result.status());
 
   v1::RunStepEvent event;

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -118,6 +119,28 @@ class WindowMerger {
   int next_ = 0;
 };
 
+// Resolves `target` and judges the address by `policy`: a refused target (its name before
+// resolution — so a never-allowed name is not even looked up — or its address after) comes
+// back marked refused, with the reason in *refusal (OK otherwise). UNAVAILABLE when an
+// allowed name does not resolve.
+absl::StatusOr<TargetAddress> ResolveAllowed(const TargetPolicy& policy, const HttpTarget& target,
+                                             absl::Status* refusal) {
+  *refusal = policy.MayResolve(target.host, target.port);
+  if (!refusal->ok()) {
+    TargetAddress refused;
+    refused.refused = true;
+    return refused;
+  }
+  absl::StatusOr<TargetAddress> address = ResolveTarget(target);
+  if (!address.ok()) return address.status();
+  std::optional<IpAddress> ip = IpAddress::FromSockaddr(
+      reinterpret_cast<const sockaddr*>(&address->address), address->length);
+  *refusal = ip ? policy.AllowsResolved(target.host, *ip, target.port)
+                : absl::PermissionDeniedError("target: resolved to an address that is not IP");
+  address->refused = !refusal->ok();
+  return address;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request,
@@ -140,7 +163,7 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const ProtocolBinding& binding,
                                                const WindowCallback& on_window,
                                                const CancelledCallback& is_cancelled) {
-  absl::StatusOr<TargetAddress> target = ResolveTarget(config.target);
+  absl::StatusOr<TargetAddress> target = ResolveAllowed(policy_, config.target, &last_refusal_);
   if (!target.ok()) return target.status();
   if (!binding.sources) return absl::InvalidArgumentError("protocol: no request source");
 

@@ -22,8 +22,10 @@
 #define VANGUARD_REPLAYER_STEP_RUNNER_H_
 
 #include <functional>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/target_policy.h"
 #include "replayer/proc_sched.h"
 #include "replayer/protocol_binding.h"
 #include "replayer/step_accounting.h"
@@ -36,8 +38,11 @@ class StepRunner {
  public:
   // `proc`: where the step's process-wide and machine-wide scheduler readings come from
   // (proc_sched.h), also handed to every loop; null: the real /proc. Must outlive the runner.
-  explicit StepRunner(const ProcReader* proc = nullptr)
-      : proc_(proc != nullptr ? proc : &DefaultProcReader()) {}
+  // `policy`: where load may go (common/target_policy.h), checked on the address the
+  // target resolves to before any connection; the default admits loopback only.
+  explicit StepRunner(const ProcReader* proc = nullptr,
+                      TargetPolicy policy = TargetPolicy::Default())
+      : proc_(proc != nullptr ? proc : &DefaultProcReader()), policy_(std::move(policy)) {}
 
   // Returns false to stop the step (e.g. the stream to the caller is gone).
   using WindowCallback = std::function<bool(const v1::WindowMetrics&)>;
@@ -47,7 +52,9 @@ class StepRunner {
   // Errors: INVALID_ARGUMENT (naming the field) / UNIMPLEMENTED for a bad request,
   // UNAVAILABLE when the target host does not resolve, CANCELLED when stopped by either
   // callback. Connection and HTTP failures are not errors of Run: they are counted in the
-  // result.
+  // result. So is a target the policy refuses: the step runs its schedule, connects to
+  // nothing, and counts every request as an error of class "target_refused"
+  // (kErrorTargetRefused); last_refusal() then says why.
   absl::StatusOr<v1::StepResult> Run(const v1::RunStepRequest& request,
                                      const WindowCallback& on_window,
                                      const CancelledCallback& is_cancelled);
@@ -61,10 +68,15 @@ class StepRunner {
   // The merged measured tally of the last successful Run (for tests and benchmarks that
   // need the raw histograms, e.g. send skew).
   const StepTally& last_tally() const { return last_tally_; }
+  // Why the policy refused the last Run's target (names the host, address and rule); OK
+  // when it did not.
+  const absl::Status& last_refusal() const { return last_refusal_; }
 
  private:
   const ProcReader* proc_;
+  TargetPolicy policy_;
   StepTally last_tally_;
+  absl::Status last_refusal_;
 };
 
 }  // namespace vanguard::replayer

@@ -7,9 +7,12 @@
 #include <atomic>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/histogram.h"
+#include "common/target_policy.h"
 #include "gtest/gtest.h"
+#include "replayer/load_loop.h"
 #include "replayer/testing/fake_http_server.h"
 #include "replayer/testing/fake_proc_reader.h"
 
@@ -312,6 +315,44 @@ TEST(StepRunnerTest, ConnectionRefusedIsCountedAsConnectErrors) {
   EXPECT_EQ(o.result->scheduled(), 20);
   EXPECT_EQ(o.result->errors(), 20);
   EXPECT_EQ(o.result->errors_by_class().at("connect"), 20);
+}
+
+TEST(StepRunnerTest, ATargetThePolicyRefusesIsCountedAsRefusedWithoutConnecting) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("10.0.0.0/8,*.svc.cluster.local");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  StepRunner runner(/*proc=*/nullptr, *policy);
+  absl::StatusOr<v1::StepResult> r =
+      runner.Run(Request(server, 100, absl::Milliseconds(200)), nullptr, [] { return false; });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->scheduled(), 20);
+  EXPECT_EQ(r->sent(), 0);
+  EXPECT_EQ(r->errors(), 20);
+  EXPECT_EQ(r->errors_by_class().at(std::string(kErrorTargetRefused)), 20);
+  EXPECT_EQ(r->errors_by_class().size(), 1u);
+  EXPECT_EQ(server.connections_accepted(), 0);
+  EXPECT_EQ(runner.last_refusal().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(runner.last_refusal().message().find("127.0.0.1"), std::string_view::npos);
+}
+
+TEST(StepRunnerTest, TheDefaultPolicyAdmitsLoopbackAndAListCanAdmitIt) {
+  FakeHttpServer server([](int64_t) { return FakeHttpServer::Reply{}; });
+  absl::StatusOr<TargetPolicy> policy =
+      TargetPolicy::Parse(absl::StrCat("127.0.0.1:", server.port()));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  StepRunner runner(/*proc=*/nullptr, *policy);
+  absl::StatusOr<v1::StepResult> r =
+      runner.Run(Request(server, 100, absl::Milliseconds(200)), nullptr, [] { return false; });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed(), 20);
+  EXPECT_TRUE(runner.last_refusal().ok());
+  // The same address on another port is not in the list.
+  absl::StatusOr<TargetPolicy> other = TargetPolicy::Parse("127.0.0.1:1");
+  StepRunner refused(/*proc=*/nullptr, *other);
+  r = refused.Run(Request(server, 100, absl::Milliseconds(100)), nullptr, [] { return false; });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed(), 0);
+  EXPECT_EQ(r->errors_by_class().at(std::string(kErrorTargetRefused)), 10);
 }
 
 TEST(StepRunnerTest, CancellingStopsTheStepPromptly) {
