@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "common/target_policy.h"
 #include "gtest/gtest.h"
 #include "worker/controller_rate_source.h"
 #include "worker/http_get.h"
@@ -71,6 +73,44 @@ TEST(MetricsCollectorTest, FailuresAreCountedNotFatal) {
   EXPECT_TRUE(c.Scrape().queue_depth.has_value());
   EXPECT_EQ(c.scrapes(), 3);
   EXPECT_EQ(c.scrape_failures(), 2);
+}
+
+TEST(MetricsCollectorTest, ScrapeErrorsCarryNeitherThePageNorTheUrlsQuery) {
+  MetricsCollector broken(
+      []() -> absl::StatusOr<std::string> { return std::string("VGSECRET{ 1\n"); },
+      GaugeMappingFor({}));
+  broken.Scrape();
+  EXPECT_EQ(broken.scrape_failures(), 1);
+  EXPECT_EQ(broken.last_error().find("VGSECRET"), std::string::npos) << broken.last_error();
+
+  testing_util::OneShotHttpServer server(
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 8\r\nConnection: close\r\n\r\n"
+      "VGSECRET");
+  MetricsCollector failing(
+      MetricsCollector::HttpFetcher(
+          absl::StrCat("http://127.0.0.1:", server.port(), "/metrics?token=VGSECRET"),
+          absl::Seconds(5)),
+      GaugeMappingFor({}));
+  failing.Scrape();
+  EXPECT_EQ(failing.scrape_failures(), 1);
+  EXPECT_NE(failing.last_error().find("HTTP 500"), std::string::npos) << failing.last_error();
+  EXPECT_EQ(failing.last_error().find("VGSECRET"), std::string::npos) << failing.last_error();
+}
+
+TEST(MetricsCollectorTest, APageThePolicyRefusesIsNotScraped) {
+  absl::StatusOr<TargetPolicy> everything = TargetPolicy::Parse("0.0.0.0/0,::/0");
+  ASSERT_TRUE(everything.ok()) << everything.status();
+  MetricsCollector c(MetricsCollector::HttpFetcher("http://169.254.169.254/metrics",
+                                                   absl::Seconds(5), *everything),
+                     GaugeMappingFor({}));
+  EXPECT_FALSE(c.Scrape().queue_depth.has_value());
+  EXPECT_EQ(c.scrape_failures(), 1);
+  EXPECT_NE(c.last_error().find("never allowed"), std::string::npos) << c.last_error();
+  // Without a policy, only loopback.
+  MetricsCollector d(MetricsCollector::HttpFetcher("http://10.0.0.7:8002/metrics"),
+                     GaugeMappingFor({}));
+  d.Scrape();
+  EXPECT_NE(d.last_error().find("PERMISSION_DENIED"), std::string::npos) << d.last_error();
 }
 
 TEST(MetricsCollectorTest, MetricsUrlDefaultsToFirstEndpoint) {

@@ -103,16 +103,27 @@ absl::StatusOr<double> FetchRate(absl::string_view source, const std::string& ur
   return rate;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> HttpFetch(const std::string& url) {
+// GET url within the controller's limits, to the targets `policy` allows.
+absl::StatusOr<std::string> FetchAllowed(const std::string& url, const TargetPolicy& policy) {
   ASSIGN_OR_RETURN(ParsedUrl parsed, ParseHttpUrl(url));
-  ASSIGN_OR_RETURN(HttpResponse r, HttpGet(url, absl::Seconds(5), kMaxControllerAnswerBytes));
+  ASSIGN_OR_RETURN(HttpResponse r,
+                   HttpGet(url, absl::Seconds(5), kMaxControllerAnswerBytes, &policy));
   if (r.status < 200 || r.status >= 300) {
     return absl::UnavailableError(
         absl::StrCat("GET ", parsed.HostPort(), ": HTTP ", r.status, " (the answer is not shown)"));
   }
   return std::move(r.body);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HttpFetch(const std::string& url) {
+  static const TargetPolicy* const kDefaultPolicy = new TargetPolicy(TargetPolicy::Default());
+  return FetchAllowed(url, *kDefaultPolicy);
+}
+
+UrlFetcher PolicyHttpFetcher(TargetPolicy policy) {
+  return [policy = std::move(policy)](const std::string& url) { return FetchAllowed(url, policy); };
 }
 
 absl::StatusOr<double> RateFromJson(const std::string& body, const std::string& dotted_path) {

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/target_policy.h"
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard::worker {
@@ -41,8 +42,12 @@ inline constexpr double kMaxControllerRateQps = 1e7;
 using UrlFetcher = std::function<absl::StatusOr<std::string>(const std::string& url)>;
 
 // The default fetcher: HttpGet with a 5 s timeout and a kMaxControllerAnswerBytes body
-// limit. Errors name the host:port and the HTTP status, never the body.
+// limit, to the targets TargetPolicy::Default() allows (loopback). Errors name the
+// host:port and the HTTP status, never the body; PERMISSION_DENIED for a refused target.
 absl::StatusOr<std::string> HttpFetch(const std::string& url);
+
+// HttpFetch to the targets `policy` allows (the worker's --allowed_targets).
+UrlFetcher PolicyHttpFetcher(TargetPolicy policy);
 
 // The rate at `dotted_path` ("a.b.c" through nested objects; empty: "target_qps") of a JSON
 // document: a JSON number, or a string holding a decimal number ("12.5").

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/target_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/testing/one_shot_http_server.h"
@@ -223,6 +224,32 @@ TEST(ControllerRateSourceTest, HttpFetchRefusesAnAnswerOverTheLimit) {
       HttpFetch(absl::StrCat("http://127.0.0.1:", server.port(), "/"));
   EXPECT_TRUE(absl::IsResourceExhausted(got.status())) << got.status();
   EXPECT_THAT(got.status().message(), HasSubstr("larger than"));
+}
+
+TEST(ControllerRateSourceTest, AControllerUrlThePolicyRefusesIsNotFetched) {
+  const std::string body = R"({"target_qps": 5})";
+  OneShotHttpServer server(
+      absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", body.size(), "\r\n\r\n", body));
+  absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("10.0.0.0/8,0.0.0.0/0:1");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  vanguard::v1::DirectControllerStrategy c;
+  c.set_json_url(absl::StrCat("http://127.0.0.1:", server.port(), "/target?token=abc"));
+  absl::StatusOr<double> rate = FetchControllerTarget(c, PolicyHttpFetcher(*policy));
+  ASSERT_EQ(rate.status().code(), absl::StatusCode::kPermissionDenied) << rate.status();
+  EXPECT_THAT(rate.status().message(), HasSubstr("json_url: "));
+  EXPECT_THAT(rate.status().message(), HasSubstr(absl::StrCat("127.0.0.1:", server.port())));
+  EXPECT_THAT(rate.status().message(), Not(HasSubstr("token=abc")));
+  c.set_prometheus_url("http://169.254.169.254/api/v1/query?query=x");
+  rate = FetchControllerTarget(c, PolicyHttpFetcher(*policy));
+  ASSERT_EQ(rate.status().code(), absl::StatusCode::kPermissionDenied) << rate.status();
+  EXPECT_THAT(rate.status().message(), HasSubstr("prometheus_url: "));
+  EXPECT_THAT(rate.status().message(), HasSubstr("never allowed"));
+  // An allowed policy reaches the (one-shot) server, which the refusals left untouched.
+  absl::StatusOr<TargetPolicy> loopback = TargetPolicy::Parse("127.0.0.0/8");
+  c.set_json_url(absl::StrCat("http://127.0.0.1:", server.port(), "/target"));
+  rate = FetchControllerTarget(c, PolicyHttpFetcher(*loopback));
+  ASSERT_TRUE(rate.ok()) << rate.status();
+  EXPECT_EQ(*rate, 5);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -109,8 +111,9 @@ std::string HostHeader(const ParsedUrl& url) {
 // Lives on the caller's stack; the io_context runs its handlers on the caller's thread.
 class GetExchange {
  public:
-  GetExchange(boost::asio::io_context& io, const ParsedUrl& url, size_t max_body_bytes)
-      : url_(url), resolver_(io), stream_(io) {
+  GetExchange(boost::asio::io_context& io, const ParsedUrl& url, size_t max_body_bytes,
+              const TargetPolicy& policy)
+      : url_(url), policy_(policy), resolver_(io), stream_(io) {
     parser_.body_limit(static_cast<std::uint64_t>(max_body_bytes));
   }
 
@@ -123,6 +126,7 @@ class GetExchange {
   }
 
   beast::error_code ec;  // the first failure, if any
+  absl::Status refusal;  // the policy refused every address: nothing was connected
   HttpResponse response;
 
  private:
@@ -131,9 +135,27 @@ class GetExchange {
     return static_cast<bool>(e);
   }
 
+  // Connects to the first reachable address the policy allows; the others are never tried.
   void Connect(const tcp::resolver::results_type& results) {
+    int port = 0;
+    absl::SimpleAtoi(url_.port, &port);
+    for (const auto& entry : results) {
+      const tcp::endpoint& endpoint = entry.endpoint();
+      std::optional<IpAddress> ip = IpAddress::FromSockaddr(endpoint.data(), endpoint.size());
+      absl::Status verdict =
+          ip ? policy_.AllowsResolved(url_.host, *ip, port)
+             : absl::PermissionDeniedError(absl::StrCat("target ", url_.HostPort(),
+                                                        " resolved to an address that is not IP"));
+      if (verdict.ok()) {
+        allowed_.push_back(endpoint);
+      } else if (refusal.ok()) {
+        refusal = verdict;
+      }
+    }
+    if (allowed_.empty()) return;  // refusal says why; the io_context runs out of work
+    refusal = absl::OkStatus();
     stream_.expires_at(deadline_);
-    stream_.async_connect(results, [this](beast::error_code e, const tcp::endpoint&) {
+    stream_.async_connect(allowed_, [this](beast::error_code e, const tcp::endpoint&) {
       if (!Failed(e)) Write();
     });
   }
@@ -163,8 +185,10 @@ class GetExchange {
   }
 
   const ParsedUrl& url_;
+  const TargetPolicy& policy_;
   std::chrono::steady_clock::time_point deadline_;
   tcp::resolver resolver_;
+  std::vector<tcp::endpoint> allowed_;
   beast::tcp_stream stream_;
   http::request<http::empty_body> request_;
   beast::flat_buffer buffer_;
@@ -196,11 +220,19 @@ absl::StatusOr<ParsedUrl> ParseHttpUrl(const std::string& url) {
 }
 
 absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
-                                     size_t max_body_bytes) {
+                                     size_t max_body_bytes, const TargetPolicy* policy) {
   absl::StatusOr<ParsedUrl> parsed = ParseHttpUrl(url);
   if (!parsed.ok()) return parsed.status();
+  static const TargetPolicy* const kDefaultPolicy = new TargetPolicy(TargetPolicy::Default());
+  const TargetPolicy& allowed = policy != nullptr ? *policy : *kDefaultPolicy;
+  int port = 0;
+  absl::SimpleAtoi(parsed->port, &port);
+  // The name first: a refused name (metadata.google.internal) is not even looked up.
+  if (absl::Status verdict = allowed.MayResolve(parsed->host, port); !verdict.ok()) {
+    return verdict;
+  }
   boost::asio::io_context io;
-  GetExchange exchange(io, *parsed, max_body_bytes);
+  GetExchange exchange(io, *parsed, max_body_bytes, allowed);
   const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   exchange.Start(deadline);
   io.run_until(deadline);
@@ -208,6 +240,7 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration time
     io.stop();
     exchange.ec = beast::error::timeout;
   }
+  if (!exchange.refusal.ok()) return exchange.refusal;
   if (exchange.ec) return ExchangeError(exchange.ec, *parsed, timeout, max_body_bytes);
   return std::move(exchange.response);
 }

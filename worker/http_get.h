@@ -9,10 +9,16 @@
 // host:port only (never the path or query, which may carry tokens) with a fixed reason,
 // never text the server sent.
 //
+// Where it may connect is the operator's target policy (common/target_policy.h), checked on
+// every address the host resolves to before any connection: refused addresses are never
+// tried, and when none is left the GET fails without connecting.
+//
 // Errors: INVALID_ARGUMENT for a URL that is not http://host[:port][/path][?query];
-// UNAVAILABLE when the connection fails or the answer is not HTTP; DEADLINE_EXCEEDED after
-// `timeout`; RESOURCE_EXHAUSTED when the body is larger than `max_body_bytes`. Any HTTP
-// status is returned as is. Thread-compatible: each call uses its own connection.
+// PERMISSION_DENIED when the policy refuses every address of the host (the message names
+// host:port, the address and the rule); UNAVAILABLE when the connection fails or the answer
+// is not HTTP; DEADLINE_EXCEEDED after `timeout`; RESOURCE_EXHAUSTED when the body is larger
+// than `max_body_bytes`. Any HTTP status is returned as is. Thread-compatible: each call
+// uses its own connection.
 #ifndef VANGUARD_WORKER_HTTP_GET_H_
 #define VANGUARD_WORKER_HTTP_GET_H_
 
@@ -21,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/target_policy.h"
 
 namespace vanguard::worker {
 
@@ -46,8 +53,10 @@ struct ParsedUrl {
 // outside printable ASCII (CR, LF, NUL, space, ...) anywhere in it.
 absl::StatusOr<ParsedUrl> ParseHttpUrl(const std::string& url);
 
+// `policy` null: TargetPolicy::Default() (loopback only).
 absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
-                                     size_t max_body_bytes = kDefaultMaxHttpBodyBytes);
+                                     size_t max_body_bytes = kDefaultMaxHttpBodyBytes,
+                                     const TargetPolicy* policy = nullptr);
 
 }  // namespace vanguard::worker
 

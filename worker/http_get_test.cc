@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/target_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/testing/one_shot_http_server.h"
@@ -90,6 +91,45 @@ TEST(HttpGetTest, ARefusedConnectionNamesHostPortNotPathOrQuery) {
   EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("127.0.0.1:", port)));
   EXPECT_THAT(r.status().message(), Not(HasSubstr("SECRET")));
   EXPECT_THAT(r.status().message(), Not(HasSubstr("secret-path")));
+}
+
+TEST(HttpGetTest, AnAddressThePolicyRefusesIsNeverConnected) {
+  OneShotHttpServer server("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  const std::string url = absl::StrCat("http://127.0.0.1:", server.port(), "/m?token=SECRET");
+  absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("10.0.0.0/8");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  auto r = HttpGet(url, absl::Seconds(5), kDefaultMaxHttpBodyBytes, &*policy);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("127.0.0.1:", server.port())));
+  EXPECT_THAT(r.status().message(), HasSubstr("10.0.0.0/8"));
+  EXPECT_THAT(r.status().message(), Not(HasSubstr("SECRET")));
+  // The server answers one connection only: the refused GET did not take it.
+  r = HttpGet(url, absl::Seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body, "ok");
+}
+
+TEST(HttpGetTest, MetadataAndLinkLocalTargetsAreRefusedWhateverThePolicy) {
+  absl::StatusOr<TargetPolicy> everything =
+      TargetPolicy::Parse("0.0.0.0/0,::/0,*.internal,169.254.0.0/16");
+  ASSERT_TRUE(everything.ok()) << everything.status();
+  for (const char* url :
+       {"http://169.254.169.254/latest/meta-data/iam?token=SECRET",
+        "http://[fd00:ec2::254]/latest/meta-data/", "http://[fe80::1]:8080/", "http://2852039166/",
+        "http://metadata.google.internal/computeMetadata/v1/?recursive=true"}) {
+    auto r = HttpGet(url, absl::Seconds(5), kDefaultMaxHttpBodyBytes, &*everything);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied) << url << ": " << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("never allowed")) << url;
+    EXPECT_THAT(r.status().message(), Not(HasSubstr("meta-data"))) << url;
+    EXPECT_THAT(r.status().message(), Not(HasSubstr("SECRET"))) << url;
+  }
+}
+
+TEST(HttpGetTest, WithoutAPolicyOnlyLoopbackIsAllowed) {
+  auto r = HttpGet("http://10.1.2.3:9/metrics", absl::Seconds(5));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("10.1.2.3:9"));
+  EXPECT_THAT(r.status().message(), HasSubstr("loopback only"));
 }
 
 TEST(HttpGetTest, ABodyOverTheLimitIsResourceExhausted) {

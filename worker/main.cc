@@ -25,10 +25,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/target_policy.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 #include "vanguard/v1/replayer.grpc.pb.h"
+#include "worker/controller_rate_source.h"
 #include "worker/lease_loop.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
@@ -67,6 +69,16 @@ ABSL_FLAG(absl::Duration, max_initial_settle, absl::Seconds(90),
           "Cap on the settle time of a test's first step (the model's own warmup)");
 
 namespace {
+ABSL_FLAG(std::string, allowed_targets, "",
+          "Where the worker's own fetches may go (the predictor's /metrics scrapes, a direct "
+          "controller's json_url / prometheus_url), checked on every address a host resolves "
+          "to before connecting: comma-separated IPv4/IPv6 CIDRs or addresses, host names and "
+          "*.suffix patterns, each with an optional :port or :port-port, e.g. "
+          "\"127.0.0.0/8,10.0.0.0/8,*.svc.cluster.local:8000-9000,[::1]\". A refused fetch "
+          "fails with PERMISSION_DENIED. Empty (default): loopback only (127.0.0.0/8, ::1). "
+          "Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, "
+          "metadata.google.internal) are never allowed. The replayer has its own flag for "
+          "load. See docs/security.md");
 
 // What the stop may take beyond --shutdown_timeout before the process exits regardless.
 constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
@@ -126,6 +138,14 @@ int main(int argc, char** argv) {
   }
   std::string worker_id = absl::GetFlag(FLAGS_worker_id);
   if (worker_id.empty()) worker_id = DefaultWorkerId();
+  absl::StatusOr<vanguard::TargetPolicy> target_policy =
+      vanguard::TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
+  if (!target_policy.ok()) {
+    LogLine(absl::StrCat("--allowed_targets: ", target_policy.status().message()));
+    return 2;
+  }
+  LogLine(absl::StrCat("allowed targets: ", target_policy->ToString(),
+                       target_policy->is_default() ? " (the default)" : ""));
 
   // Block the stop signals in every thread (gRPC's included) and take them on one thread.
   sigset_t stop_signals;
@@ -166,13 +186,14 @@ int main(int argc, char** argv) {
   runner_options.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
   runner_options.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
   if (absl::GetFlag(FLAGS_scrape_metrics)) {
-    runner_options.metrics_fetcher = [](const vanguard::v1::Model& model) {
-      return vanguard::worker::MetricsCollector::HttpFetcher(
-          vanguard::worker::MetricsUrlFor(model));
+    runner_options.metrics_fetcher = [policy = *target_policy](const vanguard::v1::Model& model) {
+      return vanguard::worker::MetricsCollector::HttpFetcher(vanguard::worker::MetricsUrlFor(model),
+                                                             absl::Milliseconds(500), policy);
     };
   }
   vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, runner_options);
 
+  runner_options.controller_fetcher = vanguard::worker::PolicyHttpFetcher(*target_policy);
   vanguard::worker::LeaseLoopOptions loop_options;
   loop_options.worker_id = worker_id;
   loop_options.lease_duration = lease_duration;

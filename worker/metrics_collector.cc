@@ -64,15 +64,20 @@ std::optional<double> ReadGauge(const std::vector<PrometheusSample>& samples,
   return std::nullopt;
 }
 
-MetricsCollector::Fetcher MetricsCollector::HttpFetcher(std::string url, absl::Duration timeout) {
-  return [url = std::move(url), timeout]() -> absl::StatusOr<std::string> {
-    absl::StatusOr<HttpResponse> r = HttpGet(url, timeout);
-    if (!r.ok()) return r.status();
-    if (r->status != 200) {
-      return absl::UnavailableError(absl::StrCat("GET ", url, ": HTTP ", r->status));
-    }
-    return std::move(r->body);
-  };
+MetricsCollector::Fetcher MetricsCollector::HttpFetcher(std::string url, absl::Duration timeout,
+                                                        TargetPolicy policy) {
+  return
+      [url = std::move(url), timeout, policy = std::move(policy)]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<ParsedUrl> parsed = ParseHttpUrl(url);
+        if (!parsed.ok()) return parsed.status();
+        absl::StatusOr<HttpResponse> r = HttpGet(url, timeout, kDefaultMaxHttpBodyBytes, &policy);
+        if (!r.ok()) return r.status();
+        if (r->status != 200) {
+          return absl::UnavailableError(absl::StrCat("GET ", parsed->HostPort(), ": HTTP ",
+                                                     r->status, " (the answer is not shown)"));
+        }
+        return std::move(r->body);
+      };
 }
 
 MetricsCollector::MetricsCollector(Fetcher fetch, GaugeMapping mapping)
@@ -89,8 +94,9 @@ GaugeReading MetricsCollector::Scrape() {
   }
   absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(*page);
   if (!samples.ok()) {
+    // The parser quotes the offending line: bytes of the page, which stay out of errors.
     ++scrape_failures_;
-    last_error_ = samples.status().ToString();
+    last_error_ = "the metrics page is not Prometheus text format (its text is not shown)";
     return reading;
   }
   reading.gpu_utilization = ReadGauge(*samples, mapping_.gpu_utilization);

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/prometheus_text.h"
+#include "common/target_policy.h"
 #include "vanguard/v1/model.pb.h"
 
 namespace vanguard::worker {
@@ -66,12 +67,17 @@ class MetricsCollector {
  public:
   using Fetcher = std::function<absl::StatusOr<std::string>()>;
 
-  // GETs `url` with `timeout`; a non-200 answer is an error.
-  static Fetcher HttpFetcher(std::string url, absl::Duration timeout = absl::Milliseconds(500));
+  // GETs `url` with `timeout`, to the targets `policy` allows; a non-200 answer is an
+  // error. Errors name the page by host:port (never its path or query) and never carry
+  // bytes the server sent.
+  static Fetcher HttpFetcher(std::string url, absl::Duration timeout = absl::Milliseconds(500),
+                             TargetPolicy policy = TargetPolicy::Default());
 
   MetricsCollector(Fetcher fetch, GaugeMapping mapping);
 
-  // One scrape. A failed fetch or unparsable page returns an empty reading and counts.
+  // One scrape. A failed fetch or unparsable page returns an empty reading and counts;
+  // last_error() says why with the fetcher's message or a fixed one (a page that is not
+  // Prometheus text is not quoted).
   GaugeReading Scrape();
 
   int64_t scrapes() const { return scrapes_; }

@@ -109,14 +109,21 @@ absl::StatusOr<ExecutedStep> StepExecutor::Execute(const vanguard::v1::RunStepRe
   if (reader == nullptr) return absl::InternalError("replayer stub returned no stream");
 
   bool have_result = false;
+  bool refused = false;
   vanguard::v1::RunStepEvent event;
   while (reader->Read(&event)) {
     if (event.has_window()) {
+      refused = event.window().errors_by_class().contains(kTargetRefusedClass);
+      if (refused) {  // every request of the step will be: no point waiting for the end
+        ctx.TryCancel();
+        break;
+      }
       out.windows.push_back(event.window());
       if (on_window) on_window(event.window());
     } else if (event.has_result()) {
       out.result = event.result();
       have_result = true;
+      refused = out.result.errors_by_class().contains(kTargetRefusedClass);
     }
     if (cancel != nullptr && cancel->IsCancelled()) {
       ctx.TryCancel();
@@ -128,6 +135,11 @@ absl::StatusOr<ExecutedStep> StepExecutor::Execute(const vanguard::v1::RunStepRe
 
   if (cancel != nullptr && cancel->IsCancelled()) {
     return absl::CancelledError("step cancelled");
+  }
+  if (refused) {
+    return absl::PermissionDeniedError(
+        "replayer RunStep: the replayer refused the model's endpoint: its address is not in "
+        "the replayer's --allowed_targets (the replayer's log names the address and the rule)");
   }
   if (!status.ok()) {
     absl::Status s = FromGrpcStatus(status);

@@ -35,6 +35,10 @@ struct ExecutedStep {
   absl::Time end_time;
 };
 
+// The error class a replayer counts every request of a step under when its target policy
+// (--allowed_targets) refused the step's target.
+inline constexpr char kTargetRefusedClass[] = "target_refused";
+
 struct StepExecutorOptions {
   // Added to warmup + duration + request timeout to form the RunStep deadline: covers
   // connection setup and draining the last requests.
@@ -67,9 +71,11 @@ class StepExecutor {
 
   // Runs the step. `cancel` (nullable) stops it from another thread; `on_window`
   // (nullable) sees each window as it arrives, on this thread.
-  // Errors: CANCELLED when `cancel` fired; the replayer's status when the call failed
-  // (UNAVAILABLE when it is down, DEADLINE_EXCEEDED...); UNAVAILABLE when the stream
-  // ended without a StepResult.
+  // Errors: CANCELLED when `cancel` fired; PERMISSION_DENIED as soon as a window or the
+  // result counts an error of class kTargetRefusedClass (the replayer's target policy
+  // refused the endpoint: nothing was sent, and a retry would be refused again); the
+  // replayer's status when the call failed (UNAVAILABLE when it is down,
+  // DEADLINE_EXCEEDED...); UNAVAILABLE when the stream ended without a StepResult.
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
                                        CancellationToken* cancel, const WindowCallback& on_window);
 

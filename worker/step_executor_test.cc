@@ -170,6 +170,32 @@ TEST(StepExecutorTest, StreamErrorIsReturnedWithItsCode) {
   EXPECT_THAT(std::string(executed.status().message()), HasSubstr("rate_qps too high"));
 }
 
+TEST(StepExecutorTest, ATargetTheReplayerRefusedFailsTheStepAtTheFirstWindow) {
+  vanguard::v1::MockReplayerStub replayer;
+  FakeClock clock;
+  StepExecutor executor(&replayer, &clock);
+  auto script = std::make_shared<StreamScript>();
+  vanguard::v1::RunStepEvent refused = WindowEvent(0);
+  (*refused.mutable_window()->mutable_errors_by_class())[kTargetRefusedClass] = 50;
+  script->events = {refused, WindowEvent(1), ResultEvent(MakeStepResult(100, 0, 0, 0))};
+  EXPECT_CALL(replayer, RunStepRaw(_, _)).WillOnce(Return(NewScriptedReader(script)));
+  int windows_seen = 0;
+  auto executed = executor.Execute(*StepExecutor::BuildRequest(LeasedTest(), 100, 1), nullptr,
+                                   [&](const vanguard::v1::WindowMetrics&) { ++windows_seen; });
+  EXPECT_EQ(executed.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(executed.status().message()), HasSubstr("--allowed_targets"));
+  EXPECT_EQ(windows_seen, 0);
+
+  // Only in the result (a replayer that streamed no window) is refused too.
+  auto result_only = std::make_shared<StreamScript>();
+  vanguard::v1::StepResult result = MakeStepResult(100, 0, 0, 0);
+  (*result.mutable_errors_by_class())[kTargetRefusedClass] = 1;
+  result_only->events = {ResultEvent(result)};
+  EXPECT_CALL(replayer, RunStepRaw(_, _)).WillOnce(Return(NewScriptedReader(result_only)));
+  executed = executor.Execute(*StepExecutor::BuildRequest(LeasedTest(), 100, 1), nullptr, {});
+  EXPECT_EQ(executed.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
 TEST(StepExecutorTest, CancellationStopsReadingAtOnce) {
   vanguard::v1::MockReplayerStub replayer;
   FakeClock clock;
