@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "common/port_file.h"
 #include "common/postgres.h"
+#include "common/target_policy.h"
 #include "grpcpp/grpcpp.h"
 #include "orchestrator/authorizer.h"
 #include "orchestrator/capacity_repository.h"
@@ -83,6 +84,18 @@ ABSL_FLAG(absl::Duration, health_interval, absl::Seconds(5),
           "reports NOT_SERVING while it does not answer");
 ABSL_FLAG(int, grpc_max_pollers, 4, "most gRPC sync-server threads polling for new calls");
 
+ABSL_FLAG(std::string, allowed_targets, "",
+          "where models' endpoints and metrics.url labels and tests' direct_controller URLs "
+          "may point, checked at RegisterModel and SubmitTest (INVALID_ARGUMENT naming the "
+          "field and the rule): comma-separated IPv4/IPv6 CIDRs or addresses, host names and "
+          "*.suffix patterns, each with an optional :port or :port-port, e.g. "
+          "\"127.0.0.0/8,10.0.0.0/8,*.svc.cluster.local:8000-9000,[::1]\". Give it the "
+          "list the workers and replayers enforce at connect time. The orchestrator does not "
+          "resolve names: a host name passes only through a name rule (e.g. "
+          "*.svc.cluster.local), an address only through an address rule. Empty (default): only "
+          "link-local and cloud metadata targets "
+          "(169.254.0.0/16, fe80::/10, fd00:ec2::254, metadata.google.internal) are refused, "
+          "which no list can allow. See docs/security.md");
 namespace vanguard {
 namespace {
 
@@ -104,6 +117,7 @@ struct Config {
   int grpc_max_pollers = 4;
   absl::Duration health_interval;
 };
+  std::optional<TargetPolicy> target_policy;  // --allowed_targets; unset: none given
 
 // The whole file, or nullopt if it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path) {
@@ -182,6 +196,7 @@ int Run(const Config& config) {
   OrchestratorService::Options service_options;
   service_options.max_lease_wait = config.max_lease_wait;
   OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, service_options);
+  service_options.target_policy = config.target_policy;
   OrchestratorMetrics metrics;
   Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
   OrchestratorGrpcService::Options grpc_options;
@@ -327,6 +342,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
+  if (const std::string rules = absl::GetFlag(FLAGS_allowed_targets); !rules.empty()) {
+    absl::StatusOr<vanguard::TargetPolicy> policy = vanguard::TargetPolicy::Parse(rules);
+    if (!policy.ok()) {
+      std::cerr << "vanguard-orchestrator: --allowed_targets: " << policy.status().message()
+                << std::endl;
+      return 2;
+    }
+    config.target_policy = *std::move(policy);
+  }
     std::optional<std::string> secret = vanguard::ReadFile(path);
     if (!secret.has_value()) {
       std::cerr << "vanguard-orchestrator: cannot read --admin_token_file " << path << std::endl;

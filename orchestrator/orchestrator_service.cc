@@ -79,6 +79,8 @@ absl::StatusOr<v1::RegisterModelResponse> OrchestratorService::RegisterModel(
     const v1::RegisterModelRequest& request) {
   if (!request.has_model()) return Invalid("model", "must be set");
   RETURN_IF_ERROR(ValidateModel(request.model()));
+  RETURN_IF_ERROR(ValidateModelTargets(
+      request.model(), options_.target_policy ? &*options_.target_policy : nullptr));
   v1::Model model = request.model();
   if (model.protocol() == v1::PROTOCOL_UNSPECIFIED) {
     model.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
@@ -124,6 +126,8 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
     const v1::SubmitTestRequest& request) {
   if (!request.has_spec()) return Invalid("spec", "must be set");
   RETURN_IF_ERROR(ValidateTestSpec(request.spec()));
+  RETURN_IF_ERROR(ValidateTestTargets(request.spec(),
+                                      options_.target_policy ? &*options_.target_policy : nullptr));
   if (request.spec().has_not_before()) {
     const google::protobuf::Timestamp& t = request.spec().not_before();
     if (t.seconds() <= 0 || t.seconds() > 253402300799 || t.nanos() < 0 ||

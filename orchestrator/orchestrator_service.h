@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/target_policy.h"
 #include "orchestrator/capacity_repository.h"
 #include "orchestrator/model_repository.h"
 #include "orchestrator/queue_notifier.h"
@@ -59,6 +60,9 @@ class OrchestratorService {
     size_t max_get_test_bytes = 3 << 20;
   };
 
+    // Where models' endpoints and metrics URLs and tests' controller URLs may point
+    // (--allowed_targets); unset: only link-local and metadata targets are refused.
+    std::optional<TargetPolicy> target_policy;
   OrchestratorService(ModelRepository* models, TestRepository* tests)
       : OrchestratorService(models, tests, Options()) {}
   OrchestratorService(ModelRepository* models, TestRepository* tests, Options options)

@@ -3,10 +3,14 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace vanguard {
 namespace {
@@ -64,6 +68,62 @@ bool IsHostPort(absl::string_view target) {
 }
 
 bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
+
+// The host and port a URL ("http(s)://[user@]host[:port][/...]") or a gRPC "host:port"
+// target points at; false when there is none to read.
+bool TargetHostPort(absl::string_view target, std::string* host, int* port) {
+  *port = 0;
+  absl::string_view authority = target;
+  if (absl::ConsumePrefix(&authority, "http://")) {
+    *port = 80;
+  } else if (absl::ConsumePrefix(&authority, "https://")) {
+    *port = 443;
+  }
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const size_t at = authority.rfind('@'); at != absl::string_view::npos) {
+    authority.remove_prefix(at + 1);  // credentials: never judged, never shown
+  }
+  absl::string_view port_text;
+  if (absl::StartsWith(authority, "[")) {
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos) return false;
+    *host = std::string(authority.substr(1, close - 1));
+    port_text = authority.substr(close + 1);
+    if (!port_text.empty() && !absl::ConsumePrefix(&port_text, ":")) return false;
+  } else {
+    const size_t colon = authority.rfind(':');
+    *host = std::string(authority.substr(0, colon));
+    if (colon != absl::string_view::npos) port_text = authority.substr(colon + 1);
+  }
+  if (!port_text.empty() && (port_text.size() > 5 || !absl::SimpleAtoi(port_text, port))) {
+    return false;
+  }
+  return !host->empty() && *port >= 1 && *port <= 65535;
+}
+
+// Every address, no name: with MayResolve, what no policy allows is still refused.
+const TargetPolicy& NeverAllowedOnly() {
+  static const TargetPolicy* const kPolicy = [] {
+    absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("0.0.0.0/0,::/0");
+    return new TargetPolicy(*std::move(policy));
+  }();
+  return *kPolicy;
+}
+
+// `target` (a URL or host:port) against `policy` (null: only the never-allowed targets are
+// refused); INVALID_ARGUMENT naming `field`.
+absl::Status CheckTarget(absl::string_view target, absl::string_view field,
+                         const TargetPolicy* policy) {
+  std::string host;
+  int port = 0;
+  if (!TargetHostPort(target, &host, &port)) {
+    return Invalid(field, "must name a host and a port from 1 to 65535");
+  }
+  absl::Status allowed =
+      policy != nullptr ? policy->Allows(host, port) : NeverAllowedOnly().MayResolve(host, port);
+  if (allowed.ok()) return allowed;
+  return Invalid(field, allowed.message());
+}
 
 absl::Status ValidateName(absl::string_view value, absl::string_view field) {
   if (value.empty()) return Invalid(field, "must not be empty");
@@ -277,6 +337,29 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   }
   for (const auto& [key, value] : spec.labels()) {
     if (key.empty()) return Invalid("spec.labels", "keys must not be empty");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* policy) {
+  for (int i = 0; i < model.endpoints_size(); ++i) {
+    RETURN_IF_ERROR(
+        CheckTarget(model.endpoints(i), absl::StrCat("model.endpoints[", i, "]"), policy));
+  }
+  if (auto it = model.labels().find("metrics.url"); it != model.labels().end()) {
+    RETURN_IF_ERROR(CheckTarget(it->second, "model.labels[\"metrics.url\"]", policy));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* policy) {
+  const v1::DirectControllerStrategy& controller = spec.direct_controller();
+  if (controller.source_case() == v1::DirectControllerStrategy::kJsonUrl) {
+    return CheckTarget(controller.json_url(), "spec.direct_controller.json_url", policy);
+  }
+  if (controller.source_case() == v1::DirectControllerStrategy::kPrometheusUrl) {
+    return CheckTarget(controller.prometheus_url(), "spec.direct_controller.prometheus_url",
+                       policy);
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/target_policy.h"
 #include "google/protobuf/duration.pb.h"
 #include "vanguard/v1/model.pb.h"
 #include "vanguard/v1/orchestrator.pb.h"
@@ -27,6 +28,18 @@ absl::Status ValidateSloLimits(const v1::Slo& slo);
 
 // A TestSpec to submit (prefixed "spec.").
 absl::Status ValidateTestSpec(const v1::TestSpec& spec);
+
+// Where a model's load and scrapes would go, against the operator's target policy
+// (common/target_policy.h): each of model.endpoints and the "metrics.url" label. Names are
+// judged before resolution (the replayer and the worker judge the resolved address again at
+// connect time). `policy` null (the orchestrator has no --allowed_targets): only the targets
+// no policy allows (link-local, cloud metadata) are refused. INVALID_ARGUMENT naming the
+// field, the host:port (never the URL's path, query or credentials) and the rule.
+absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* policy);
+
+// The same for a test's direct_controller.json_url / prometheus_url (prefixed
+// "spec.direct_controller.").
+absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* policy);
 
 // A step a worker reports (prefixed "step.").
 absl::Status ValidateStep(const v1::Step& step);

@@ -169,3 +169,89 @@ TEST(ValidatePlanCapacityRequestTest, NamesTheFieldAndRule) {
 
 }  // namespace
 }  // namespace vanguard
+
+namespace vanguard {
+namespace {
+
+TargetPolicy Policy(const std::string& spec) {
+  absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse(spec);
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return policy.ok() ? *policy : TargetPolicy::Default();
+}
+
+TEST(ValidateModelTargetsTest, MetadataEndpointsAreRefusedEvenWithoutAPolicy) {
+  for (const char* bad :
+       {"http://169.254.169.254/latest/meta-data/", "http://user:pw@169.254.169.254:80/x?y=z",
+        "http://[fd00:ec2::254]/", "https://metadata.google.internal/computeMetadata/v1/",
+        "http://[fe80::1]:8000", "http://2852039166/"}) {
+    v1::Model m = ValidModel();
+    m.add_endpoints(bad);
+    absl::Status s = ValidateModelTargets(m, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("model.endpoints[1]: target ")) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("never allowed")) << bad;
+    EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("meta-data"))) << bad;
+    EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("pw"))) << bad;
+  }
+  EXPECT_TRUE(ValidateModelTargets(ValidModel(), nullptr).ok());
+  v1::Model cluster = ValidModel();
+  cluster.add_endpoints("http://predictor.default.svc.cluster.local:8080");
+  EXPECT_TRUE(ValidateModelTargets(cluster, nullptr).ok());
+}
+
+TEST(ValidateModelTargetsTest, EndpointsAndTheMetricsUrlFollowThePolicy) {
+  const TargetPolicy policy = Policy("127.0.0.0/8,*.svc.cluster.local:8000-9000");
+  v1::Model m = ValidModel();
+  m.add_endpoints("http://pred.ns.svc.cluster.local:8080/v2");
+  m.set_protocol(v1::PROTOCOL_KSERVE_V2_GRPC);
+  m.add_endpoints("pred.ns.svc.cluster.local:8001");
+  EXPECT_TRUE(ValidateModelTargets(m, &policy).ok()) << ValidateModelTargets(m, &policy);
+
+  m.add_endpoints("http://10.0.0.5:8080/v2?token=SECRET");
+  absl::Status s = ValidateModelTargets(m, &policy);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("model.endpoints[3]: target 10.0.0.5:8080"));
+  EXPECT_THAT(s.message(), HasSubstr("*.svc.cluster.local:8000-9000"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("SECRET")));
+
+  v1::Model port = ValidModel();
+  port.add_endpoints("http://pred.ns.svc.cluster.local/");  // port 80: outside 8000-9000
+  EXPECT_THAT(ValidateModelTargets(port, &policy).message(),
+              HasSubstr("model.endpoints[1]: target pred.ns.svc.cluster.local:80"));
+
+  v1::Model metrics = ValidModel();
+  (*metrics.mutable_labels())["metrics.url"] = "http://evil.example.com:8002/metrics";
+  EXPECT_THAT(ValidateModelTargets(metrics, &policy).message(),
+              HasSubstr("model.labels[\"metrics.url\"]: target evil.example.com:8002"));
+  (*metrics.mutable_labels())["metrics.url"] = "http://127.0.0.1:8002/metrics";
+  EXPECT_TRUE(ValidateModelTargets(metrics, &policy).ok());
+}
+
+TEST(ValidateTestTargetsTest, ControllerUrlsFollowThePolicy) {
+  const TargetPolicy policy = Policy("10.0.0.0/8:9090");
+  v1::TestSpec spec;
+  spec.mutable_direct_controller()->set_json_url("http://169.254.169.254/latest/?field=x");
+  absl::Status s = ValidateTestTargets(spec, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("spec.direct_controller.json_url: target 169.254.169.254:80"));
+  EXPECT_THAT(s.message(), HasSubstr("never allowed"));
+
+  spec.mutable_direct_controller()->set_prometheus_url(
+      "http://prometheus.monitoring:9091/api/v1/query?query=x");
+  s = ValidateTestTargets(spec, &policy);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("spec.direct_controller.prometheus_url: target prometheus.monitoring:9091"));
+  EXPECT_THAT(s.message(), HasSubstr("10.0.0.0/8:9090"));
+  spec.mutable_direct_controller()->set_prometheus_url("http://10.1.2.3:9090/api/v1/query?q=x");
+  EXPECT_TRUE(ValidateTestTargets(spec, &policy).ok());
+  spec.mutable_direct_controller()->set_target_qps(10);
+  EXPECT_TRUE(ValidateTestTargets(spec, &policy).ok());
+  spec.mutable_direct_controller()->set_json_url("http://[::1/");
+  EXPECT_THAT(ValidateTestTargets(spec, &policy).message(),
+              HasSubstr("spec.direct_controller.json_url: must name a host and a port"));
+}
+
+}  // namespace
+}  // namespace vanguard
