@@ -178,73 +178,83 @@ std::string IpAddress::ToString() const {
   return text;
 }
 
-absl::StatusOr<TargetPolicy::Rule> TargetPolicy::ParseRule(std::string_view text) {
-  const absl::string_view rule = absl::StripAsciiWhitespace(Sv(text));
-  if (rule.empty()) return BadRule(rule, "empty rule (two commas, or a comma at an end)");
-  Rule r;
-  r.text = std::string(rule);
-  absl::string_view address = rule;
-  absl::string_view ports;
-  bool v6 = false;
+namespace {
+
+// Splits "[v6]:ports", "v6", "address:ports" or "name:ports" of `rule` into the address or
+// name part and the port part; *v6 when the address part can only be IPv6.
+absl::Status SplitRule(absl::string_view rule, absl::string_view* address, absl::string_view* ports,
+                       bool* v6) {
+  *address = rule;
+  *ports = absl::string_view();
+  *v6 = false;
   if (absl::StartsWith(rule, "[")) {
     const size_t close = rule.find(']');
     if (close == absl::string_view::npos) return BadRule(rule, "unclosed [");
-    address = rule.substr(1, close - 1);
+    *address = rule.substr(1, close - 1);
     absl::string_view rest = rule.substr(close + 1);
     if (!rest.empty() && !absl::ConsumePrefix(&rest, ":")) {
       return BadRule(rule, "expected :port after ]");
     }
     if (rest.empty() && close + 1 < rule.size()) return BadRule(rule, "empty port");
-    ports = rest;
-    v6 = true;
+    *ports = rest;
+    *v6 = true;
   } else if (std::count(rule.begin(), rule.end(), ':') >= 2) {
-    v6 = true;  // a bare IPv6 address or CIDR: no port (write [addr]:port for one)
+    *v6 = true;  // a bare IPv6 address or CIDR: no port (write [addr]:port for one)
   } else if (const size_t colon = rule.find(':'); colon != absl::string_view::npos) {
-    address = rule.substr(0, colon);
-    ports = rule.substr(colon + 1);
-    if (ports.empty()) return BadRule(rule, "empty port");
+    *address = rule.substr(0, colon);
+    *ports = rule.substr(colon + 1);
+    if (ports->empty()) return BadRule(rule, "empty port");
   }
-  if (!ports.empty() && !ParsePorts(ports, &r.port_min, &r.port_max)) {
-    return BadRule(rule, "the port must be N or N-M with 1 <= N <= M <= 65535");
-  }
+  return absl::OkStatus();
+}
 
-  const bool looks_v4 =
-      !v6 && !address.empty() && std::all_of(address.begin(), address.end(), [](char c) {
-        return absl::ascii_isdigit(c) || c == '.' || c == '/';
-      });
-  if (v6 || looks_v4 || absl::StrContains(address, '/')) {
-    std::pair<absl::string_view, absl::string_view> parts =
-        absl::StrSplit(address, absl::MaxSplits('/', 1));
-    std::optional<IpAddress> network = ParseStrictAddress(parts.first, v6);
-    if (!network) {
-      return BadRule(rule, v6 ? "not an IPv6 address or CIDR" : "not an IPv4 address or CIDR");
-    }
-    const int max_bits = v6 ? 128 : 32;
-    r.prefix_bits = max_bits;
-    if (absl::StrContains(address, '/') &&
-        (parts.second.empty() || parts.second.size() > 3 ||
-         !std::all_of(parts.second.begin(), parts.second.end(),
-                      [](char c) { return absl::ascii_isdigit(c); }) ||
-         !absl::SimpleAtoi(parts.second, &r.prefix_bits) || r.prefix_bits > max_bits)) {
-      return BadRule(rule, absl::StrCat("the prefix length must be 0 to ", max_bits));
-    }
-    if (HasHostBits(*network, r.prefix_bits)) {
-      return BadRule(rule, "the address has bits set beyond the prefix length");
-    }
-    r.kind = Rule::Kind::kNetwork;
-    r.network = *network;
-    return r;
-  }
+// True when `address` (the part before any port) is written as an IPv4 address or CIDR.
+bool LooksLikeIpv4(absl::string_view address) {
+  return !address.empty() && std::all_of(address.begin(), address.end(), [](char c) {
+    return absl::ascii_isdigit(c) || c == '.' || c == '/';
+  });
+}
 
-  std::string name = NormalizeHost(std::string_view(address.data(), address.size()));
+}  // namespace
+
+absl::Status TargetPolicy::ParseNetwork(std::string_view rule_text, std::string_view address_text,
+                                        bool v6, Rule* r) {
+  const absl::string_view rule = Sv(rule_text), address = Sv(address_text);
+  std::pair<absl::string_view, absl::string_view> parts =
+      absl::StrSplit(address, absl::MaxSplits('/', 1));
+  std::optional<IpAddress> network = ParseStrictAddress(parts.first, v6);
+  if (!network) {
+    return BadRule(rule, v6 ? "not an IPv6 address or CIDR" : "not an IPv4 address or CIDR");
+  }
+  const int max_bits = v6 ? 128 : 32;
+  r->prefix_bits = max_bits;
+  if (absl::StrContains(address, '/') &&
+      (parts.second.empty() || parts.second.size() > 3 ||
+       !std::all_of(parts.second.begin(), parts.second.end(),
+                    [](char c) { return absl::ascii_isdigit(c); }) ||
+       !absl::SimpleAtoi(parts.second, &r->prefix_bits) || r->prefix_bits > max_bits)) {
+    return BadRule(rule, absl::StrCat("the prefix length must be 0 to ", max_bits));
+  }
+  if (HasHostBits(*network, r->prefix_bits)) {
+    return BadRule(rule, "the address has bits set beyond the prefix length");
+  }
+  r->kind = Rule::Kind::kNetwork;
+  r->network = *network;
+  return absl::OkStatus();
+}
+
+absl::Status TargetPolicy::ParseName(std::string_view rule_text, std::string_view address,
+                                     Rule* r) {
+  const absl::string_view rule = Sv(rule_text);
+  std::string name = NormalizeHost(address);
   if (absl::StartsWith(name, "*.")) {
-    r.kind = Rule::Kind::kNameSuffix;
+    r->kind = Rule::Kind::kNameSuffix;
     name.erase(0, 1);  // keep the dot: ".svc.cluster.local"
     if (!IsDnsName(absl::string_view(name).substr(1))) {
       return BadRule(rule, "a host pattern is *. followed by a DNS name");
     }
   } else {
-    r.kind = Rule::Kind::kName;
+    r->kind = Rule::Kind::kName;
     if (absl::StrContains(name, '*')) {
       return BadRule(rule,
                      "* is allowed only as the first label (*.example.com); to allow every "
@@ -252,7 +262,27 @@ absl::StatusOr<TargetPolicy::Rule> TargetPolicy::ParseRule(std::string_view text
     }
     if (!IsDnsName(name)) return BadRule(rule, "not a CIDR, an address or a DNS name");
   }
-  r.name = std::move(name);
+  r->name = std::move(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TargetPolicy::Rule> TargetPolicy::ParseRule(std::string_view text) {
+  const absl::string_view rule = absl::StripAsciiWhitespace(Sv(text));
+  if (rule.empty()) return BadRule(rule, "empty rule (two commas, or a comma at an end)");
+  Rule r;
+  r.text = std::string(rule);
+  absl::string_view address, ports;
+  bool v6 = false;
+  if (absl::Status s = SplitRule(rule, &address, &ports, &v6); !s.ok()) return s;
+  if (!ports.empty() && !ParsePorts(ports, &r.port_min, &r.port_max)) {
+    return BadRule(rule, "the port must be N or N-M with 1 <= N <= M <= 65535");
+  }
+  const std::string_view rule_sv(rule.data(), rule.size());
+  const std::string_view address_sv(address.data(), address.size());
+  absl::Status parsed = v6 || LooksLikeIpv4(address) || absl::StrContains(address, '/')
+                            ? ParseNetwork(rule_sv, address_sv, v6, &r)
+                            : ParseName(rule_sv, address_sv, &r);
+  if (!parsed.ok()) return parsed;
   return r;
 }
 

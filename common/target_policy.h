@@ -115,6 +115,10 @@ class TargetPolicy {
   };
 
   static absl::StatusOr<Rule> ParseRule(std::string_view text);
+  // The two kinds of rule after SplitRule: into *r, or INVALID_ARGUMENT naming `rule`.
+  static absl::Status ParseNetwork(std::string_view rule, std::string_view address, bool v6,
+                                   Rule* r);
+  static absl::Status ParseName(std::string_view rule, std::string_view name, Rule* r);
   bool NameRuleMatches(std::string_view normalized_host, int port) const;
   bool AddressRuleMatches(const IpAddress& ip, int port) const;
   absl::Status NotAllowed(std::string_view host, const IpAddress* ip, int port) const;
