@@ -83,7 +83,6 @@ ABSL_FLAG(absl::Duration, health_interval, absl::Seconds(5),
           "how often the database is probed (queue depth metrics); the gRPC health service "
           "reports NOT_SERVING while it does not answer");
 ABSL_FLAG(int, grpc_max_pollers, 4, "most gRPC sync-server threads polling for new calls");
-
 ABSL_FLAG(std::string, allowed_targets, "",
           "where models' endpoints and metrics.url labels and tests' direct_controller URLs "
           "may point, checked at RegisterModel and SubmitTest (INVALID_ARGUMENT naming the "
@@ -96,6 +95,7 @@ ABSL_FLAG(std::string, allowed_targets, "",
           "link-local and cloud metadata targets "
           "(169.254.0.0/16, fe80::/10, fd00:ec2::254, metadata.google.internal) are refused, "
           "which no list can allow. See docs/security.md");
+
 namespace vanguard {
 namespace {
 
@@ -116,8 +116,8 @@ struct Config {
   absl::Duration max_lease_wait;
   int grpc_max_pollers = 4;
   absl::Duration health_interval;
-};
   std::optional<TargetPolicy> target_policy;  // --allowed_targets; unset: none given
+};
 
 // The whole file, or nullopt if it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path) {
@@ -195,8 +195,8 @@ int Run(const Config& config) {
   QueueNotifier queue({.conninfo = config.database_url});
   OrchestratorService::Options service_options;
   service_options.max_lease_wait = config.max_lease_wait;
-  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, service_options);
   service_options.target_policy = config.target_policy;
+  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, service_options);
   OrchestratorMetrics metrics;
   Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
   OrchestratorGrpcService::Options grpc_options;
@@ -341,7 +341,6 @@ int main(int argc, char** argv) {
     std::cerr << "vanguard-orchestrator: --health_interval must be > 0" << std::endl;
     return 2;
   }
-  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
   if (const std::string rules = absl::GetFlag(FLAGS_allowed_targets); !rules.empty()) {
     absl::StatusOr<vanguard::TargetPolicy> policy = vanguard::TargetPolicy::Parse(rules);
     if (!policy.ok()) {
@@ -351,6 +350,7 @@ int main(int argc, char** argv) {
     }
     config.target_policy = *std::move(policy);
   }
+  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
     std::optional<std::string> secret = vanguard::ReadFile(path);
     if (!secret.has_value()) {
       std::cerr << "vanguard-orchestrator: cannot read --admin_token_file " << path << std::endl;

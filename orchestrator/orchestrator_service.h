@@ -58,11 +58,11 @@ class OrchestratorService {
     // GetTest leaves the windows out (windows_omitted) of a reply larger than this: gRPC
     // clients refuse replies over 4 MiB by default.
     size_t max_get_test_bytes = 3 << 20;
-  };
-
     // Where models' endpoints and metrics URLs and tests' controller URLs may point
     // (--allowed_targets); unset: only link-local and metadata targets are refused.
     std::optional<TargetPolicy> target_policy;
+  };
+
   OrchestratorService(ModelRepository* models, TestRepository* tests)
       : OrchestratorService(models, tests, Options()) {}
   OrchestratorService(ModelRepository* models, TestRepository* tests, Options options)

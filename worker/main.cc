@@ -67,8 +67,6 @@ ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
           "lease back may take; past it the worker exits and the lease expires instead");
 ABSL_FLAG(absl::Duration, max_initial_settle, absl::Seconds(90),
           "Cap on the settle time of a test's first step (the model's own warmup)");
-
-namespace {
 ABSL_FLAG(std::string, allowed_targets, "",
           "Where the worker's own fetches may go (the predictor's /metrics scrapes, a direct "
           "controller's json_url / prometheus_url), checked on every address a host resolves "
@@ -79,6 +77,8 @@ ABSL_FLAG(std::string, allowed_targets, "",
           "Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, "
           "metadata.google.internal) are never allowed. The replayer has its own flag for "
           "load. See docs/security.md");
+
+namespace {
 
 // What the stop may take beyond --shutdown_timeout before the process exits regardless.
 constexpr absl::Duration kShutdownGrace = absl::Seconds(5);
@@ -136,8 +136,6 @@ int main(int argc, char** argv) {
     LogLine("--shutdown_timeout must be > 0");
     return 2;
   }
-  std::string worker_id = absl::GetFlag(FLAGS_worker_id);
-  if (worker_id.empty()) worker_id = DefaultWorkerId();
   absl::StatusOr<vanguard::TargetPolicy> target_policy =
       vanguard::TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
   if (!target_policy.ok()) {
@@ -146,6 +144,8 @@ int main(int argc, char** argv) {
   }
   LogLine(absl::StrCat("allowed targets: ", target_policy->ToString(),
                        target_policy->is_default() ? " (the default)" : ""));
+  std::string worker_id = absl::GetFlag(FLAGS_worker_id);
+  if (worker_id.empty()) worker_id = DefaultWorkerId();
 
   // Block the stop signals in every thread (gRPC's included) and take them on one thread.
   sigset_t stop_signals;
@@ -191,9 +191,9 @@ int main(int argc, char** argv) {
                                                              absl::Milliseconds(500), policy);
     };
   }
+  runner_options.controller_fetcher = vanguard::worker::PolicyHttpFetcher(*target_policy);
   vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, runner_options);
 
-  runner_options.controller_fetcher = vanguard::worker::PolicyHttpFetcher(*target_policy);
   vanguard::worker::LeaseLoopOptions loop_options;
   loop_options.worker_id = worker_id;
   loop_options.lease_duration = lease_duration;
