@@ -60,7 +60,7 @@ void ExpectInvalid(const absl::Status& status, const std::string& expected) {
 }
 
 TEST_F(OrchestratorServiceTest, RegisterModelRulesNameTheField) {
-  const std::vector<Rule<v1::RegisterModelRequest>> rules = {
+  std::vector<Rule<v1::RegisterModelRequest>> rules = {
       {"model: must be set", [](auto& r) { r.clear_model(); }},
       {"model.name: must not be empty", [](auto& r) { r.mutable_model()->clear_name(); }},
       {"model.name: may contain only", [](auto& r) { r.mutable_model()->set_name("a b"); }},
@@ -103,6 +103,16 @@ TEST_F(OrchestratorServiceTest, RegisterModelRulesNameTheField) {
       {"model.labels: keys must not be empty",
        [](auto& r) { (*r.mutable_model()->mutable_labels())[""] = "x"; }},
   };
+  // Where load and scrapes would go: metadata targets are refused even without a policy.
+  rules.push_back({"model.endpoints[0]: target 169.254.169.254:80 is refused", [](auto& r) {
+                     r.mutable_model()->set_endpoints(0,
+                                                      "http://169.254.169.254/latest/meta-data/");
+                   }});
+  rules.push_back(
+      {"model.labels[\"metrics.url\"]: target metadata.google.internal:80", [](auto& r) {
+         (*r.mutable_model()->mutable_labels())["metrics.url"] =
+             "http://metadata.google.internal/computeMetadata/v1/";
+       }});
   for (const auto& rule : rules) {
     v1::RegisterModelRequest request;
     *request.mutable_model() = ValidModel("fresh", "v1");
@@ -241,6 +251,35 @@ TEST_F(OrchestratorServiceTest, LookupAndWorkerRequestRulesNameTheField) {
   complete.mutable_result()->set_max_sustainable_qps(-1);
   ExpectInvalid(service_->CompleteTest(complete).status(),
                 "result.max_sustainable_qps: must be >= 0");
+}
+
+TEST_F(OrchestratorServiceTest, TargetsOutsideTheOperatorsPolicyAreRefusedAndNotStored) {
+  OrchestratorService::Options options;
+  absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("127.0.0.0/8,*.svc.cluster.local");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  options.target_policy = *policy;
+  OrchestratorService guarded(models_.get(), tests_.get(), options);
+
+  v1::RegisterModelRequest model;
+  *model.mutable_model() = ValidModel("guarded", "v1");
+  model.mutable_model()->add_endpoints("http://10.0.0.5:8000");
+  ExpectInvalid(guarded.RegisterModel(model).status(), "model.endpoints[1]: target 10.0.0.5:8000");
+  model.mutable_model()->set_endpoints(1, "http://pred.ns.svc.cluster.local:8000");
+  EXPECT_TRUE(guarded.RegisterModel(model).ok());
+
+  v1::SubmitTestRequest submit = ValidSubmit();
+  submit.mutable_spec()->mutable_direct_controller()->set_json_url(
+      "http://autoscaler.example.com/target?token=SECRET");
+  absl::Status refused = guarded.SubmitTest(submit).status();
+  ExpectInvalid(refused, "spec.direct_controller.json_url: target autoscaler.example.com:80");
+  EXPECT_THAT(std::string(refused.message()), ::testing::Not(HasSubstr("SECRET")));
+  // Without a policy the same URL is accepted, the metadata address is not.
+  EXPECT_TRUE(service_->SubmitTest(submit).ok());
+  submit.mutable_spec()->mutable_direct_controller()->set_prometheus_url(
+      "http://[fd00:ec2::254]/api/v1/query?query=x");
+  ExpectInvalid(service_->SubmitTest(submit).status(),
+                "spec.direct_controller.prometheus_url: target [fd00:ec2::254]:80 is refused");
+  EXPECT_EQ(SqlParams("SELECT count(*) FROM tests")[0][0].as<int>(), 1);
 }
 
 TEST_F(OrchestratorServiceTest, SubmitResolvesTheModelAndFillsDefaults) {
