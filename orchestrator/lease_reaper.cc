@@ -26,7 +26,7 @@ absl::StatusOr<LeaseReaper::Pass> LeaseReaper::RunOnce() {
         "   finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN now()"
         "                      ELSE NULL END,"
         "   not_before = CASE WHEN cancel_requested OR attempt >= max_attempts THEN not_before"
-        "                     ELSE now() + make_interval(secs => $1::float8 * attempt) END,"
+        "                     ELSE now() + make_interval(secs => $1::float8 * (attempt - 1)) END,"
         "   lease_owner = CASE WHEN cancel_requested OR attempt >= max_attempts"
         "                      THEN lease_owner ELSE NULL END,"
         "   requeue_reason = CASE WHEN cancel_requested OR attempt >= max_attempts"

@@ -1,10 +1,11 @@
 // Returns tests whose worker stopped heartbeating to the queue: a running test whose lease
-// expired is queued again (after a short backoff, attempt bumped by its next lease, with
-// requeue_reason "lease of <worker> expired at attempt N"), or
-// failed with "lease expired after N attempts" once it used max_attempts, or cancelled if
-// cancellation had been requested.
+// expired is queued again (at once the first time, after a backoff growing with each later
+// expiry so that a test that kills its workers slows down; attempt bumped by its next
+// lease, with requeue_reason "lease of <worker> expired at attempt N"), or failed with
+// "lease expired after N attempts" once it used max_attempts, or cancelled if cancellation
+// had been requested.
 //
-//   LeaseReaper reaper(pool, {.interval = absl::Seconds(5)});
+//   LeaseReaper reaper(pool, {.interval = absl::Seconds(1)});
 //   reaper.Start();   // background thread; Stop() or the destructor ends it
 //   ASSIGN_OR_RETURN(LeaseReaper::Pass pass, reaper.RunOnce());   // tests call this directly
 //
@@ -31,8 +32,9 @@ class LeaseReaper {
   static constexpr int64_t kAdvisoryLockKey = 0x5647524541504552;
 
   struct Options {
-    absl::Duration interval = absl::Seconds(5);
-    // A requeued test becomes leasable after backoff * attempts-so-far.
+    absl::Duration interval = absl::Seconds(1);
+    // A requeued test becomes leasable after backoff * (attempts-so-far - 1): the first
+    // expiry (most often the worker's own death) is retried at once.
     absl::Duration backoff = absl::Seconds(2);
     // Told how many expired leases each background pass requeued, failed and cancelled
     // (e.g. for metrics); called on the reaper thread.

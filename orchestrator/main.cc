@@ -58,8 +58,9 @@ ABSL_FLAG(bool, migrate_only, false, "apply the schema migrations and exit");
 ABSL_FLAG(bool, print_lease_sql, false,
           "print the SQL statement that leases a test ($1 worker id, $2 lease seconds; the "
           "holder token, $3, as 0: none) and exit; the queue benchmark runs it under pgbench");
-ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(5),
-          "how often expired leases are returned to the queue");
+ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(1),
+          "how often expired leases are returned to the queue (a dead worker's test is taken "
+          "over within the lease plus this)");
 ABSL_FLAG(int, db_pool_size, 16,
           "maximum number of PostgreSQL connections (the queue benchmark leases fastest with "
           "about one per concurrently calling worker, up to 16)");

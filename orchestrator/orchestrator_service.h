@@ -43,7 +43,9 @@ using Caller = std::optional<TokenIdentity>;
 class OrchestratorService {
  public:
   struct Options {
-    absl::Duration default_lease = absl::Seconds(30);
+    // A lease not renewed (heartbeats every third of it) expires after this; see the
+    // lease-length note in orchestrator/README.md.
+    absl::Duration default_lease = absl::Seconds(10);
     absl::Duration max_lease = absl::Hours(1);
     absl::Duration default_request_timeout = absl::Seconds(10);
     int default_max_attempts = 3;

@@ -336,6 +336,10 @@ const std::string& TestRepository::LeaseSql() {
   // One statement: pick and lock the best ready row (skipping rows other leasers hold),
   // then take it and return everything the worker needs. The attempt bump is the fencing
   // token. Run on its own (autocommit), so a lease is one round trip to the database.
+  // The steps the previous attempt completed (those before its first interrupted step, if
+  // any; they include what it resumed from) move to the new attempt with their windows, in
+  // the same statement, so the test's steps are listed once and a lost lease reply or a
+  // crash between two leases loses none. Step.attempt in `detail` keeps who measured each.
   static const std::string* const sql = new std::string(absl::StrCat(
       "WITH leased AS ("
       "  UPDATE tests SET state = 'running', lease_owner = $1,"
@@ -346,7 +350,18 @@ const std::string& TestRepository::LeaseSql() {
       "              WHERE state = 'queued' AND not_before <= now()"
       "              ORDER BY priority DESC, created_at, id"
       "              LIMIT 1 FOR UPDATE SKIP LOCKED)"
-      "  RETURNING *)"
+      "  RETURNING *),"
+      " resumed AS ("
+      "  UPDATE steps s SET attempt = l.attempt FROM leased l"
+      "  WHERE s.test_id = l.id AND s.attempt = l.attempt - 1"
+      "    AND s.step_index < coalesce((SELECT min(i.step_index) FROM steps i"
+      "        WHERE i.test_id = l.id AND i.attempt = l.attempt - 1"
+      "          AND coalesce((i.detail->>'interrupted')::boolean, false)), 2147483647)"
+      "  RETURNING s.test_id, s.attempt, s.step_index),"
+      " resumed_windows AS ("
+      "  UPDATE step_windows w SET attempt = r.attempt FROM resumed r"
+      "  WHERE w.test_id = r.test_id AND w.attempt = r.attempt - 1"
+      "    AND w.step_index = r.step_index)"
       " SELECT",
       kTestColumns, ", NULL::text AS result FROM leased t JOIN models m ON m.id = t.model_id"));
   return *sql;
@@ -362,6 +377,16 @@ absl::StatusOr<std::optional<v1::Test>> TestRepository::Lease(const std::string&
         txn.exec_prepared("vanguard_lease", worker_id, Seconds(lease_duration), TokenParam(token));
     if (rows.empty()) return std::optional<v1::Test>();
     ASSIGN_OR_RETURN(v1::Test test, TestFromRow(rows[0], &model_cache_));
+    if (test.attempt() > 1) {
+      // The steps it resumes from (moved to this attempt by the lease, now committed; only
+      // this lease's holder may add to them), without histograms and windows.
+      pqxx::result steps = txn.exec_params(
+          "SELECT detail::text FROM steps WHERE test_id = $1 AND attempt = $2"
+          " ORDER BY step_index",
+          test.id(), test.attempt());
+      for (const pqxx::row& row : steps)
+        RETURN_IF_ERROR(ProtoFromJson(row[0].c_str(), test.add_steps()));
+    }
     return std::optional<v1::Test>(std::move(test));
   });
 }

@@ -108,7 +108,10 @@ class TestRepository {
 
   // Leases the ready queued test with the highest priority (then the oldest) to worker_id
   // holding `token` for lease_duration: state running, attempt + 1. nullopt when none is
-  // ready.
+  // ready. A test leased again resumes: the steps its previous attempt completed (up to its
+  // first interrupted step) become the new attempt's, windows included, in the same
+  // statement, and come back in test.steps (without histograms and windows) for the worker
+  // to continue from; an interrupted step stays with the attempt that cut it short.
   absl::StatusOr<std::optional<v1::Test>> Lease(const std::string& worker_id,
                                                 absl::Duration lease_duration,
                                                 LeaseToken token = std::nullopt);
@@ -156,10 +159,10 @@ class TestRepository {
 
   // Gives back the lease of a running test held by worker_id at this attempt: the test is
   // queued again at once (no owner, leasable now; the queue trigger wakes long polls),
-  // its steps of this attempt stay stored, requeue_reason becomes `reason`, and
-  // max_attempts grows by one (a release is not a failed attempt). A test whose
-  // cancellation was requested ends cancelled instead. FAILED_PRECONDITION when the lease
-  // is not held (stale attempt, other owner, test no longer running: nothing changes);
+  // its steps of this attempt stay stored (the next lease resumes from them), requeue_reason
+  // becomes `reason`, and max_attempts grows by one (a release is not a failed attempt). A test
+  // whose cancellation was requested ends cancelled instead. FAILED_PRECONDITION when the lease is
+  // not held (stale attempt, other owner, test no longer running: nothing changes);
   // PERMISSION_DENIED for another token; NOT_FOUND for an unknown test.
   absl::StatusOr<v1::Test> Release(int64_t test_id, int32_t attempt, const std::string& worker_id,
                                    const std::string& reason, LeaseToken token = std::nullopt);

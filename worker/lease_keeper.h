@@ -32,7 +32,7 @@ namespace vanguard::worker {
 
 struct LeaseKeeperOptions {
   std::string worker_id;
-  absl::Duration lease_duration = absl::Seconds(30);
+  absl::Duration lease_duration = absl::Seconds(10);
   // How often the background thread checks whether a beat is due.
   absl::Duration background_tick = absl::Seconds(1);
   std::function<void(const std::string&)> log;  // nullable

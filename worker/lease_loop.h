@@ -31,7 +31,7 @@ namespace vanguard::worker {
 
 struct LeaseLoopOptions {
   std::string worker_id;
-  absl::Duration lease_duration = absl::Seconds(30);
+  absl::Duration lease_duration = absl::Seconds(10);
   absl::Duration poll_interval = absl::Seconds(1);
   // Tests to run before Run() returns; 0: no limit.
   int max_tests = 0;

@@ -43,8 +43,10 @@ ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
 ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
           "Replayer gRPC address (host:port) that runs each step's load");
 ABSL_FLAG(std::string, worker_id, "", "Name this worker leases under; empty: <hostname>-<pid>");
-ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(30),
-          "Lease length asked for; heartbeats are sent every third of it");
+ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(10),
+          "Lease length asked for; heartbeats are sent every third of it. If this worker "
+          "dies, another takes its test over about this long (plus the orchestrator's "
+          "--reaper_interval) later");
 ABSL_FLAG(absl::Duration, poll_interval, absl::Seconds(1),
           "Wait between LeaseTest calls when no test is queued");
 ABSL_FLAG(std::string, token_file, "",

@@ -27,7 +27,9 @@
 
 namespace vanguard::worker {
 
-// What the runner learned from one step, as the strategy sees it.
+// What the runner learned from one step, as the strategy sees it. Stored with the step
+// (Step.outcome, see StepOutcomeToProto in test_runner.h) so that a later attempt of the test
+// resumes from it: a field added here is added there too, or a resumed test loses it.
 struct StepOutcome {
   double rate_qps = 0;  // the rate the strategy asked for
   bool passed = false;  // met the SLO (meaningless when !client_valid)

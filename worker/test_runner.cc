@@ -2,6 +2,7 @@
 #include "worker/test_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -99,7 +100,76 @@ void AddWindows(const std::vector<vanguard::v1::StepWindow>& windows, vanguard::
 vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured) {
   vanguard::v1::Step step = BuildStepReport(index, attempt, measured.executed, measured.judgement);
   AddWindows(measured.windows, &step);
+  *step.mutable_outcome() = StepOutcomeToProto(measured.outcome);
   return step;
+}
+
+vanguard::v1::StrategyOutcome StepOutcomeToProto(const StepOutcome& o) {
+  vanguard::v1::StrategyOutcome p;
+  p.set_rate_qps(o.rate_qps);
+  p.set_passed(o.passed);
+  p.set_client_valid(o.client_valid);
+  p.set_achieved_qps(o.achieved_qps);
+  p.set_offered_qps(o.offered_qps);
+  p.set_p50_ms(o.p50_ms);
+  p.set_p99_ms(o.p99_ms);
+  p.set_error_rate(o.error_rate);
+  p.set_health_score(o.health_score);
+  p.set_limit_ratio(o.limit_ratio);
+  p.set_tail_ratio(o.tail_ratio);
+  p.set_tail_samples(o.tail_samples);
+  p.set_passed_apart_from_tail(o.passed_apart_from_tail);
+  p.set_tail_ratio_se(o.tail_ratio_se);
+  p.set_tail_units(o.tail_units);
+  p.set_backlog_rising(o.backlog_rising);
+  p.set_health_state(o.health_state);
+  p.set_spikes(o.spikes);
+  p.set_window_state(o.window_state);
+  p.set_goodput(o.goodput);
+  p.set_queue_mean(o.queue_mean);
+  p.set_queue_samples_fraction(o.queue_samples_fraction);
+  p.set_memory_bytes(o.memory_bytes);
+  return p;
+}
+
+StepOutcome StepOutcomeFromStep(const vanguard::v1::Step& step) {
+  StepOutcome o;
+  if (!step.has_outcome()) {
+    o.rate_qps = step.target_qps();
+    o.passed = step.passed();
+    o.client_valid = step.client_valid();
+    o.achieved_qps = step.achieved_qps();
+    o.p50_ms = step.latency().p50_ms();
+    o.p99_ms = step.latency().p99_ms();
+    o.error_rate = step.error_rate();
+    o.health_state = step.health_state();
+    return o;
+  }
+  const vanguard::v1::StrategyOutcome& p = step.outcome();
+  o.rate_qps = p.rate_qps();
+  o.passed = p.passed();
+  o.client_valid = p.client_valid();
+  o.achieved_qps = p.achieved_qps();
+  o.offered_qps = p.offered_qps();
+  o.p50_ms = p.p50_ms();
+  o.p99_ms = p.p99_ms();
+  o.error_rate = p.error_rate();
+  o.health_score = p.health_score();
+  o.limit_ratio = p.limit_ratio();
+  o.tail_ratio = p.tail_ratio();
+  o.tail_samples = p.tail_samples();
+  o.passed_apart_from_tail = p.passed_apart_from_tail();
+  o.tail_ratio_se = p.tail_ratio_se();
+  o.tail_units = p.tail_units();
+  o.backlog_rising = p.backlog_rising();
+  o.health_state = p.health_state();
+  o.spikes = p.spikes();
+  o.window_state = p.window_state();
+  o.goodput = p.goodput();
+  o.queue_mean = p.queue_mean();
+  o.queue_samples_fraction = p.queue_samples_fraction();
+  o.memory_bytes = p.memory_bytes();
+  return o;
 }
 
 vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double target_qps,
@@ -319,6 +389,7 @@ struct TestRunner::TestRun {
   std::optional<LeaseKeeper> keeper;
   std::optional<ProgressReporter> progress;  // unset: progress not reported
 
+  StrategyContext context;  // what the strategy was created with (Resume may recreate it)
   std::optional<StepOutcome> last;
   // The test's first step: its model warmup goes into the result (not its windows).
   std::optional<MeasuredStep> first_step;
@@ -338,7 +409,7 @@ TestRunOutcome TestRunner::CompleteWithError(TestRun& run, const std::string& er
 
 std::optional<std::string> TestRunner::SetUp(TestRun& run) {
   const vanguard::v1::Test& test = run.test;
-  StrategyContext context;
+  StrategyContext& context = run.context;
   if (test.spec().has_direct_controller() &&
       test.spec().direct_controller().source_case() !=
           vanguard::v1::DirectControllerStrategy::kTargetQps) {
@@ -508,6 +579,41 @@ std::optional<TestRunOutcome> TestRunner::ReportMeasuredStep(TestRun& run,
   return std::nullopt;
 }
 
+void TestRunner::Resume(TestRun& run) {
+  // The stored steps are ordered by index; an interrupted one (and anything after it) is
+  // measured again.
+  for (const vanguard::v1::Step& stored : run.test.steps()) {
+    if (stored.interrupted() || stored.index() != run.index) break;
+    const Decision decision = run.strategy->Next(run.last);
+    const RunStep* step = std::get_if<RunStep>(&decision);
+    if (step == nullptr || std::abs(step->rate_qps - stored.target_qps()) >
+                               1e-9 * std::max(1.0, std::abs(stored.target_qps()))) {
+      Log(absl::StrFormat(
+          "test %d: step %d of attempt %d (%g qps) is not what this strategy asks for next (%s); "
+          "measuring from step %d again",
+          run.test_id, stored.index(), stored.attempt(), stored.target_qps(),
+          step == nullptr ? "done" : absl::StrFormat("%g qps", step->rate_qps), run.index));
+      // The strategy has consumed a decision: start it afresh and replay what matched.
+      const int matched = run.steps_taken;
+      run.strategy = std::move(*CreateStrategy(run.test.spec(), run.context));
+      run.last.reset();
+      for (int i = 0; i < matched; ++i) {
+        run.strategy->Next(run.last);
+        run.last = StepOutcomeFromStep(run.test.steps(i));
+      }
+      return;
+    }
+    run.last = StepOutcomeFromStep(stored);
+    last_steps_.push_back({stored, *run.last});
+    ++run.steps_taken;
+    ++run.index;
+  }
+  if (run.steps_taken > 0) {
+    Log(absl::StrCat("test ", run.test_id, ": resuming after step ", run.index - 1,
+                     " (measured by earlier attempts)"));
+  }
+}
+
 std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& step) {
   absl::StatusOr<vanguard::v1::RunStepRequest> request =
       StepExecutor::BuildRequest(run.test, step.rate_qps, run.index);
@@ -579,6 +685,7 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
   Log(absl::StrCat("test ", run.test_id, ": leased (attempt ", run.attempt, "), model ",
                    run.test.model().name(), ":", run.test.model().version(), ", strategy ",
                    run.strategy->name()));
+  Resume(run);
   while (true) {
     run.keeper->MaybeBeat();
     if (std::optional<TestRunOutcome> o = Interruption(run)) return *o;

@@ -6,6 +6,13 @@
 //   TestRunOutcome outcome = runner.Run(lease_response);
 //
 // Outcomes the user notices:
+//  - a test leased again after an earlier attempt of it ended (its worker died and the lease
+//    expired, or the lease was given back) resumes: the steps the earlier attempts completed
+//    (lease.test.steps; an interrupted step is measured again) are fed to the strategy in
+//    order, without running them, and the test goes on from the next step index. While the
+//    strategy asks for the stored steps' rates, each is taken as measured; from the first
+//    step it would not have asked for (a worker of another version), the rest is measured
+//    again under the same indices;
 //  - every step is reported (ReportStep) with increasing index and the lease's attempt;
 //  - the test is completed with a TestResult (estimate, confidence, steps, duration, and how
 //    long the model took to warm up at the start: MeasuredStep.model_warmup of the first step);
@@ -57,7 +64,7 @@ class LeaseKeeper;
 
 struct TestRunnerOptions {
   std::string worker_id;
-  absl::Duration lease_duration = absl::Seconds(30);
+  absl::Duration lease_duration = absl::Seconds(10);
   // Replayer UNAVAILABLE / DEADLINE_EXCEEDED: retries per step, backoff doubling from
   // retry_backoff.
   int max_step_retries = 2;
@@ -115,6 +122,13 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
                                    const StepJudgement& judgement);
 // The same, with the step's windows (settle windows flagged warmup).
 vanguard::v1::Step BuildStepReport(int index, int attempt, const MeasuredStep& measured);
+
+// A step's outcome as stored with its report (Step.outcome), and back: what a later attempt
+// of the test feeds its strategy instead of measuring the step again. A step stored without
+// Step.outcome gives what its own fields say (the rate, pass, client validity, achieved
+// rate, latency, errors, health); what they cannot say keeps StepOutcome's defaults.
+vanguard::v1::StrategyOutcome StepOutcomeToProto(const StepOutcome& outcome);
+StepOutcome StepOutcomeFromStep(const vanguard::v1::Step& step);
 
 // The Step reported for step `index` when Stop() cut it short: the rate, when it ran, for
 // how long, and the windows that had arrived (settle ones flagged warmup); interrupted, not
@@ -182,6 +196,9 @@ class TestRunner {
   // Why the test must stop now, if it must: Stop() (the lease given back), the lease lost,
   // or a cancel requested (completed as cancelled).
   std::optional<TestRunOutcome> Interruption(TestRun& run);
+  // Feeds the steps earlier attempts completed (run.test.steps) to the fresh strategy (see
+  // the class comment); the decision for the step after them is left to the caller's loop.
+  void Resume(TestRun& run);
   // Runs the step the strategy asked for, reports it and keeps its outcome for the next
   // Next(); how the test ended, when it did.
   std::optional<TestRunOutcome> TakeStep(TestRun& run, const RunStep& step);

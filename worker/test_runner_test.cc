@@ -598,5 +598,175 @@ TEST(FormatStepLineTest, NamesTestStepRatesLatencyAndVerdict) {
             "p99 182.3 ms > 100 ms");
 }
 
+// A step an earlier attempt measured, as the lease hands it back (Step.outcome included).
+vanguard::v1::Step StoredStep(int index, double rate, bool passed) {
+  vanguard::v1::Step step;
+  step.set_index(index);
+  step.set_attempt(1);
+  step.set_target_qps(rate);
+  step.set_passed(passed);
+  step.set_client_valid(true);
+  StepOutcome outcome;
+  outcome.rate_qps = rate;
+  outcome.passed = passed;
+  outcome.achieved_qps = rate;
+  *step.mutable_outcome() = StepOutcomeToProto(outcome);
+  return step;
+}
+
+TEST_F(TestRunnerTest, ALeaseOfAnEarlierAttemptsTestGoesOnAfterTheStepsItMeasured) {
+  // Attempt 1 measured 100 and 200 qps, then its worker died.
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  *lease.mutable_test()->add_steps() = StoredStep(1, 100, true);
+  *lease.mutable_test()->add_steps() = StoredStep(2, 200, true);
+  std::vector<double> rates;
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        rates.push_back(r.rate_qps());
+        return NewScriptedReader(PredictorStep(r.rate_qps()));
+      });
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kSucceeded);
+
+  // Only the step after them is measured and reported, under the next index.
+  EXPECT_THAT(rates, ::testing::ElementsAre(300));
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0].step().index(), 3);
+  EXPECT_EQ(reports_[0].step().target_qps(), 300);
+  EXPECT_EQ(reports_[0].attempt(), kAttempt);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 200);
+  EXPECT_EQ(completions_[0].result().steps_taken(), 3);
+  EXPECT_EQ(runner().last_steps().size(), 3u);
+}
+
+TEST_F(TestRunnerTest, TheStrategyDecidesFromTheStoredOutcomesNotByMeasuringAgain) {
+  // The stored 200 qps step failed: the sweep is over without a single replayer call.
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  *lease.mutable_test()->add_steps() = StoredStep(1, 100, true);
+  *lease.mutable_test()->add_steps() = StoredStep(2, 200, false);
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kSucceeded);
+
+  EXPECT_TRUE(reports_.empty());
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 100);
+}
+
+TEST_F(TestRunnerTest, AnInterruptedStoredStepIsMeasuredAgainUnderItsIndex) {
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  *lease.mutable_test()->add_steps() = StoredStep(1, 100, true);
+  vanguard::v1::Step interrupted = StoredStep(2, 200, false);
+  interrupted.set_interrupted(true);
+  *lease.mutable_test()->add_steps() = interrupted;
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kSucceeded);
+
+  ASSERT_EQ(reports_.size(), 2u);
+  EXPECT_EQ(reports_[0].step().index(), 2);
+  EXPECT_EQ(reports_[0].step().target_qps(), 200);
+  EXPECT_TRUE(reports_[0].step().passed());
+  EXPECT_EQ(reports_[1].step().index(), 3);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 200);
+}
+
+TEST_F(TestRunnerTest, StoredStepsTheStrategyWouldNotTakeAreMeasuredAgain) {
+  // Step 2 ran at a rate this worker's sweep does not ask for (another version's steps):
+  // step 1 stands, measuring starts again at step 2.
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  *lease.mutable_test()->add_steps() = StoredStep(1, 100, true);
+  *lease.mutable_test()->add_steps() = StoredStep(2, 150, true);
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kSucceeded);
+
+  ASSERT_EQ(reports_.size(), 2u);
+  EXPECT_EQ(reports_[0].step().index(), 2);
+  EXPECT_EQ(reports_[0].step().target_qps(), 200);
+  EXPECT_EQ(reports_[1].step().index(), 3);
+  EXPECT_EQ(reports_[1].step().target_qps(), 300);
+  EXPECT_EQ(completions_[0].result().max_sustainable_qps(), 200);
+}
+
+TEST_F(TestRunnerTest, EveryReportedStepCarriesTheOutcomeTheStrategySaw) {
+  EXPECT_EQ(runner().Run(Lease()), TestRunOutcome::kSucceeded);
+  ASSERT_EQ(reports_.size(), 3u);
+  for (size_t i = 0; i < reports_.size(); ++i) {
+    ASSERT_TRUE(reports_[i].step().has_outcome());
+    const StepOutcome& seen = runner().last_steps()[i].outcome;
+    const StepOutcome stored = StepOutcomeFromStep(reports_[i].step());
+    EXPECT_EQ(stored.rate_qps, seen.rate_qps);
+    EXPECT_EQ(stored.passed, seen.passed);
+    EXPECT_EQ(stored.p99_ms, seen.p99_ms);
+    EXPECT_EQ(stored.tail_ratio, seen.tail_ratio);
+    EXPECT_EQ(stored.goodput, seen.goodput);
+  }
+}
+
+TEST(StepOutcomeProtoTest, EveryFieldSurvivesTheRoundTrip) {
+  StepOutcome o;
+  o.rate_qps = 1;
+  o.passed = true;
+  o.client_valid = false;
+  o.achieved_qps = 2;
+  o.offered_qps = 3;
+  o.p50_ms = 4;
+  o.p99_ms = 5;
+  o.error_rate = 6;
+  o.health_score = 7;
+  o.limit_ratio = 8;
+  o.tail_ratio = 9;
+  o.tail_samples = 10;
+  o.passed_apart_from_tail = true;
+  o.tail_ratio_se = 11;
+  o.tail_units = 12;
+  o.backlog_rising = true;
+  o.health_state = vanguard::v1::HEALTH_STATE_WARN;
+  o.spikes = 13;
+  o.window_state = vanguard::v1::HEALTH_STATE_CRITICAL;
+  o.goodput = -1;
+  o.queue_mean = 14;
+  o.queue_samples_fraction = 15;
+  o.memory_bytes = -1;
+  vanguard::v1::Step step;
+  *step.mutable_outcome() = StepOutcomeToProto(o);
+  const StepOutcome back = StepOutcomeFromStep(step);
+  EXPECT_EQ(back.rate_qps, 1);
+  EXPECT_TRUE(back.passed);
+  EXPECT_FALSE(back.client_valid);
+  EXPECT_EQ(back.achieved_qps, 2);
+  EXPECT_EQ(back.offered_qps, 3);
+  EXPECT_EQ(back.p50_ms, 4);
+  EXPECT_EQ(back.p99_ms, 5);
+  EXPECT_EQ(back.error_rate, 6);
+  EXPECT_EQ(back.health_score, 7);
+  EXPECT_EQ(back.limit_ratio, 8);
+  EXPECT_EQ(back.tail_ratio, 9);
+  EXPECT_EQ(back.tail_samples, 10);
+  EXPECT_TRUE(back.passed_apart_from_tail);
+  EXPECT_EQ(back.tail_ratio_se, 11);
+  EXPECT_EQ(back.tail_units, 12);
+  EXPECT_TRUE(back.backlog_rising);
+  EXPECT_EQ(back.health_state, vanguard::v1::HEALTH_STATE_WARN);
+  EXPECT_EQ(back.spikes, 13);
+  EXPECT_EQ(back.window_state, vanguard::v1::HEALTH_STATE_CRITICAL);
+  EXPECT_EQ(back.goodput, -1);
+  EXPECT_EQ(back.queue_mean, 14);
+  EXPECT_EQ(back.queue_samples_fraction, 15);
+  EXPECT_EQ(back.memory_bytes, -1);
+
+  // A step stored without an outcome: what its own fields say.
+  vanguard::v1::Step old;
+  old.set_target_qps(250);
+  old.set_passed(true);
+  old.set_client_valid(true);
+  old.mutable_latency()->set_p99_ms(42);
+  const StepOutcome from_old = StepOutcomeFromStep(old);
+  EXPECT_EQ(from_old.rate_qps, 250);
+  EXPECT_TRUE(from_old.passed);
+  EXPECT_EQ(from_old.p99_ms, 42);
+  EXPECT_EQ(from_old.goodput, -1);
+}
+
 }  // namespace
 }  // namespace vanguard::worker

@@ -363,14 +363,14 @@ TEST_F(OrchestratorServiceTest, WorkerProtocolRunsATestToItsResult) {
   EXPECT_EQ(leased->attempt(), 1);
   EXPECT_EQ(leased->test().model().slo().p99_latency().nanos(), 250'000'000);
   EXPECT_EQ(leased->test().spec().step_warmup().seconds(), 7);
-  // Default lease is 30 s.
+  // Default lease is 10 s.
   double left =
       SqlParams(
           "SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM tests WHERE id = $1",
           leased->test().id())[0][0]
           .as<double>();
-  EXPECT_GT(left, 20);
-  EXPECT_LE(left, 30);
+  EXPECT_GT(left, 5);
+  EXPECT_LE(left, 10);
 
   absl::StatusOr<v1::LeaseTestResponse> none = service_->LeaseTest(lease);
   ASSERT_TRUE(none.ok());

@@ -185,7 +185,9 @@ TEST_F(TestRepositoryTest, StaleAttemptIsFencedOffAfterTheTestIsReleased) {
   v1::Test second = Lease("worker-new");
   ASSERT_EQ(second.id(), id);
   EXPECT_EQ(second.attempt(), 2);
-  EXPECT_EQ(second.steps_size(), 0) << "steps of attempt 1 do not belong to attempt 2";
+  // Attempt 2 resumes from the step attempt 1 completed (measured by attempt 1).
+  ASSERT_EQ(second.steps_size(), 1);
+  EXPECT_EQ(second.steps(0).attempt(), 1);
 
   // Everything worker-old still sends with attempt 1 is refused.
   absl::StatusOr<bool> hb = tests_->Heartbeat(id, 1, "worker-old", absl::Seconds(30));
@@ -522,7 +524,16 @@ TEST_F(TestRepositoryTest, ReaperRequeuesExpiredLeasesAndLeavesLiveOnesAlone) {
   EXPECT_TRUE(e.lease_owner().empty());
   EXPECT_EQ(e.requeue_reason(), "lease of worker-1 expired at attempt 1");
   EXPECT_EQ(Get(live).state(), v1::TEST_STATE_RUNNING);
-  // Backoff: not leasable until not_before.
+  // The first expiry is retried at once (most often it was the worker that died)...
+  v1::Test again = Lease("worker-3");
+  EXPECT_EQ(again.id(), expired);
+  EXPECT_EQ(again.attempt(), 2);
+  // ... a second one only after the backoff: not leasable until not_before.
+  ExpireLease(expired);
+  pass = reaper.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->requeued, 1);
+  EXPECT_EQ(Get(expired).state(), v1::TEST_STATE_QUEUED);
   EXPECT_TRUE(QueueIsEmpty());
   double wait_s =
       SqlParams("SELECT extract(epoch FROM not_before - now())::float8 FROM tests WHERE id = $1",
@@ -534,6 +545,71 @@ TEST_F(TestRepositoryTest, ReaperRequeuesExpiredLeasesAndLeavesLiveOnesAlone) {
   pass = reaper.RunOnce();
   ASSERT_TRUE(pass.ok());
   EXPECT_EQ(pass->requeued, 0);
+}
+
+TEST_F(TestRepositoryTest, ALeaseAgainResumesFromTheStepsEarlierAttemptsCompleted) {
+  int64_t id = Submit(0, "", /*max_attempts=*/5).id();
+  ASSERT_EQ(Lease("worker-1").attempt(), 1);
+  v1::Step step1 = ValidStep(1, 20);
+  *step1.add_windows() = FullWindow(0, false);
+  *step1.add_windows() = FullWindow(1, false);
+  ASSERT_TRUE(tests_->ReportStep(id, 1, step1).ok());
+  ASSERT_TRUE(tests_->ReportStep(id, 1, ValidStep(2, 30)).ok());
+  v1::Step cut = ValidStep(3, 40);
+  cut.set_interrupted(true);
+  cut.set_passed(false);
+  ASSERT_TRUE(tests_->ReportStep(id, 1, cut).ok());
+
+  // worker-1 dies; the reaper returns the test and worker-2 leases it.
+  ExpireLease(id);
+  LeaseReaper reaper(pool_.get(), {.backoff = absl::ZeroDuration()});
+  ASSERT_TRUE(reaper.RunOnce().ok());
+  v1::Test second = Lease("worker-2");
+  ASSERT_EQ(second.id(), id);
+  ASSERT_EQ(second.attempt(), 2);
+  // The lease hands over the two completed steps (as measured by attempt 1), not the
+  // interrupted one, which is measured again.
+  ASSERT_EQ(second.steps_size(), 2);
+  EXPECT_EQ(second.steps(0).index(), 1);
+  EXPECT_EQ(second.steps(0).attempt(), 1);
+  EXPECT_EQ(second.steps(0).target_qps(), 20);
+  EXPECT_EQ(second.steps(1).index(), 2);
+  EXPECT_EQ(second.steps(0).windows_size(), 0);  // the worker needs no windows
+  // They are the new attempt's now, with their windows: listed once, stored once.
+  absl::StatusOr<v1::Test> got = tests_->Get(id, {.windows = true});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->steps_size(), 2);
+  EXPECT_EQ(got->steps(0).windows_size(), 2);
+  EXPECT_EQ(SqlParams("SELECT count(*) FROM steps WHERE test_id = $1 AND attempt = 2", id)[0][0]
+                .as<int>(),
+            2);
+  EXPECT_EQ(
+      SqlParams("SELECT count(*) FROM step_windows WHERE test_id = $1 AND attempt = 2", id)[0][0]
+          .as<int>(),
+      2);
+  // The interrupted step stays with the attempt that cut it short.
+  EXPECT_EQ(SqlParams("SELECT step_index FROM steps WHERE test_id = $1 AND attempt = 1", id)[0][0]
+                .as<int>(),
+            3);
+
+  // worker-2 measures step 3 and gives the lease back; attempt 3 resumes after step 3.
+  ASSERT_TRUE(tests_->ReportStep(id, 2, ValidStep(3, 40)).ok());
+  ASSERT_TRUE(tests_->Release(id, 2, "worker-2", "shutting down").ok());
+  v1::Test third = Lease("worker-3");
+  ASSERT_EQ(third.attempt(), 3);
+  ASSERT_EQ(third.steps_size(), 3);
+  EXPECT_EQ(third.steps(2).index(), 3);
+  EXPECT_EQ(third.steps(2).attempt(), 2);
+  EXPECT_FALSE(third.steps(2).interrupted());
+  EXPECT_EQ(SqlParams("SELECT count(*) FROM steps WHERE test_id = $1", id)[0][0].as<int>(), 4);
+
+  // Completing counts every step of the test once.
+  v1::TestResult result;
+  result.set_max_sustainable_qps(30);
+  absl::StatusOr<v1::Test> done = tests_->Complete(id, 3, result, "");
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->result().steps_taken(), 3);
+  EXPECT_EQ(done->steps_size(), 3);
 }
 
 TEST_F(TestRepositoryTest, ReaperFailsTheTestAfterItsLastAttempt) {
@@ -597,10 +673,13 @@ TEST_F(TestRepositoryTest, ReleaseByTheHolderQueuesTheTestForAnyWorkerAtOnce) {
   EXPECT_EQ(again.id(), id);
   EXPECT_EQ(again.attempt(), t.attempt() + 1);
   EXPECT_EQ(again.lease_owner(), "worker-2");
+  // The new attempt resumes from the completed step; the interrupted one stays behind.
+  ASSERT_EQ(again.steps_size(), 1);
+  EXPECT_EQ(again.steps(0).index(), 0);
   EXPECT_EQ(SqlParams("SELECT count(*) FROM steps WHERE test_id = $1 AND attempt = $2", id,
                       t.attempt())[0][0]
                 .as<int>(),
-            2);
+            1);
   // The released attempt is fenced off like any stale one.
   EXPECT_EQ(tests_->ReportStep(id, t.attempt(), ValidStep(2, 30)).code(),
             absl::StatusCode::kFailedPrecondition);
