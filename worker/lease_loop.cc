@@ -47,6 +47,7 @@ void LeaseLoop::Run() {
   vanguard::v1::LeaseTestRequest request;
   request.set_worker_id(options_.worker_id);
   *request.mutable_lease_duration() = ToProtoDuration(options_.lease_duration);
+  *request.mutable_wait() = ToProtoDuration(options_.lease_wait);
 
   absl::Duration backoff = options_.initial_backoff;
   bool reported_unreachable = false;

@@ -33,6 +33,11 @@ struct LeaseLoopOptions {
   std::string worker_id;
   absl::Duration lease_duration = absl::Seconds(10);
   absl::Duration poll_interval = absl::Seconds(1);
+  // How long each LeaseTest long-polls (LeaseTestRequest.wait). It stays well under the
+  // call's deadline (the client's rpc_timeout, 10 s): a test leased at the end of the wait
+  // must reach the worker before the deadline, or the lease is committed while the worker
+  // sees DEADLINE_EXCEEDED, and the test waits a whole lease for the reaper.
+  absl::Duration lease_wait = absl::Seconds(8);
   // Tests to run before Run() returns; 0: no limit.
   int max_tests = 0;
   absl::Duration initial_backoff = absl::Seconds(1);

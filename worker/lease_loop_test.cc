@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "absl/time/clock.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -130,6 +131,10 @@ TEST_F(LeaseLoopTest, AsksForTheConfiguredLease) {
                    vanguard::v1::LeaseTestResponse* response) {
         EXPECT_EQ(r.worker_id(), "w");
         EXPECT_EQ(r.lease_duration().seconds(), 45);
+        // The long poll ends seconds before the call's deadline, so that the reply to a
+        // lease taken at its very end is not lost to the deadline.
+        EXPECT_EQ(r.wait().seconds(), 8);
+        EXPECT_GE(absl::FromChrono(ctx->deadline()) - absl::Now(), absl::Seconds(9));
         return LeaseOneTest(ctx, r, response);
       });
   LeaseLoop loop(&client_, &runner_, &clock_, options_);
