@@ -10,6 +10,12 @@
 //
 // StartStack fails the test (fatally) when a process does not start; TearDown stops them all
 // and prints their stderr when the test failed. Used from the test's thread only.
+//
+// Tests that need more workers (crash tests) start them with StartWorker, each beside a
+// replayer of its own (StartReplayer), and own what they start:
+//
+//   auto replayer = StartReplayer();
+//   auto standby = StartWorker("standby", *replayer);
 #ifndef VANGUARD_TESTS_E2E_E2E_STACK_H_
 #define VANGUARD_TESTS_E2E_E2E_STACK_H_
 
@@ -34,7 +40,15 @@ class E2eStack : public ::testing::Test {
   static constexpr double kTrueCapacity = kSlots * 1000.0 / kServiceMs;  // 400 req/s
   static constexpr char kAdminToken[] = "e2e-admin-secret-0123456789";
 
-  void StartStack() {
+  struct StackOptions {
+    // Added to the stack's worker's flags (e.g. "--steady_state_detection=false").
+    std::vector<std::string> worker_flags;
+    // false: no worker; the test starts its own (StartWorker).
+    bool start_worker = true;
+  };
+
+  void StartStack() { StartStack(StackOptions()); }
+  void StartStack(const StackOptions& options) {
     auto db = TestDatabase::Create();
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
@@ -53,21 +67,38 @@ class E2eStack : public ::testing::Test {
     ASSERT_TRUE(orch.ok()) << orch.status();
     orch_ = std::move(*orch);
     submitter_token_ = CreateToken("e2e-submitter", "submitter");
-    const std::string worker_token = CreateToken("e2e-worker", "worker");
+    worker_token_ = CreateToken("e2e-worker", "worker");
     ASSERT_FALSE(submitter_token_.empty());
-    ASSERT_FALSE(worker_token.empty());
+    ASSERT_FALSE(worker_token_.empty());
 
+    replayer_ = StartReplayer();
+    ASSERT_NE(replayer_, nullptr);
+    if (!options.start_worker) return;
+    worker_ = StartWorker("e2e-worker", *replayer_, options.worker_flags);
+    ASSERT_NE(worker_, nullptr);
+  }
+
+  // A replayer serving on a free port; null (and a test failure) if it does not start.
+  std::unique_ptr<Subprocess> StartReplayer() {
     auto replayer = Subprocess::StartServer("vanguard-replayer", {"serve", "--listen=127.0.0.1:0"});
-    ASSERT_TRUE(replayer.ok()) << replayer.status();
-    replayer_ = std::move(*replayer);
+    EXPECT_TRUE(replayer.ok()) << replayer.status();
+    return replayer.ok() ? std::move(*replayer) : nullptr;
+  }
 
-    auto worker = Subprocess::Start("vanguard-worker",
-                                    {absl::StrCat("--orchestrator=", orch_->address()),
-                                     absl::StrCat("--replayer=", replayer_->address()),
-                                     "--worker_id=e2e-worker", "--poll_interval=200ms"},
-                                    {absl::StrCat("VANGUARD_TOKEN=", worker_token)});
-    ASSERT_TRUE(worker.ok()) << worker.status();
-    worker_ = std::move(*worker);
+  // A worker named `id` with the stack's worker token, running its steps on `replayer`, with
+  // `flags` added; it leases from `orchestrator` ("host:port"; empty: the stack's).
+  std::unique_ptr<Subprocess> StartWorker(const std::string& id, const Subprocess& replayer,
+                                          const std::vector<std::string>& flags = {},
+                                          const std::string& orchestrator = "") {
+    std::vector<std::string> args = {
+        absl::StrCat("--orchestrator=", orchestrator.empty() ? orch_->address() : orchestrator),
+        absl::StrCat("--replayer=", replayer.address()), absl::StrCat("--worker_id=", id),
+        "--poll_interval=200ms"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto worker = Subprocess::Start("vanguard-worker", args,
+                                    {absl::StrCat("VANGUARD_TOKEN=", worker_token_)});
+    EXPECT_TRUE(worker.ok()) << worker.status();
+    return worker.ok() ? std::move(*worker) : nullptr;
   }
 
   void TearDown() override {
@@ -105,6 +136,7 @@ class E2eStack : public ::testing::Test {
   }
 
   std::string submitter_token_;
+  std::string worker_token_;
   std::unique_ptr<TestDatabase> db_;
   std::unique_ptr<Subprocess> sim_, orch_, replayer_, worker_;
 };
