@@ -7,12 +7,24 @@
 namespace vanguard {
 
 absl::StatusOr<LeaseReaper::Pass> LeaseReaper::RunOnce() {
-  return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<Pass> {
+  const bool grace = options_.outage_grace > absl::ZeroDuration() && grace_due_.load();
+  absl::StatusOr<Pass> pass = pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<Pass> {
     Pass pass;
     if (!txn.exec_params1("SELECT pg_try_advisory_xact_lock($1)", kAdvisoryLockKey)[0].as<bool>()) {
       return pass;  // another replica is reaping right now
     }
     pass.ran = true;
+    if (grace) {
+      // Touches only lease_expires_at, as heartbeats do.
+      pass.extended = static_cast<int>(
+          txn.exec_params("UPDATE tests"
+                          " SET lease_expires_at = now() + make_interval(secs => $1::float8)"
+                          " WHERE state = 'running'"
+                          "   AND lease_expires_at < now() + make_interval(secs => $1::float8)",
+                          absl::ToDoubleSeconds(options_.outage_grace))
+              .affected_rows());
+      return pass;
+    }
     // The SET expressions all see the row as it was before the update.
     pqxx::result rows = txn.exec_params(
         "UPDATE tests SET"
@@ -49,6 +61,12 @@ absl::StatusOr<LeaseReaper::Pass> LeaseReaper::RunOnce() {
     }
     return pass;
   });
+  if (!pass.ok()) {
+    grace_due_ = true;  // the database is out of reach: so are the workers' heartbeats
+  } else if (grace && pass->ran) {
+    grace_due_ = false;
+  }
+  return pass;
 }
 
 void LeaseReaper::Start() {
@@ -57,6 +75,11 @@ void LeaseReaper::Start() {
       absl::StatusOr<Pass> pass = RunOnce();
       if (!pass.ok()) {
         std::cerr << "lease reaper: " << pass.status() << std::endl;
+      } else if (pass->extended > 0) {
+        std::cerr << "lease reaper: database reachable again: " << pass->extended
+                  << " running tests' leases extended by "
+                  << absl::FormatDuration(options_.outage_grace)
+                  << " for their workers to renew them" << std::endl;
       } else if (pass->requeued + pass->failed + pass->cancelled > 0) {
         if (options_.on_reaped) options_.on_reaped(pass->requeued, pass->failed, pass->cancelled);
         std::cerr << "lease reaper: expired leases: " << pass->requeued << " requeued, "

@@ -9,12 +9,20 @@
 //   reaper.Start();   // background thread; Stop() or the destructor ends it
 //   ASSIGN_OR_RETURN(LeaseReaper::Pass pass, reaper.RunOnce());   // tests call this directly
 //
+// A lease that expired while the reaper could not reach the database (or before this reaper
+// started: the orchestrator itself was down) expired because its worker's heartbeats could
+// not be stored either, not because the worker died. With outage_grace set, the reaper's
+// first pass after a failed pass (and its very first pass) reaps nothing: it extends every
+// lease of a running test to at least now + outage_grace, so that workers that lived
+// through the outage renew their leases; passes after it reap as usual.
+//
 // Every orchestrator replica runs one; a transaction-scoped pg_try_advisory_xact_lock makes
 // sure only one replica reaps at a time (the others skip that pass). Start/Stop from the
 // owning thread; RunOnce from any thread.
 #ifndef VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_
 #define VANGUARD_ORCHESTRATOR_LEASE_REAPER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <thread>
@@ -36,6 +44,9 @@ class LeaseReaper {
     // A requeued test becomes leasable after backoff * (attempts-so-far - 1): the first
     // expiry (most often the worker's own death) is retried at once.
     absl::Duration backoff = absl::Seconds(2);
+    // After an outage (see above): how long running tests' leases are extended before a
+    // silent worker's test is reaped; 0: reap at once.
+    absl::Duration outage_grace = absl::ZeroDuration();
     // Told how many expired leases each background pass requeued, failed and cancelled
     // (e.g. for metrics); called on the reaper thread.
     std::function<void(int requeued, int failed, int cancelled)> on_reaped;
@@ -46,6 +57,8 @@ class LeaseReaper {
     int requeued = 0;
     int failed = 0;
     int cancelled = 0;
+    // A grace pass (after an outage): leases extended instead of reaped.
+    int extended = 0;
   };
 
   LeaseReaper(PostgresPool* pool, Options options) : pool_(pool), options_(options) {}
@@ -53,7 +66,7 @@ class LeaseReaper {
   LeaseReaper(const LeaseReaper&) = delete;
   LeaseReaper& operator=(const LeaseReaper&) = delete;
 
-  // One pass over the expired leases.
+  // One pass over the expired leases (or the grace pass due after an outage).
   absl::StatusOr<Pass> RunOnce();
 
   // Runs a pass every interval on a background thread until Stop(). Errors (database
@@ -64,6 +77,9 @@ class LeaseReaper {
  private:
   PostgresPool* pool_;
   const Options options_;
+  // The next pass extends leases instead of reaping them (outage_grace > 0): set at start
+  // and by a failed pass, cleared by the grace pass.
+  std::atomic<bool> grace_due_{true};
   absl::Notification stop_;
   std::thread thread_;
 };

@@ -61,6 +61,10 @@ ABSL_FLAG(bool, print_lease_sql, false,
 ABSL_FLAG(absl::Duration, reaper_interval, absl::Seconds(1),
           "how often expired leases are returned to the queue (a dead worker's test is taken "
           "over within the lease plus this)");
+ABSL_FLAG(absl::Duration, reaper_outage_grace, absl::Seconds(10),
+          "when the reaper reaches the database again after it could not (and when it starts), "
+          "leases of running tests get this long to be renewed before any is reaped: their "
+          "workers' heartbeats failed too, they did not die (0: reap at once)");
 ABSL_FLAG(int, db_pool_size, 16,
           "maximum number of PostgreSQL connections (the queue benchmark leases fastest with "
           "about one per concurrently calling worker, up to 16)");
@@ -106,6 +110,7 @@ struct Config {
   std::string database_url;
   bool migrate_only = false;
   absl::Duration reaper_interval;
+  absl::Duration reaper_outage_grace;
   int db_pool_size = 8;
   absl::Duration db_connect_timeout;
   bool insecure_no_auth = false;
@@ -212,6 +217,7 @@ int Run(const Config& config) {
   OrchestratorGrpcService grpc_service(&service, grpc_options, Clock::Real());
   LeaseReaper reaper(pool->get(),
                      {.interval = config.reaper_interval,
+                      .outage_grace = config.reaper_outage_grace,
                       .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
                         metrics.RecordReaped(requeued, failed, cancelled);
                       }});
@@ -330,6 +336,7 @@ int main(int argc, char** argv) {
   }
   config.migrate_only = absl::GetFlag(FLAGS_migrate_only);
   config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
+  config.reaper_outage_grace = absl::GetFlag(FLAGS_reaper_outage_grace);
   config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
   config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
@@ -410,6 +417,10 @@ int main(int argc, char** argv) {
   }
   if (config.db_pool_size < 1) {
     std::cerr << "vanguard-orchestrator: --db_pool_size must be >= 1" << std::endl;
+    return 2;
+  }
+  if (config.reaper_outage_grace < absl::ZeroDuration()) {
+    std::cerr << "vanguard-orchestrator: --reaper_outage_grace must be >= 0" << std::endl;
     return 2;
   }
   if (config.reaper_interval <= absl::ZeroDuration()) {

@@ -178,6 +178,72 @@ TEST(PostgresRestartTest, OrchestratorAnswersUnavailableThenRecoversByItself) {
   EXPECT_EQ(WaitForHealth(channel, 1), 1);
 }
 
+// Postgres down for longer than a lease while a test runs: the worker's heartbeats fail
+// with the database, not because it died, so the reaper's first pass once the database is
+// back gives the lease a grace period to be renewed instead of requeueing the test under
+// its worker's feet.
+TEST(PostgresRestartTest, ARunningTestIsNotRequeuedUnderItsWorkerAfterAnOutage) {
+  auto server = testing::PostgresServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto orch =
+      StartOrchestrator((*server)->conninfo(), {"--insecure_no_auth", "--health_interval=200ms"});
+  ASSERT_TRUE(orch.ok()) << orch.status();
+  auto stub = StubFor(**orch);
+  auto channel = grpc::CreateChannel((*orch)->address(), grpc::InsecureChannelCredentials());
+  auto call = [](absl::Duration deadline = absl::Seconds(20)) {
+    auto ctx = std::make_unique<grpc::ClientContext>();  // no token: --insecure_no_auth
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+    return ctx;
+  };
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(stub->RegisterModel(call().get(), reg, &registered).ok());
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  v1::SubmitTestResponse submitted;
+  ASSERT_TRUE(stub->SubmitTest(call().get(), submit, &submitted).ok());
+  // The test plays a worker with a 3 s lease.
+  v1::LeaseTestRequest lease;
+  lease.set_worker_id("survivor");
+  lease.mutable_lease_duration()->set_seconds(3);
+  v1::LeaseTestResponse leased;
+  ASSERT_TRUE(stub->LeaseTest(call().get(), lease, &leased).ok());
+  ASSERT_TRUE(leased.has_test());
+  v1::HeartbeatRequest beat;
+  beat.set_test_id(leased.test().id());
+  beat.set_attempt(leased.attempt());
+  beat.set_worker_id("survivor");
+  beat.mutable_lease_duration()->set_seconds(3);
+  auto heartbeat = [&] {
+    v1::HeartbeatResponse response;
+    return stub->Heartbeat(call(absl::Seconds(5)).get(), beat, &response).error_code();
+  };
+  ASSERT_EQ(heartbeat(), grpc::StatusCode::OK);
+
+  // Down for twice the lease; the worker's heartbeats fail meanwhile.
+  ASSERT_TRUE((*server)->Stop().ok());
+  EXPECT_EQ(WaitForHealth(channel, 2), 2);
+  const absl::Time down = absl::Now();
+  while (absl::Now() - down < absl::Seconds(6)) {
+    EXPECT_NE(heartbeat(), grpc::StatusCode::OK);
+    absl::SleepFor(absl::Seconds(1));
+  }
+  ASSERT_TRUE((*server)->Restart().ok());
+  EXPECT_EQ(WaitForHealth(channel, 1), 1);
+  // The reaper (every 1 s) has had its passes by the time the worker's next heartbeat comes.
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_EQ(heartbeat(), grpc::StatusCode::OK) << (*orch)->Stderr();
+  v1::GetTestRequest get;
+  get.set_id(leased.test().id());
+  v1::GetTestResponse got;
+  ASSERT_TRUE(stub->GetTest(call().get(), get, &got).ok());
+  EXPECT_EQ(got.test().state(), v1::TEST_STATE_RUNNING);
+  EXPECT_EQ(got.test().attempt(), 1);
+  EXPECT_EQ(got.test().lease_owner(), "survivor");
+  EXPECT_TRUE(got.test().requeue_reason().empty()) << got.test().requeue_reason();
+}
+
 TEST(PostgresRestartTest, QueueNotifierListensAgainAfterARestart) {
   auto server = testing::PostgresServer::Start();
   ASSERT_TRUE(server.ok()) << server.status();

@@ -612,6 +612,36 @@ TEST_F(TestRepositoryTest, ALeaseAgainResumesFromTheStepsEarlierAttemptsComplete
   EXPECT_EQ(done->steps_size(), 3);
 }
 
+TEST_F(TestRepositoryTest, AReaperThatJustStartedGivesExpiredLeasesAGraceFirst) {
+  // The orchestrator was down (or the database: a failed pass does the same) for longer
+  // than the lease, so the worker's heartbeats failed although it lived.
+  int64_t id = Submit().id();
+  Lease("worker-1");
+  ExpireLease(id);
+  LeaseReaper reaper(pool_.get(),
+                     {.backoff = absl::ZeroDuration(), .outage_grace = absl::Seconds(60)});
+  absl::StatusOr<LeaseReaper::Pass> pass = reaper.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_TRUE(pass->ran);
+  EXPECT_EQ(pass->extended, 1);
+  EXPECT_EQ(pass->requeued, 0);
+  EXPECT_EQ(Get(id).state(), v1::TEST_STATE_RUNNING);
+  EXPECT_GT(SqlParams("SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM tests"
+                      " WHERE id = $1",
+                      id)[0][0]
+                .as<double>(),
+            30);
+  EXPECT_TRUE(tests_->Heartbeat(id, 1, "worker-1", absl::Seconds(30)).ok());
+
+  // Once: a worker that stays silent loses its test at the next expiry.
+  ExpireLease(id);
+  pass = reaper.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->extended, 0);
+  EXPECT_EQ(pass->requeued, 1);
+  EXPECT_EQ(Get(id).state(), v1::TEST_STATE_QUEUED);
+}
+
 TEST_F(TestRepositoryTest, ReaperFailsTheTestAfterItsLastAttempt) {
   int64_t id = Submit(0, "", /*max_attempts=*/2).id();
   LeaseReaper reaper(pool_.get(), {.backoff = absl::ZeroDuration()});
