@@ -4,10 +4,17 @@
 // Contract checked: never throws or crashes; an accepted URL splits into a non-empty host
 // and target of printable ASCII without spaces (nothing that could end a request line or
 // add a header), a port of 1-65535, a target starting with "/"; an error is INVALID_ARGUMENT
-// that does not echo the URL (no kSecretMarker).
+// that does not echo the URL (no kSecretMarker). The accepted host then goes through the
+// target policy (common/target_policy.h) as the worker and the orchestrator judge it: the
+// answer is OK or PERMISSION_DENIED, never echoes the path or query, and a host that is a
+// link-local address in any spelling is refused even by a policy that allows every address.
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "common/target_policy.h"
 #include "tests/fuzz/fuzz_harnesses.h"
 #include "worker/http_get.h"
 
@@ -22,6 +29,26 @@ bool PrintableWithoutSpaces(const std::string& s) {
     if (u <= 0x20 || u >= 0x7f) return false;
   }
   return true;
+}
+
+// The policy's verdicts on the URL's host (see the file comment).
+void CheckTargetPolicy(const worker::ParsedUrl& url, int port) {
+  static const TargetPolicy* const kEverything = [] {
+    absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("0.0.0.0/0,::/0,*.com");
+    return new TargetPolicy(*std::move(policy));
+  }();
+  for (const absl::Status& verdict :
+       {kEverything->Allows(url.host, port), kEverything->MayResolve(url.host, port),
+        TargetPolicy::Default().Allows(url.host, port)}) {
+    VANGUARD_FUZZ_CHECK(kName, verdict.ok() || absl::IsPermissionDenied(verdict));
+    VANGUARD_FUZZ_CHECK(kName, verdict.message().find(kSecretMarker) == std::string::npos);
+  }
+  std::optional<IpAddress> ip = IpAddress::Parse(url.host);
+  if (ip && !ip->Unmapped().v6 && ip->Unmapped().bytes[0] == 169 &&
+      ip->Unmapped().bytes[1] == 254) {
+    VANGUARD_FUZZ_CHECK(kName, !kEverything->Allows(url.host, port).ok());
+    VANGUARD_FUZZ_CHECK(kName, !kEverything->AllowsAddress(*ip, port).ok());
+  }
 }
 
 }  // namespace
@@ -45,6 +72,7 @@ int FuzzHttpUrl(const uint8_t* data, size_t size) {
       worker::ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
   VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
                                  again->port == parsed->port && again->target == parsed->target);
+  CheckTargetPolicy(*parsed, port);
   return 0;
 }
 
