@@ -205,5 +205,42 @@ TEST_F(CrashTest, ALostLeaseReplyIsLeasedAgainAndTheTestRunsOnce) {
   EXPECT_THAT(worker_->Stderr(), HasSubstr("lease failed"));
 }
 
+// The orchestrator stores a test's result, and the reply never reaches the worker (the
+// orchestrator killed between its commit and its reply looks the same to the worker): the
+// worker's retry is refused (the test is no longer running), the result stands once, and
+// the worker goes on to lease the next test.
+TEST_F(CrashTest, ALostCompleteTestReplyLeavesOneResultAndTheWorkerGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(StartStack({.start_worker = false}));
+  ASSERT_NO_FATAL_FAILURE(RegisterModel());
+  absl::StatusOr<std::unique_ptr<TcpProxy>> proxy = TcpProxy::Start(orch_->address());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  // The first reply naming the endpoint is LeaseTest's, the second CompleteTest's.
+  (*proxy)->DropReplyContaining(absl::StrCat("http://", sim_->address()), /*skip=*/1);
+  worker_ = StartWorker("behind-proxy", *replayer_, kWorkerFlags, (*proxy)->address());
+  ASSERT_NE(worker_, nullptr);
+
+  const int64_t first = Submit("100");
+  ASSERT_GT(first, 0);
+  TestRow row =
+      WaitFor(first, absl::Seconds(60), [](const TestRow& r) { return r.state == "succeeded"; });
+  ASSERT_EQ(row.state, "succeeded");
+  const int64_t second = Submit("150");
+  ASSERT_GT(second, 0);
+  row = WaitFor(second, absl::Seconds(60), [](const TestRow& r) { return r.state == "succeeded"; });
+  EXPECT_EQ(row.state, "succeeded");
+  EXPECT_EQ((*proxy)->replies_dropped(), 1) << "the CompleteTest reply reached the worker";
+
+  const nlohmann::json test = Get(first);
+  EXPECT_EQ(test["attempt"].get<int>(), 1);
+  EXPECT_EQ(test.value("requeue_reason", ""), "") << "never requeued";
+  EXPECT_THAT(ExpectEachStepOnce(test, {100}), ::testing::ElementsAre(1));
+  EXPECT_EQ(test["result"]["max_sustainable_qps"].get<double>(), 100);
+  EXPECT_EQ(StoredSteps(first), 1);
+  pqxx::nontransaction txn(*conn_);
+  EXPECT_EQ(txn.exec_params1("SELECT count(*) FROM results WHERE test_id = $1", first)[0].as<int>(),
+            1);
+  EXPECT_THAT(worker_->Stderr(), HasSubstr("could not complete, abandoning"));
+}
+
 }  // namespace
 }  // namespace vanguard::testing

@@ -56,9 +56,10 @@ TcpProxy::~TcpProxy() {
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
-void TcpProxy::DropReplyContaining(const std::string& marker) {
+void TcpProxy::DropReplyContaining(const std::string& marker, int skip) {
   absl::MutexLock lock(&mu_);
   marker_ = marker;
+  skip_ = skip;
 }
 
 void TcpProxy::AcceptLoop() {
@@ -100,7 +101,8 @@ void TcpProxy::Pump(int from, int to, bool from_server) {
     if (from_server) {
       absl::MutexLock lock(&mu_);
       if (!marker_.empty() &&
-          absl::string_view(buf, static_cast<size_t>(n)).find(marker_) != absl::string_view::npos) {
+          absl::string_view(buf, static_cast<size_t>(n)).find(marker_) != absl::string_view::npos &&
+          skip_-- == 0) {
         marker_.clear();
         ++dropped_;
         break;  // the reply is lost with its connection

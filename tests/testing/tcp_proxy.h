@@ -39,9 +39,10 @@ class TcpProxy {
 
   const std::string& address() const { return address_; }  // "127.0.0.1:PORT"
 
-  // Arms the proxy: the next server-to-client chunk containing `marker` is not forwarded,
-  // and its connection is closed on both sides. Once only.
-  void DropReplyContaining(const std::string& marker);
+  // Arms the proxy: the next server-to-client chunk containing `marker`, after `skip`
+  // such chunks forwarded, is not forwarded, and its connection is closed on both sides.
+  // Once only.
+  void DropReplyContaining(const std::string& marker, int skip = 0);
   int replies_dropped() const { return dropped_.load(); }
 
  private:
@@ -60,6 +61,7 @@ class TcpProxy {
 
   absl::Mutex mu_;
   std::string marker_ ABSL_GUARDED_BY(mu_);  // empty: nothing to drop
+  int skip_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> pumps_ ABSL_GUARDED_BY(mu_);
 };
