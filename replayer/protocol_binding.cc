@@ -66,7 +66,7 @@ absl::StatusOr<ProtocolBinding> BindProtocol(const StepConfig& config) {
         binding.sources = *std::move(sources);
       }
       absl::StatusOr<AsyncTransportFactory> transport =
-          KServeGrpcTransportFactory(config.target_url);
+          KServeGrpcTransportFactory(config.target_url, config.connect_to);
       if (!transport.ok()) return transport.status();
       binding.transport = *std::move(transport);
       return binding;

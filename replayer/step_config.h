@@ -81,6 +81,11 @@ struct StepConfig {
   // default is 50 us, which would be most of the skew budget). Not part of the request: the
   // process's own setting (a flag of `vanguard-replayer run`, for comparisons).
   int64_t timer_slack_ns = kDefaultTimerSlackNs;
+  // Where protocols with their own resolver (KServe v2 gRPC) connect: the address StepRunner
+  // resolved and the target policy admitted ("ipv4:10.1.2.3:8001", "ipv6:[fd00::5]:8001"),
+  // so they cannot reach another address the name returns later. Not part of the request;
+  // empty: they resolve target_url themselves.
+  std::string connect_to;
 
   absl::Duration total() const { return warmup + duration; }
   bool closed_loop() const { return concurrency > 0; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "replayer/load_loop.h"
 
@@ -141,6 +142,16 @@ absl::StatusOr<TargetAddress> ResolveAllowed(const TargetPolicy& policy, const H
   return address;
 }
 
+// `address` as a gRPC channel target ("ipv4:1.2.3.4:80", "ipv6:[::1]:80"); empty for a
+// refused target (nothing connects to it).
+std::string GrpcAddress(const TargetAddress& address, int port) {
+  std::optional<IpAddress> ip =
+      IpAddress::FromSockaddr(reinterpret_cast<const sockaddr*>(&address.address), address.length);
+  if (address.refused || !ip) return "";
+  return ip->v6 ? absl::StrCat("ipv6:[", ip->ToString(), "]:", port)
+                : absl::StrCat("ipv4:", ip->ToString(), ":", port);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request,
@@ -154,9 +165,14 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request
 absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const WindowCallback& on_window,
                                                const CancelledCallback& is_cancelled) {
-  absl::StatusOr<ProtocolBinding> binding = BindProtocol(config);
+  absl::StatusOr<TargetAddress> target = ResolveAllowed(policy_, config.target, &last_refusal_);
+  if (!target.ok()) return target.status();
+  // Protocols with their own resolver connect to the judged address only.
+  StepConfig pinned = config;
+  pinned.connect_to = GrpcAddress(*target, config.target.port);
+  absl::StatusOr<ProtocolBinding> binding = BindProtocol(pinned);
   if (!binding.ok()) return binding.status();
-  return Run(config, *binding, on_window, is_cancelled);
+  return RunResolved(pinned, *binding, *target, on_window, is_cancelled);
 }
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
@@ -165,6 +181,14 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const CancelledCallback& is_cancelled) {
   absl::StatusOr<TargetAddress> target = ResolveAllowed(policy_, config.target, &last_refusal_);
   if (!target.ok()) return target.status();
+  return RunResolved(config, binding, *target, on_window, is_cancelled);
+}
+
+absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
+                                                       const ProtocolBinding& binding,
+                                                       const TargetAddress& target,
+                                                       const WindowCallback& on_window,
+                                                       const CancelledCallback& is_cancelled) {
   if (!binding.sources) return absl::InvalidArgumentError("protocol: no request source");
 
   const int shards = config.threads;
@@ -188,7 +212,7 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
       if (!transport.ok()) return transport.status();
       parts.transport = *std::move(transport);
     }
-    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, *target,
+    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, target,
                                                std::move(parts),
                                                [&mailbox, shard](std::vector<WindowTally> windows) {
                                                  mailbox.Push(shard, std::move(windows));

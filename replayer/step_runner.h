@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/target_policy.h"
+#include "replayer/load_loop.h"
 #include "replayer/proc_sched.h"
 #include "replayer/protocol_binding.h"
 #include "replayer/step_accounting.h"
@@ -73,6 +74,13 @@ class StepRunner {
   const absl::Status& last_refusal() const { return last_refusal_; }
 
  private:
+  // Run after the target was resolved and judged.
+  absl::StatusOr<v1::StepResult> RunResolved(const StepConfig& config,
+                                             const ProtocolBinding& binding,
+                                             const TargetAddress& target,
+                                             const WindowCallback& on_window,
+                                             const CancelledCallback& is_cancelled);
+
   const ProcReader* proc_;
   TargetPolicy policy_;
   StepTally last_tally_;

@@ -345,19 +345,22 @@ int64_t KServeGrpcTransport::in_flight() const {
   return static_cast<int64_t>(open_calls_.size());
 }
 
-absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(const std::string& target) {
+absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(const std::string& target,
+                                                                 const std::string& connect_to) {
   absl::StatusOr<std::string> address = GrpcTargetFromUrl(target);
   if (!address.ok()) return address.status();
   std::string host_port = *address;
   return AsyncTransportFactory(
-      [host_port](int shard, int shards) -> absl::StatusOr<std::unique_ptr<AsyncTransport>> {
+      [host_port, connect_to](int shard,
+                              int shards) -> absl::StatusOr<std::unique_ptr<AsyncTransport>> {
         grpc::ChannelArguments args;
         // Each loop gets its own HTTP/2 connection instead of sharing one process-wide.
         args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
         args.SetMaxReceiveMessageSize(-1);
         args.SetMaxSendMessageSize(-1);
-        auto channel =
-            grpc::CreateCustomChannel(host_port, grpc::InsecureChannelCredentials(), args);
+        if (!connect_to.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, host_port);
+        auto channel = grpc::CreateCustomChannel(connect_to.empty() ? host_port : connect_to,
+                                                 grpc::InsecureChannelCredentials(), args);
         absl::StatusOr<std::unique_ptr<KServeGrpcTransport>> transport =
             KServeGrpcTransport::Create(std::move(channel));
         if (!transport.ok()) return transport.status();

@@ -83,7 +83,10 @@ class KServeGrpcTransport final : public AsyncTransport {
 };
 
 // One transport (and one HTTP/2 connection) per loop. INVALID_ARGUMENT for a bad target.
-absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(const std::string& target);
+// `connect_to` (a gRPC address such as "ipv4:10.1.2.3:8001"; empty: resolve `target`): the
+// channels connect there and nowhere else, still sending `target`'s host:port as :authority.
+absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(
+    const std::string& target, const std::string& connect_to = "");
 
 // The synthetic source for PROTOCOL_KSERVE_V2_GRPC: the KServe v2 REST JSON body (empty:
 // one FP32 [1,4] input) converted once into a serialized ModelInferRequest for `model`.

@@ -176,6 +176,26 @@ TEST_F(KServeGrpcTransportTest, FailuresAreClassifiedAndCancelledCallsNeverRepor
   EXPECT_EQ(transport->TakeCompletions(extra, 4), 0);
 }
 
+TEST_F(KServeGrpcTransportTest, APinnedAddressIsConnectedWithoutResolvingTheName) {
+  StartServer(/*hold=*/1);
+  // The name cannot resolve (.invalid is reserved): only the pinned address can be reached.
+  auto factory =
+      KServeGrpcTransportFactory(absl::StrCat("http://no-such-predictor.invalid:", port_),
+                                 absl::StrCat("ipv4:127.0.0.1:", port_));
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  auto transport = (*factory)(0, 1);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  const std::string body = Serialized("resnet", "pinned");
+  OutgoingRequest request;
+  request.body = body;
+  request.model = "resnet";
+  ASSERT_TRUE((*transport)->Send(5, request).ok());
+  std::vector<AsyncTransport::Completion> done = Drain(transport->get(), 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].ok) << done[0].error_class;
+  EXPECT_EQ(service_->received().size(), 1u);
+}
+
 TEST_F(KServeGrpcTransportTest, UnreachableServerCompletesWithUnavailable) {
   int dead_port;
   {
