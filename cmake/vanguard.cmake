@@ -21,16 +21,18 @@ endfunction()
 function(vanguard_cc_binary)
   cmake_parse_arguments(A "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${A_NAME} ${A_SRCS})
-  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS})
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} ${VANGUARD_SANITIZER_LIBS})
   target_compile_options(${A_NAME} PRIVATE ${VANGUARD_WARNINGS})
   set_target_properties(${A_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()
 
-# LABELS: unit (default), integration (needs Postgres via VANGUARD_TEST_PG), e2e.
+# LABELS: unit (default), integration (needs Postgres via VANGUARD_TEST_PG), e2e. Each label
+# also names a target that builds its tests and what they run: `ninja vanguard_tests_unit`.
 function(vanguard_cc_test)
   cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;ENV" ${ARGN})
   add_executable(${A_NAME} ${A_SRCS})
-  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+                                          ${VANGUARD_SANITIZER_LIBS})
   target_compile_options(${A_NAME} PRIVATE ${VANGUARD_WARNINGS})
   add_test(NAME ${A_NAME} COMMAND ${A_NAME})
   if(NOT A_LABELS)
@@ -39,6 +41,15 @@ function(vanguard_cc_test)
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 120)
   endif()
+  if(VANGUARD_SANITIZE)
+    math(EXPR A_TIMEOUT "${A_TIMEOUT} * 3")  # instrumented code runs several times slower
+  endif()
   set_tests_properties(${A_NAME} PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
     ENVIRONMENT "VANGUARD_BIN_DIR=${PROJECT_BINARY_DIR}/bin;${A_ENV}")
+  foreach(label ${A_LABELS})
+    if(NOT TARGET vanguard_tests_${label})
+      add_custom_target(vanguard_tests_${label})
+    endif()
+    add_dependencies(vanguard_tests_${label} ${A_NAME})
+  endforeach()
 endfunction()
