@@ -1,5 +1,6 @@
 // libFuzzer harnesses for the parsers of outside bytes (CONVENTIONS.md rule 19): an
-// autoscaler's JSON answer, a Prometheus query answer, a trace file, a submitter's URL.
+// autoscaler's JSON answer, a Prometheus query answer, a trace file, a submitter's URL, a
+// model server's streamed (SSE, OpenAI, chunked) response.
 // Each harness is a plain function, so two programs share it: a fuzzer (fuzzer_main.cc, one
 // binary per harness, built with -DVANGUARD_FUZZ=ON and clang) and fuzz_corpus_test (every
 // build), which feeds it each file of tests/fuzz/corpus/<name>/.
@@ -27,6 +28,12 @@ int FuzzPrometheusAnswer(const uint8_t* data, size_t size);
 int FuzzTraceReader(const uint8_t* data, size_t size);
 // The bytes: a URL for HttpGet.
 int FuzzHttpUrl(const uint8_t* data, size_t size);
+// The bytes: a Server-Sent Events stream (fed whole and in pieces).
+int FuzzSseStream(const uint8_t* data, size_t size);
+// The bytes: an OpenAI-compatible streamed response body (fed whole and in pieces).
+int FuzzOpenAiStream(const uint8_t* data, size_t size);
+// The bytes: an HTTP/1.1 chunked body (fed whole and in pieces).
+int FuzzChunkedBody(const uint8_t* data, size_t size);
 
 struct FuzzHarness {
   std::string_view name;  // fuzz_<name> is its fuzzer, corpus/<name>/ its seeds
@@ -36,10 +43,10 @@ struct FuzzHarness {
 // The one registration point: a new harness is its file, one line here and one name in
 // tests/fuzz/CMakeLists.txt.
 inline constexpr FuzzHarness kFuzzHarnesses[] = {
-    {"controller_json", &FuzzControllerJson},
-    {"prometheus_answer", &FuzzPrometheusAnswer},
-    {"trace_reader", &FuzzTraceReader},
-    {"http_url", &FuzzHttpUrl},
+    {"controller_json", &FuzzControllerJson}, {"prometheus_answer", &FuzzPrometheusAnswer},
+    {"trace_reader", &FuzzTraceReader},       {"http_url", &FuzzHttpUrl},
+    {"sse_stream", &FuzzSseStream},           {"openai_stream", &FuzzOpenAiStream},
+    {"chunked_body", &FuzzChunkedBody},
 };
 
 // A marker the seeds place in answers and URLs (as a field value, an error text, a query):
