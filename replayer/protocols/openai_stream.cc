@@ -1,6 +1,7 @@
 // See openai_stream.h.
 #include "replayer/protocols/openai_stream.h"
 
+#include <limits>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -38,13 +39,15 @@ class OpenAiChunkScanner final : public nlohmann::json_sax<nlohmann::json> {
     Value(Kind::kOther);
     return true;
   }
+  // A count below zero or beyond int64 is not a count: the decoder keeps counting chunks.
   bool number_integer(number_integer_t v) override {
-    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens) usage_tokens = v;
+    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens && v >= 0) usage_tokens = v;
     Value(Kind::kOther);
     return true;
   }
   bool number_unsigned(number_unsigned_t v) override {
-    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens) {
+    if (Parent() == Role::kUsage && key_ == Key::kCompletionTokens &&
+        v <= static_cast<number_unsigned_t>(std::numeric_limits<int64_t>::max())) {
       usage_tokens = static_cast<int64_t>(v);
     }
     Value(Kind::kOther);

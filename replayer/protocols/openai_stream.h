@@ -69,7 +69,7 @@ class OpenAiStreamDecoder {
   absl::Status Finish();
 
   int64_t content_chunks() const { return content_chunks_; }
-  // usage.completion_tokens if the server sent it, else content_chunks().
+  // usage.completion_tokens if the server sent one in [0, 2^63), else content_chunks().
   int64_t output_tokens() const { return usage_tokens_.value_or(content_chunks_); }
   bool tokens_from_usage() const { return usage_tokens_.has_value(); }
   bool saw_done() const { return saw_done_; }

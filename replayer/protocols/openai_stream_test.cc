@@ -66,6 +66,22 @@ TEST(OpenAiStreamDecoderTest, OnlyTheRealContentFieldsCount) {
   EXPECT_EQ(decoder.finish_reason(), "length");
 }
 
+TEST(OpenAiStreamDecoderTest, NegativeOrHugeUsageIsNotACount) {
+  // Found by the openai_stream fuzzer: -5 and 2^64-1 (read back as -1) became negative
+  // output token counts.
+  for (const char* tokens : {"-5", "18446744073709551615"}) {
+    OpenAiStreamDecoder decoder;
+    decoder.Begin(200);
+    auto chunks = decoder.Feed(absl::StrCat(ChatChunk("a"), ChatChunk("b"),
+                                            R"(data: {"choices":[],"usage":{"completion_tokens":)",
+                                            tokens, "}}\n\ndata: [DONE]\n\n"));
+    ASSERT_TRUE(chunks.ok()) << chunks.status();
+    EXPECT_TRUE(decoder.Finish().ok());
+    EXPECT_FALSE(decoder.tokens_from_usage()) << tokens;
+    EXPECT_EQ(decoder.output_tokens(), 2) << tokens;
+  }
+}
+
 TEST(OpenAiStreamDecoderTest, CompletionsTextChunksAndTimingFromIntendedSend) {
   auto text = [](std::string_view t) {
     return absl::StrCat(R"(data: {"choices":[{"text":")", std::string(t), R"(","index":0}]})",
