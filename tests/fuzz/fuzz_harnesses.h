@@ -1,6 +1,6 @@
 // libFuzzer harnesses for the parsers of outside bytes (CONVENTIONS.md rule 19): an
 // autoscaler's JSON answer, a Prometheus query answer, a trace file, a submitter's URL, a
-// model server's streamed (SSE, OpenAI, chunked) response.
+// model server's streamed (SSE, OpenAI, chunked) response, a submitter's test spec.
 // Each harness is a plain function, so two programs share it: a fuzzer (fuzzer_main.cc, one
 // binary per harness, built with -DVANGUARD_FUZZ=ON and clang) and fuzz_corpus_test (every
 // build), which feeds it each file of tests/fuzz/corpus/<name>/.
@@ -34,6 +34,8 @@ int FuzzSseStream(const uint8_t* data, size_t size);
 int FuzzOpenAiStream(const uint8_t* data, size_t size);
 // The bytes: an HTTP/1.1 chunked body (fed whole and in pieces).
 int FuzzChunkedBody(const uint8_t* data, size_t size);
+// The bytes: a TestSpec in protobuf JSON (a submitter's spec file).
+int FuzzSpecJson(const uint8_t* data, size_t size);
 
 struct FuzzHarness {
   std::string_view name;  // fuzz_<name> is its fuzzer, corpus/<name>/ its seeds
@@ -46,7 +48,7 @@ inline constexpr FuzzHarness kFuzzHarnesses[] = {
     {"controller_json", &FuzzControllerJson}, {"prometheus_answer", &FuzzPrometheusAnswer},
     {"trace_reader", &FuzzTraceReader},       {"http_url", &FuzzHttpUrl},
     {"sse_stream", &FuzzSseStream},           {"openai_stream", &FuzzOpenAiStream},
-    {"chunked_body", &FuzzChunkedBody},
+    {"chunked_body", &FuzzChunkedBody},       {"spec_json", &FuzzSpecJson},
 };
 
 // A marker the seeds place in answers and URLs (as a field value, an error text, a query):
