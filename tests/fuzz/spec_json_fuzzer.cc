@@ -3,10 +3,12 @@
 // of it (ValidateTestSpec, ValidateTestTargets without a policy). Input: a TestSpec in JSON.
 //
 // Contract checked: never throws or crashes; a refused spec is INVALID_ARGUMENT naming a
-// "spec." field, in a bounded message; an accepted spec round-trips unchanged through the
+// "spec." field, in a bounded message (a controller URL's refusal holds no kSecretMarker
+// from its credentials, path or query); an accepted spec round-trips unchanged through the
 // orchestrator's stored JSON (ProtoToJson / ProtoFromJson) and through the CLI's printed
 // JSON, and the copy is accepted again.
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -23,9 +25,30 @@ namespace {
 
 constexpr char kName[] = "spec_json";
 
+// The host of a controller URL as the reader of an error may see it: between "://" (or the
+// start) and the first '/', '?' or '#', after the last '@' (credentials are not the host).
+std::string_view UrlHost(std::string_view url) {
+  if (size_t scheme = url.find("://"); scheme != std::string_view::npos) {
+    url.remove_prefix(scheme + 3);
+  }
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (size_t at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  return url;
+}
+
 absl::Status Validate(const v1::TestSpec& spec) {
   absl::Status status = ValidateTestSpec(spec);
-  if (status.ok()) status = ValidateTestTargets(spec, nullptr);
+  if (!status.ok()) return status;
+  status = ValidateTestTargets(spec, nullptr);
+  if (!status.ok()) {
+    // validation.h: a target's error names its host:port, never its path, query or
+    // credentials.
+    const v1::DirectControllerStrategy& c = spec.direct_controller();
+    const std::string_view url = c.has_json_url() ? c.json_url() : c.prometheus_url();
+    if (UrlHost(url).find(kSecretMarker) == std::string_view::npos) {
+      VANGUARD_FUZZ_CHECK(kName, status.message().find(kSecretMarker) == std::string::npos);
+    }
+  }
   return status;
 }
 
