@@ -49,15 +49,21 @@ void* Real(const char* mangled) {
 void Acquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
 void Release(const void* p) { __tsan_release(const_cast<void*>(p)); }
 
-// The library evaluates a Condition with the lock held but before the call returns, on the
-// waiting thread or on the one that unlocks: the acquire has to come before each evaluation.
+// The library evaluates a Condition with the lock held but inside the call, on the waiting
+// thread or on the one that unlocks, and may give the lock up again right after: an acquire
+// before each evaluation and a release after it. Reading the HeldCondition itself is left
+// uninstrumented: the unlocking thread reads the waiter's copy before it can acquire anything.
 struct HeldCondition {
   const absl::Condition* cond;
   const void* mu;
 };
-bool EvalHoldingLock(HeldCondition* held) {
-  Acquire(held->mu);
-  return held->cond->Eval();
+__attribute__((no_sanitize("thread"))) bool EvalHoldingLock(HeldCondition* held) {
+  const absl::Condition* cond = held->cond;
+  const void* mu = held->mu;
+  Acquire(mu);
+  const bool met = cond->Eval();
+  Release(mu);
+  return met;
 }
 
 }  // namespace
