@@ -28,8 +28,10 @@
 //    it, and before the search ends on it when it looks like a disturbance, was measured in
 //    the first kWarmingSteps steps, or before a later reading showed the model got faster.
 //    Before the search ends, and after its hold passed, the failure bounding the bracket is
-//    measured again once when a reading after its last one showed the model got faster,
-//    however many readings it has (StaleFailure).
+//    measured again once when a reading after its last one showed the model got faster
+//    (a limit ratio below kFasterRatio of an earlier one's at a rate at least as high, or a
+//    median below kWarmedP50 of one at half the rate or less), however many readings it has
+//    (StaleFailure).
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
 //    to kMaxExtensions times; then the pooled readings decide.
@@ -39,8 +41,9 @@
 //    with the failure below (the tail fit is monotone), so a failure made by a rare episode
 //    in few requests does not end the growth.
 //  - Holding: a converged search holds its estimate (the best pass) in chunks until the
-//    reading is confident (never on a hold with no request over the limit) or the sustained
-//    horizon is covered; a failed hold makes its rate and everything above it a failure and
+//    reading is confident (never on a hold with no request over the limit, nor while its
+//    backlog rises) or the sustained horizon is covered, where its tail ratio alone decides;
+//    a failed hold makes its rate and everything above it a failure and
 //    the search goes on (at most kMaxHolds holds, unless a hold search follows).
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
