@@ -255,10 +255,11 @@ void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
     if (!contradicted && !Warmed(older, newer)) continue;
     older.expired = true;
     drift_flags_.push_back(absl::StrFormat(
-        contradicted ? "reading at %.4g req/s (step %d) expired: contradicted by step %d"
-                     : "reading at %.4g req/s (step %d) expired: the model read faster since "
-                       "(step %d passed with a lower median)",
-        older.outcome.rate_qps, older.step, newer.step));
+        "reading at %.4g req/s (step %d) expired: %s", older.outcome.rate_qps, older.step,
+        contradicted ? absl::StrFormat("contradicted by step %d", newer.step)
+                     : absl::StrFormat("the model read faster since (step %d passed with a "
+                                       "lower median)",
+                                       newer.step)));
   }
 }
 
