@@ -17,6 +17,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/health_check.h"
 #include "tests/testing/subprocess.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
@@ -154,29 +155,9 @@ TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
 
   // grpc.health.v1.Health/Check with an empty request: SERVING is field 1 = 1 (08 01).
   auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
-  grpc::GenericStub generic(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  grpc::ByteBuffer request;
-  grpc::Slice empty;
-  request = grpc::ByteBuffer(&empty, 1);
-  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
-      generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
-  call->StartCall();
-  grpc::ByteBuffer reply;
-  grpc::Status status;
-  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  ASSERT_TRUE(cq.Next(&tag, &ok));
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(reply.Dump(&slices).ok());
   std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
+  const grpc::Status health = testing::HealthCheck(channel, "", &bytes);
+  ASSERT_TRUE(health.ok()) << health.error_message();
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 
   // One RPC, then the metrics page counts it.
@@ -194,9 +175,6 @@ TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
   EXPECT_THAT(page,
               HasSubstr("vanguard_orchestrator_rpcs_total{code=\"OK\",method=\"ListModels\"} 1"));
   EXPECT_THAT(page, HasSubstr("vanguard_orchestrator_lease_wait_seconds_count 0"));
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
 }
 
 TEST(OrchestratorBinaryTest, ServesOverTlsWithCertAndKeyFlags) {
