@@ -2,6 +2,7 @@
 #include "orchestrator/validation.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -173,6 +174,186 @@ absl::Status ValidateLatency(const v1::LatencySummary& latency, absl::string_vie
   return absl::OkStatus();
 }
 
+// A well-formed `d` (ValidateDuration checked it) no longer than `max`.
+absl::Status ValidateAtMost(const google::protobuf::Duration& d, absl::Duration max,
+                            absl::string_view field) {
+  if (absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos()) <= max) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be at most ", absl::FormatDuration(max)));
+}
+
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                            absl::string_view field) {
+  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
+    return Invalid(field, absl::StrCat("must hold at most ", kMaxLabels, " labels"));
+  }
+  for (const auto& [key, value] : labels) {
+    if (key.empty()) return Invalid(field, "keys must not be empty");
+    if (key.size() > kMaxLabelKeyBytes) {
+      return Invalid(field, absl::StrCat("keys must be at most ", kMaxLabelKeyBytes, " bytes"));
+    }
+    if (value.size() > kMaxLabelValueBytes) {
+      return Invalid(absl::StrCat(field, "[\"", key, "\"]"),
+                     absl::StrCat("must be at most ", kMaxLabelValueBytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRate(double rate, absl::string_view field) {
+  if (!std::isfinite(rate) || rate < 0 || rate > kMaxRateQps) {
+    return Invalid(field, absl::StrCat("must be a rate from 0 to ", kMaxRateQps, " requests/s"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCount(int64_t count, absl::string_view field) {
+  if (count < 0 || count > kMaxStrategySteps) {
+    return Invalid(field, absl::StrCat("must be from 0 to ", kMaxStrategySteps));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateParameter(double value, absl::string_view field) {
+  if (!std::isfinite(value) || value < 0 || value > kMaxStrategyParameter) {
+    return Invalid(field, absl::StrCat("must be a number from 0 to ", kMaxStrategyParameter));
+  }
+  return absl::OkStatus();
+}
+
+// Each named rate, count and parameter of a table within its global bound.
+absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>> rates,
+                            std::initializer_list<std::pair<int64_t, const char*>> counts,
+                            std::initializer_list<std::pair<double, const char*>> parameters) {
+  for (const auto& [rate, field] : rates) RETURN_IF_ERROR(ValidateRate(rate, field));
+  for (const auto& [count, field] : counts) RETURN_IF_ERROR(ValidateCount(count, field));
+  for (const auto& [value, field] : parameters) RETURN_IF_ERROR(ValidateParameter(value, field));
+  return absl::OkStatus();
+}
+
+// The strategy's rates, step counts and parameters within the global bounds (the strategy's
+// own consistency rules are ValidateSweep's and the worker's).
+absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
+  switch (spec.strategy_case()) {
+    case v1::TestSpec::kSweep: {
+      const v1::SweepStrategy& s = spec.sweep();
+      if (s.rates_qps_size() > kMaxSweepRates) {
+        return Invalid("spec.sweep.rates_qps",
+                       absl::StrCat("must list at most ", kMaxSweepRates, " rates"));
+      }
+      for (int i = 0; i < s.rates_qps_size(); ++i) {
+        RETURN_IF_ERROR(
+            ValidateRate(s.rates_qps(i), absl::StrCat("spec.sweep.rates_qps[", i, "]")));
+      }
+      return ValidateBounds(
+          {{s.min_qps(), "spec.sweep.min_qps"}, {s.max_qps(), "spec.sweep.max_qps"}},
+          {{s.steps(), "spec.sweep.steps"},
+           {s.stop_after_failures(), "spec.sweep.stop_after_failures"}},
+          {});
+    }
+    case v1::TestSpec::kBinarySearch: {
+      const v1::BinarySearchStrategy& s = spec.binary_search();
+      return ValidateBounds({{s.min_qps(), "spec.binary_search.min_qps"},
+                             {s.max_qps(), "spec.binary_search.max_qps"},
+                             {s.tolerance_qps(), "spec.binary_search.tolerance_qps"}},
+                            {{s.max_steps(), "spec.binary_search.max_steps"}}, {});
+    }
+    case v1::TestSpec::kAdaptive: {
+      const v1::AdaptiveStrategy& s = spec.adaptive();
+      return ValidateBounds(
+          {{s.min_qps(), "spec.adaptive.min_qps"}, {s.max_qps(), "spec.adaptive.max_qps"}},
+          {{s.max_steps(), "spec.adaptive.max_steps"},
+           {s.spike_tolerance(), "spec.adaptive.spike_tolerance"}},
+          {{s.damping(), "spec.adaptive.damping"},
+           {s.convergence_cv(), "spec.adaptive.convergence_cv"}});
+    }
+    case v1::TestSpec::kLadder: {
+      const v1::LadderStrategy& s = spec.ladder();
+      return ValidateBounds(
+          {{s.start_qps(), "spec.ladder.start_qps"}, {s.max_qps(), "spec.ladder.max_qps"}}, {},
+          {{s.fine_step_fraction(), "spec.ladder.fine_step_fraction"},
+           {s.min_goodput(), "spec.ladder.min_goodput"},
+           {s.max_queue_mean(), "spec.ladder.max_queue_mean"},
+           {s.min_queue_sample_fraction(), "spec.ladder.min_queue_sample_fraction"},
+           {s.ramp_disagreement(), "spec.ladder.ramp_disagreement"},
+           {s.reserve_fraction(), "spec.ladder.reserve_fraction"}});
+    }
+    case v1::TestSpec::kDirectController: {
+      const v1::DirectControllerStrategy& s = spec.direct_controller();
+      if (s.json_url().size() > kMaxEndpointBytes ||
+          s.prometheus_url().size() > kMaxEndpointBytes || s.json_field().size() > kMaxNameLength) {
+        return Invalid("spec.direct_controller",
+                       absl::StrCat("URLs must be at most ", kMaxEndpointBytes,
+                                    " bytes and json_field at most ", kMaxNameLength));
+      }
+      return ValidateBounds({{s.target_qps(), "spec.direct_controller.target_qps"}}, {},
+                            {{s.headroom_fraction(), "spec.direct_controller.headroom_fraction"}});
+    }
+    case v1::TestSpec::kStability: {
+      const v1::StabilityStrategy& s = spec.stability();
+      return ValidateBounds({{s.rate_qps(), "spec.stability.rate_qps"}},
+                            {{s.segments(), "spec.stability.segments"}},
+                            {{s.max_latency_growth(), "spec.stability.max_latency_growth"},
+                             {s.max_error_creep(), "spec.stability.max_error_creep"},
+                             {s.max_throughput_decay(), "spec.stability.max_throughput_decay"},
+                             {s.max_memory_growth(), "spec.stability.max_memory_growth"}});
+    }
+    default:
+      return absl::OkStatus();
+  }
+}
+
+// Sizes of a model's free-form parts: endpoints, strings, template, labels, and its
+// durations' upper bounds (their lower bounds are ValidateModel's).
+absl::Status ValidateModelSizes(const v1::Model& model) {
+  if (model.endpoints_size() > kMaxEndpoints) {
+    return Invalid("model.endpoints",
+                   absl::StrCat("must list at most ", kMaxEndpoints, " endpoints"));
+  }
+  for (int i = 0; i < model.endpoints_size(); ++i) {
+    if (model.endpoints(i).size() > kMaxEndpointBytes) {
+      return Invalid(absl::StrCat("model.endpoints[", i, "]"),
+                     absl::StrCat("must be at most ", kMaxEndpointBytes, " bytes"));
+    }
+  }
+  const std::pair<const std::string*, const char*> strings[] = {
+      {&model.framework(), "model.framework"},
+      {&model.served_name(), "model.served_name"},
+      {&model.hardware().accelerator(), "model.hardware.accelerator"},
+      {&model.hardware().pool(), "model.hardware.pool"}};
+  for (const auto& [value, field] : strings) {
+    if (value->size() > kMaxNameLength) {
+      return Invalid(field, absl::StrCat("must be at most ", kMaxNameLength, " characters"));
+    }
+  }
+  if (model.request_template().size() > kMaxRequestTemplateBytes) {
+    return Invalid("model.request_template",
+                   absl::StrCat("must be at most ", kMaxRequestTemplateBytes, " bytes"));
+  }
+  RETURN_IF_ERROR(ValidateAtMost(model.default_warmup(), kMaxWarmup, "model.default_warmup"));
+  const v1::Slo& slo = model.slo();
+  RETURN_IF_ERROR(ValidateAtMost(slo.p50_latency(), kMaxSloLatency, "model.slo.p50_latency"));
+  RETURN_IF_ERROR(ValidateAtMost(slo.p99_latency(), kMaxSloLatency, "model.slo.p99_latency"));
+  RETURN_IF_ERROR(ValidateAtMost(slo.ttft_p99(), kMaxSloLatency, "model.slo.ttft_p99"));
+  RETURN_IF_ERROR(
+      ValidateAtMost(slo.inter_token_p99(), kMaxSloLatency, "model.slo.inter_token_p99"));
+  return ValidateLabels(model.labels(), "model.labels");
+}
+
+// The spec's durations, priority and labels within the global bounds (after ValidateTestSpec
+// checked the durations are well formed).
+absl::Status ValidateSpecBounds(const v1::TestSpec& spec) {
+  RETURN_IF_ERROR(ValidateAtMost(spec.step_duration(), kMaxStepDuration, "spec.step_duration"));
+  RETURN_IF_ERROR(ValidateAtMost(spec.step_warmup(), kMaxWarmup, "spec.step_warmup"));
+  RETURN_IF_ERROR(
+      ValidateAtMost(spec.request_timeout(), kMaxRequestTimeout, "spec.request_timeout"));
+  if (spec.priority() < kMinPriority || spec.priority() > kMaxPriority) {
+    return Invalid("spec.priority",
+                   absl::StrCat("must be from ", kMinPriority, " to ", kMaxPriority));
+  }
+  RETURN_IF_ERROR(ValidateLabels(spec.labels(), "spec.labels"));
+  return ValidateStrategyBounds(spec);
+}
+
 }  // namespace
 
 absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_view field,
@@ -188,6 +369,10 @@ absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_
   if (rule == DurationRule::kPositive && (negative || zero)) return Invalid(field, "must be > 0");
   if (rule == DurationRule::kNonNegative && negative) return Invalid(field, "must be >= 0");
   return absl::OkStatus();
+}
+
+absl::Status ValidateTeamName(absl::string_view team, absl::string_view field) {
+  return ValidateName(team, field);
 }
 
 absl::Status ValidateModel(const v1::Model& model) {
@@ -246,10 +431,7 @@ absl::Status ValidateModel(const v1::Model& model) {
       !s.ok()) {
     return s;
   }
-  for (const auto& [key, value] : model.labels()) {
-    if (key.empty()) return Invalid("model.labels", "keys must not be empty");
-  }
-  return absl::OkStatus();
+  return ValidateModelSizes(model);
 }
 
 absl::Status ValidateSloLimits(const v1::Slo& slo) {
@@ -335,10 +517,7 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   if (spec.max_attempts() < 0 || spec.max_attempts() > 100) {
     return Invalid("spec.max_attempts", "must be between 0 (default 3) and 100");
   }
-  for (const auto& [key, value] : spec.labels()) {
-    if (key.empty()) return Invalid("spec.labels", "keys must not be empty");
-  }
-  return absl::OkStatus();
+  return ValidateSpecBounds(spec);
 }
 
 absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* policy) {

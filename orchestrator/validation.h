@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/target_policy.h"
 #include "google/protobuf/duration.pb.h"
 #include "vanguard/v1/model.pb.h"
@@ -18,6 +19,35 @@
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard {
+
+// Global hard bounds on what one request may ask for, whatever its team's quota allows
+// (team quotas, orchestrator/team_quota.h, are within these). Every rate a spec names
+// (rates_qps, min/max/start/target/rate_qps, tolerance_qps) is finite, >= 0 and at most
+// kMaxRateQps; a count of steps (sweep.steps, max_steps, segments, stop_after_failures,
+// spike_tolerance) at most kMaxStrategySteps; a sweep lists at most kMaxSweepRates rates.
+inline constexpr double kMaxRateQps = 10'000'000;
+inline constexpr int kMaxSweepRates = 1000;
+inline constexpr int kMaxStrategySteps = 1000;
+// Other strategy parameters (fractions, ratios, thresholds): finite, >= 0, at most this.
+inline constexpr double kMaxStrategyParameter = 1'000'000;
+inline constexpr absl::Duration kMaxStepDuration = absl::Hours(24);
+inline constexpr absl::Duration kMaxWarmup = absl::Hours(24);  // step_warmup, default_warmup
+inline constexpr absl::Duration kMaxRequestTimeout = absl::Hours(1);
+inline constexpr absl::Duration kMaxSloLatency = absl::Hours(1);  // every Slo duration
+inline constexpr int32_t kMinPriority = -1000;
+inline constexpr int32_t kMaxPriority = 1000;
+// Labels of a model or a test: at most kMaxLabels pairs, keys of 1..kMaxLabelKeyBytes bytes,
+// values of at most kMaxLabelValueBytes.
+inline constexpr int kMaxLabels = 64;
+inline constexpr size_t kMaxLabelKeyBytes = 128;
+inline constexpr size_t kMaxLabelValueBytes = 1024;
+inline constexpr size_t kMaxRequestTemplateBytes = 1 << 20;  // 1 MiB
+inline constexpr int kMaxEndpoints = 256;
+inline constexpr size_t kMaxEndpointBytes = 2048;
+
+// A team's name (CreateToken, RegisterModel, the quota RPCs): 1..200 letters, digits, '.',
+// '_' or '-'. INVALID_ARGUMENT naming `field`.
+absl::Status ValidateTeamName(absl::string_view team, absl::string_view field);
 
 // A Model to register (field names prefixed "model.").
 absl::Status ValidateModel(const v1::Model& model);

@@ -4,8 +4,12 @@
 #include "orchestrator/validation.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -87,6 +91,129 @@ TEST(ValidateTestSpecTest, RejectsNonFiniteRates) {
   spec.mutable_sweep()->set_steps(3);
   EXPECT_THAT(ValidateTestSpec(spec).message(),
               HasSubstr("spec.sweep: min_qps must be > 0 and < max_qps"));
+}
+
+v1::TestSpec BoundedSpec() {
+  v1::TestSpec spec;
+  spec.set_model("m");
+  spec.mutable_step_duration()->set_seconds(1);
+  spec.mutable_sweep()->add_rates_qps(10);
+  return spec;
+}
+
+// A spec or model broken one way must be refused with INVALID_ARGUMENT naming the field.
+template <typename Message>
+struct Bound {
+  std::string expected;
+  std::function<void(Message&)> breaks;
+};
+
+void ExpectRefused(const absl::Status& status, const std::string& expected) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << expected << ": " << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(expected));
+}
+
+TEST(ValidateTestSpecTest, GlobalBoundsNameTheField) {
+  ASSERT_TRUE(ValidateTestSpec(BoundedSpec()).ok()) << ValidateTestSpec(BoundedSpec());
+  const std::vector<Bound<v1::TestSpec>> bounds = {
+      {"spec.sweep.rates_qps[1]: must be a rate from 0 to",
+       [](v1::TestSpec& s) { s.mutable_sweep()->add_rates_qps(2e7); }},
+      {"spec.sweep.rates_qps: must list at most 1000",
+       [](v1::TestSpec& s) {
+         for (int i = 0; i < 1000; ++i) s.mutable_sweep()->add_rates_qps(1 + i);
+       }},
+      {"spec.step_duration: must be at most 24h",
+       [](v1::TestSpec& s) { s.mutable_step_duration()->set_seconds(315'576'000'000); }},
+      {"spec.step_warmup: must be at most 24h",
+       [](v1::TestSpec& s) { s.mutable_step_warmup()->set_seconds(86401); }},
+      {"spec.request_timeout: must be at most 1h",
+       [](v1::TestSpec& s) { s.mutable_request_timeout()->set_seconds(3601); }},
+      {"spec.priority: must be from -1000 to 1000",
+       [](v1::TestSpec& s) { s.set_priority(std::numeric_limits<int32_t>::max()); }},
+      {"spec.priority: must be from -1000 to 1000",
+       [](v1::TestSpec& s) { s.set_priority(std::numeric_limits<int32_t>::min()); }},
+      {"spec.labels: must hold at most 64 labels",
+       [](v1::TestSpec& s) {
+         for (int i = 0; i < 65; ++i) (*s.mutable_labels())[absl::StrCat("k", i)] = "v";
+       }},
+      {"spec.labels: keys must be at most 128 bytes",
+       [](v1::TestSpec& s) { (*s.mutable_labels())[std::string(129, 'k')] = "v"; }},
+      {"spec.labels[\"k\"]: must be at most 1024 bytes",
+       [](v1::TestSpec& s) { (*s.mutable_labels())["k"] = std::string(1025, 'v'); }},
+      {"spec.binary_search.max_qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) {
+         s.mutable_binary_search()->set_min_qps(1);
+         s.mutable_binary_search()->set_max_qps(std::numeric_limits<double>::infinity());
+       }},
+      {"spec.binary_search.max_steps: must be from 0 to 1000",
+       [](v1::TestSpec& s) { s.mutable_binary_search()->set_max_steps(1001); }},
+      {"spec.adaptive.max_qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) { s.mutable_adaptive()->set_max_qps(1e300); }},
+      {"spec.adaptive.convergence_cv: must be a number from 0 to",
+       [](v1::TestSpec& s) {
+         s.mutable_adaptive()->set_convergence_cv(std::numeric_limits<double>::quiet_NaN());
+       }},
+      {"spec.ladder.start_qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) { s.mutable_ladder()->set_start_qps(-1); }},
+      {"spec.ladder.fine_step_fraction: must be a number from 0 to",
+       [](v1::TestSpec& s) { s.mutable_ladder()->set_fine_step_fraction(-0.1); }},
+      {"spec.direct_controller.target_qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) { s.mutable_direct_controller()->set_target_qps(1e8); }},
+      {"spec.stability.rate_qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) { s.mutable_stability()->set_rate_qps(1e8); }},
+      {"spec.stability.segments: must be from 0 to 1000",
+       [](v1::TestSpec& s) {
+         s.mutable_stability()->set_rate_qps(10);
+         s.mutable_stability()->set_segments(std::numeric_limits<int32_t>::max());
+       }},
+  };
+  for (const Bound<v1::TestSpec>& bound : bounds) {
+    v1::TestSpec spec = BoundedSpec();
+    bound.breaks(spec);
+    ExpectRefused(ValidateTestSpec(spec), bound.expected);
+  }
+}
+
+TEST(ValidateTestSpecTest, TheBoundsThemselvesAreAccepted) {
+  v1::TestSpec spec = BoundedSpec();
+  spec.mutable_sweep()->add_rates_qps(kMaxRateQps);
+  spec.mutable_step_duration()->set_seconds(24 * 3600);
+  spec.mutable_request_timeout()->set_seconds(3600);
+  spec.set_priority(kMaxPriority);
+  for (int i = 0; i < kMaxLabels; ++i) (*spec.mutable_labels())[absl::StrCat("k", i)] = "v";
+  EXPECT_TRUE(ValidateTestSpec(spec).ok()) << ValidateTestSpec(spec);
+  spec.set_priority(kMinPriority);
+  EXPECT_TRUE(ValidateTestSpec(spec).ok()) << ValidateTestSpec(spec);
+}
+
+TEST(ValidateModelTest, GlobalBoundsNameTheField) {
+  const std::vector<Bound<v1::Model>> bounds = {
+      {"model.request_template: must be at most 1048576 bytes",
+       [](v1::Model& m) { m.set_request_template(std::string((1 << 20) + 1, 'x')); }},
+      {"model.labels: must hold at most 64 labels",
+       [](v1::Model& m) {
+         for (int i = 0; i < 65; ++i) (*m.mutable_labels())[absl::StrCat("k", i)] = "v";
+       }},
+      {"model.labels[\"k\"]: must be at most 1024 bytes",
+       [](v1::Model& m) { (*m.mutable_labels())["k"] = std::string(1025, 'v'); }},
+      {"model.default_warmup: must be at most 24h",
+       [](v1::Model& m) { m.mutable_default_warmup()->set_seconds(315'576'000'000); }},
+      {"model.slo.p99_latency: must be at most 1h",
+       [](v1::Model& m) { m.mutable_slo()->mutable_p99_latency()->set_seconds(3601); }},
+      {"model.endpoints: must list at most 256 endpoints",
+       [](v1::Model& m) {
+         for (int i = 0; i < 256; ++i) m.add_endpoints("http://127.0.0.1:8000");
+       }},
+      {"model.endpoints[1]: must be at most 2048 bytes",
+       [](v1::Model& m) { m.add_endpoints("http://h/" + std::string(2048, 'p')); }},
+      {"model.framework: must be at most 200 characters",
+       [](v1::Model& m) { m.set_framework(std::string(201, 'f')); }},
+  };
+  for (const Bound<v1::Model>& bound : bounds) {
+    v1::Model model = ValidModel();
+    bound.breaks(model);
+    ExpectRefused(ValidateModel(model), bound.expected);
+  }
 }
 
 TEST(ValidateProgressTest, AcceptsAStepInFlightAndRefusesNonFiniteOrNegativeFields) {
