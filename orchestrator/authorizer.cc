@@ -11,7 +11,7 @@ namespace {
 bool IsReaderMethod(std::string_view method) {
   return method == "GetModel" || method == "ListModels" || method == "GetTest" ||
          method == "ListTests" || method == "WatchTest" || method == "ListRegressions" ||
-         method == "GetCapacityTrend" || method == "PlanCapacity";
+         method == "GetCapacityTrend" || method == "PlanCapacity" || method == "GetTeamQuota";
 }
 
 bool IsSubmitterMethod(std::string_view method) {

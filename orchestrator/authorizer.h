@@ -1,5 +1,5 @@
 // Bearer-token authorization of every Orchestrator RPC: who is calling (the token: its id,
-// name and role) and whether that role may call the method.
+// name, role and team) and whether that role may call the method.
 //
 //   Authorizer authorizer(&tokens, Clock::Real());
 //   absl::StatusOr<TokenIdentity> caller = authorizer.Check(authorization_value, "SubmitTest");
@@ -8,12 +8,12 @@
 //   // ok: caller->id is who holds the leases this caller takes (see TestRepository)
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest,
-// ListRegressions, GetCapacityTrend, PlanCapacity; submitter: reader's + SubmitTest,
-// CancelTest, RegisterModel, DeprecateModel, AcceptBaseline; worker:
+// ListRegressions, GetCapacityTrend, PlanCapacity, GetTeamQuota; submitter: reader's +
+// SubmitTest, CancelTest, RegisterModel, DeprecateModel, AcceptBaseline (on its team's models
+// and tests: the service checks the team, see orchestrator_service.h "Tenancy"); worker:
 // LeaseTest, Heartbeat, ReportStep, ReportProgress, CompleteTest, ReleaseTest, GetModel,
-// GetTest; admin:
-// every method,
-// including CreateToken, RevokeToken, ListTokens.
+// GetTest; admin: every method on every team, including CreateToken, RevokeToken,
+// ListTokens and SetTeamQuota.
 //
 // Lookups are cached by secret hash for cache_ttl (positive and negative answers), so the
 // hot worker path costs no database round trip; a revocation through this replica clears

@@ -79,7 +79,8 @@ grpc::Status OrchestratorGrpcService::CallAsHolder(
 grpc::Status OrchestratorGrpcService::DeprecateModel(grpc::ServerContext* context,
                                                      const v1::DeprecateModelRequest* request,
                                                      v1::DeprecateModelResponse* response) {
-  return Call(context, "DeprecateModel", &OrchestratorService::DeprecateModel, request, response);
+  return CallAsHolder(context, "DeprecateModel", &OrchestratorService::DeprecateModel, request,
+                      response);
 }
 
 grpc::Status OrchestratorGrpcService::CreateToken(grpc::ServerContext* context,
@@ -97,7 +98,8 @@ grpc::Status OrchestratorGrpcService::ListTokens(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::RegisterModel(grpc::ServerContext* context,
                                                     const v1::RegisterModelRequest* request,
                                                     v1::RegisterModelResponse* response) {
-  return Call(context, "RegisterModel", &OrchestratorService::RegisterModel, request, response);
+  return CallAsHolder(context, "RegisterModel", &OrchestratorService::RegisterModel, request,
+                      response);
 }
 
 grpc::Status OrchestratorGrpcService::GetModel(grpc::ServerContext* context,
@@ -115,7 +117,7 @@ grpc::Status OrchestratorGrpcService::ListModels(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::SubmitTest(grpc::ServerContext* context,
                                                  const v1::SubmitTestRequest* request,
                                                  v1::SubmitTestResponse* response) {
-  return Call(context, "SubmitTest", &OrchestratorService::SubmitTest, request, response);
+  return CallAsHolder(context, "SubmitTest", &OrchestratorService::SubmitTest, request, response);
 }
 
 grpc::Status OrchestratorGrpcService::GetTest(grpc::ServerContext* context,
@@ -133,7 +135,7 @@ grpc::Status OrchestratorGrpcService::ListTests(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::CancelTest(grpc::ServerContext* context,
                                                  const v1::CancelTestRequest* request,
                                                  v1::CancelTestResponse* response) {
-  return Call(context, "CancelTest", &OrchestratorService::CancelTest, request, response);
+  return CallAsHolder(context, "CancelTest", &OrchestratorService::CancelTest, request, response);
 }
 
 grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
@@ -310,6 +312,19 @@ grpc::Status OrchestratorGrpcService::RevokeToken(grpc::ServerContext* context,
   // This replica stops accepting the token at once; others within their cache TTL.
   if (status.ok() && options_.authorizer != nullptr) options_.authorizer->ClearCache();
   return status;
+}
+
+grpc::Status OrchestratorGrpcService::SetTeamQuota(grpc::ServerContext* context,
+                                                   const v1::SetTeamQuotaRequest* request,
+                                                   v1::SetTeamQuotaResponse* response) {
+  return Call(context, "SetTeamQuota", &OrchestratorService::SetTeamQuota, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::GetTeamQuota(grpc::ServerContext* context,
+                                                   const v1::GetTeamQuotaRequest* request,
+                                                   v1::GetTeamQuotaResponse* response) {
+  return CallAsHolder(context, "GetTeamQuota", &OrchestratorService::GetTeamQuota, request,
+                      response);
 }
 
 }  // namespace vanguard

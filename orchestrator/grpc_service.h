@@ -12,8 +12,10 @@
 // as their Caller: a lease belongs to the token that took it, and Heartbeat, ReportStep,
 // ReportProgress, CompleteTest and ReleaseTest with any other token get PERMISSION_DENIED and
 // change nothing (see orchestrator_service.h, "Lease identity"); worker_id is not checked against
-// the token. When options.metrics is set, every RPC is counted and timed.
-// LeaseTest passes the call's deadline to the service, which long-polls up to it.
+// the token. RegisterModel, DeprecateModel, SubmitTest, CancelTest, AcceptBaseline and
+// GetTeamQuota also get the token, whose team they check (orchestrator_service.h, "Tenancy"). When
+// options.metrics is set, every RPC is counted and timed. LeaseTest passes the call's deadline to
+// the service, which long-polls up to it.
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
 // it again whenever its state, attempt, step count, result or error changed; with
@@ -101,6 +103,10 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                            v1::RevokeTokenResponse* response) override;
   grpc::Status ListTokens(grpc::ServerContext* context, const v1::ListTokensRequest* request,
                           v1::ListTokensResponse* response) override;
+  grpc::Status SetTeamQuota(grpc::ServerContext* context, const v1::SetTeamQuotaRequest* request,
+                            v1::SetTeamQuotaResponse* response) override;
+  grpc::Status GetTeamQuota(grpc::ServerContext* context, const v1::GetTeamQuotaRequest* request,
+                            v1::GetTeamQuotaResponse* response) override;
 
  private:
   // Authorizes the call to `method`, runs `body(caller)` when allowed, and records metrics.
@@ -112,7 +118,8 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                     absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&),
                     const Request* request, Response* response);
   // Unary calls whose service method also gets the authenticated caller (the lease calls,
-  // which check it; AcceptBaseline, which records who accepted).
+  // which check it; the calls on a team's models and tests, which check its team;
+  // AcceptBaseline, which also records who accepted).
   template <typename Request, typename Response>
   grpc::Status CallAsHolder(grpc::ServerContext* context, const char* method,
                             absl::StatusOr<Response> (OrchestratorService::*fn)(const Request&,

@@ -43,6 +43,7 @@
 #include "orchestrator/model_repository.h"
 #include "orchestrator/orchestrator_service.h"
 #include "orchestrator/queue_notifier.h"
+#include "orchestrator/team_repository.h"
 #include "orchestrator/test_repository.h"
 #include "orchestrator/token_repository.h"
 #include "prometheus/exposer.h"
@@ -198,11 +199,12 @@ int Run(const Config& config) {
   TestRepository tests(pool->get());
   TokenRepository tokens(pool->get());
   CapacityRepository capacity(pool->get());
+  TeamRepository teams(pool->get());
   QueueNotifier queue({.conninfo = config.database_url});
   OrchestratorService::Options service_options;
   service_options.max_lease_wait = config.max_lease_wait;
   service_options.target_policy = config.target_policy;
-  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, service_options);
+  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, &teams, service_options);
   OrchestratorMetrics metrics;
   Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
   OrchestratorGrpcService::Options grpc_options;

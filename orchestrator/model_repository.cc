@@ -11,7 +11,8 @@ namespace {
 constexpr char kSelectModel[] =
     "SELECT id, spec::text AS spec, deprecated,"
     "       (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
-    "       (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us"
+    "       (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us,"
+    "       (SELECT team FROM model_owners o WHERE o.name = models.name) AS team"
     "  FROM models ";
 
 absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
@@ -23,25 +24,38 @@ absl::StatusOr<RegisteredModel> ModelFromRow(const pqxx::row& row) {
   if (!row["deprecated_us"].is_null()) {
     *out.model.mutable_deprecate_time() = TimestampFromMicros(row["deprecated_us"].as<int64_t>());
   }
+  // A name without an owner row was registered behind the service's back: "default".
+  out.model.set_team(row["team"].is_null() ? "default" : row["team"].c_str());
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<RegisteredModel> ModelRepository::Register(const v1::Model& model) {
+absl::StatusOr<RegisteredModel> ModelRepository::Register(const v1::Model& model,
+                                                          const std::string& team,
+                                                          const OwnerCheck& may_add) {
   v1::Model stored = model;
   stored.clear_create_time();  // the row's created_at is the truth
   stored.clear_deprecated();   // so are deprecated and deprecated_at
   stored.clear_deprecate_time();
+  stored.clear_team();  // and model_owners
   ASSIGN_OR_RETURN(std::string json, ProtoToJson(stored));
   absl::StatusOr<RegisteredModel> registered =
       pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<RegisteredModel> {
+        // The first registration of a name decides its team (the primary key settles a race).
+        txn.exec_params(
+            "INSERT INTO model_owners (name, team) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+            model.name(), team);
+        const std::string owner =
+            txn.exec_params1("SELECT team FROM model_owners WHERE name = $1", model.name())[0]
+                .c_str();
+        if (may_add != nullptr) RETURN_IF_ERROR(may_add(owner));
         pqxx::row row = txn.exec_params1(
             "INSERT INTO models (name, version, protocol, spec) VALUES ($1, $2, $3, $4::jsonb)"
             " RETURNING id, spec::text AS spec, deprecated,"
             "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
-            "   NULL::bigint AS deprecated_us",
-            model.name(), model.version(), v1::Protocol_Name(model.protocol()), json);
+            "   NULL::bigint AS deprecated_us, $5::text AS team",
+            model.name(), model.version(), v1::Protocol_Name(model.protocol()), json, owner);
         return ModelFromRow(row);
       });
   if (absl::IsAlreadyExists(registered.status())) {
@@ -103,7 +117,8 @@ absl::StatusOr<RegisteredModel> ModelRepository::Deprecate(const std::string& na
         " WHERE name = $1 AND version = $2"
         " RETURNING id, spec::text AS spec, deprecated,"
         "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
-        "   (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us",
+        "   (extract(epoch FROM deprecated_at) * 1000000)::bigint AS deprecated_us,"
+        "   (SELECT team FROM model_owners o WHERE o.name = models.name) AS team",
         name, version);
     if (rows.empty()) {
       return absl::NotFoundError(

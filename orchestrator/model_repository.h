@@ -1,5 +1,6 @@
-// The model registry table (`models`): what is tested, where it is served, and its SLO.
-// Each row keeps the full vanguard.v1.Model as jsonb plus the columns queries filter on.
+// The model registry tables (`models`, and `model_owners`: which team owns each name): what
+// is tested, where it is served, and its SLO. Each row keeps the full vanguard.v1.Model as
+// jsonb plus the columns queries filter on; Model.team is read from model_owners.
 //
 //   ModelRepository models(pool);
 //   ASSIGN_OR_RETURN(RegisteredModel m, models.Register(model));   // ALREADY_EXISTS if taken
@@ -11,6 +12,7 @@
 #define VANGUARD_ORCHESTRATOR_MODEL_REPOSITORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,18 @@ class ModelRepository {
  public:
   explicit ModelRepository(PostgresPool* pool) : pool_(pool) {}
 
-  // Inserts a new (name, version). ALREADY_EXISTS if that version is registered.
-  // The model is stored as given (validation is the caller's job); create_time is set.
-  absl::StatusOr<RegisteredModel> Register(const v1::Model& model);
+  // Judges whether a registration may add a version to a name owned by `owner_team`; its
+  // error is Register's.
+  using OwnerCheck = std::function<absl::Status(const std::string& owner_team)>;
+
+  // Inserts a new (name, version). A new name becomes `team`'s; a name already owned keeps
+  // its team, and `may_add` (when set) is asked first, in the same transaction: its error
+  // (e.g. PERMISSION_DENIED) is returned and nothing is stored. ALREADY_EXISTS if that
+  // version is registered. The model is stored as given (validation is the caller's job);
+  // create_time and team are set.
+  absl::StatusOr<RegisteredModel> Register(const v1::Model& model,
+                                           const std::string& team = "default",
+                                           const OwnerCheck& may_add = nullptr);
 
   // The given version, or the most recently registered one that is not deprecated when
   // version is empty. NOT_FOUND if there is none.

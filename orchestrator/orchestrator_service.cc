@@ -55,6 +55,25 @@ LeaseToken TokenOf(const Caller& caller) {
   return caller->id;
 }
 
+// The role a caller acts with: without auth, an admin's (every team is open).
+v1::Role RoleOf(const Caller& caller) { return caller.has_value() ? caller->role : v1::ROLE_ADMIN; }
+
+// The team a caller acts for ("default" without auth).
+std::string TeamOf(const Caller& caller) {
+  return caller.has_value() ? caller->team : std::string(kDefaultTeam);
+}
+
+// The team a registration makes a new model name's: request.team when given (admins and
+// callers without auth only), else the caller's.
+absl::StatusOr<std::string> NewModelTeam(const v1::RegisterModelRequest& request,
+                                         const Caller& caller) {
+  if (request.team().empty()) return TeamOf(caller);
+  RETURN_IF_ERROR(ValidateTeamName(request.team(), "team"));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), request.team(),
+                           absl::StrCat("registering for team ", request.team())));
+  return request.team();
+}
+
 }  // namespace
 
 absl::StatusOr<absl::Duration> OrchestratorService::LeaseDuration(
@@ -76,18 +95,22 @@ absl::StatusOr<int> OrchestratorService::PageSize(int requested) const {
 }
 
 absl::StatusOr<v1::RegisterModelResponse> OrchestratorService::RegisterModel(
-    const v1::RegisterModelRequest& request) {
+    const v1::RegisterModelRequest& request, const Caller& caller) {
   if (!request.has_model()) return Invalid("model", "must be set");
   RETURN_IF_ERROR(ValidateModel(request.model()));
   RETURN_IF_ERROR(ValidateModelTargets(
       request.model(), options_.target_policy ? &*options_.target_policy : nullptr));
+  ASSIGN_OR_RETURN(std::string team, NewModelTeam(request, caller));
   v1::Model model = request.model();
   if (model.protocol() == v1::PROTOCOL_UNSPECIFIED) {
     model.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
   }
   if (model.served_name().empty()) model.set_served_name(model.name());
   if (!model.has_default_warmup()) model.mutable_default_warmup()->set_seconds(0);
-  ASSIGN_OR_RETURN(RegisteredModel registered, models_->Register(model));
+  const auto may_add = [&](const std::string& owner) {
+    return MayActOn(TeamOf(caller), RoleOf(caller), owner, absl::StrCat("model ", model.name()));
+  };
+  ASSIGN_OR_RETURN(RegisteredModel registered, models_->Register(model, team, may_add));
   v1::RegisterModelResponse response;
   *response.mutable_model() = std::move(registered.model);
   return response;
@@ -113,17 +136,19 @@ absl::StatusOr<v1::ListModelsResponse> OrchestratorService::ListModels(
 }
 
 absl::StatusOr<v1::DeprecateModelResponse> OrchestratorService::DeprecateModel(
-    const v1::DeprecateModelRequest& request) {
+    const v1::DeprecateModelRequest& request, const Caller& caller) {
   if (request.name().empty()) return Invalid("name", "must not be empty");
   if (request.version().empty()) return Invalid("version", "must not be empty");
+  ASSIGN_OR_RETURN(RegisteredModel current, models_->Get(request.name(), request.version()));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), current.model.team(),
+                           absl::StrCat("model ", request.name())));
   ASSIGN_OR_RETURN(RegisteredModel model, models_->Deprecate(request.name(), request.version()));
   v1::DeprecateModelResponse response;
   *response.mutable_model() = std::move(model.model);
   return response;
 }
 
-absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
-    const v1::SubmitTestRequest& request) {
+absl::Status OrchestratorService::ValidateSubmit(const v1::SubmitTestRequest& request) const {
   if (!request.has_spec()) return Invalid("spec", "must be set");
   RETURN_IF_ERROR(ValidateTestSpec(request.spec()));
   RETURN_IF_ERROR(ValidateTestTargets(request.spec(),
@@ -139,8 +164,23 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
     return Invalid("request_id",
                    absl::StrCat("must be at most ", kMaxRequestIdLength, " characters"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TeamLimits> OrchestratorService::LimitsOf(const std::string& team) {
+  if (teams_ == nullptr) return TeamLimits();
+  ASSIGN_OR_RETURN(v1::TeamQuota stored, teams_->Get(team));
+  return TeamLimits::From(stored);
+}
+
+absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
+    const v1::SubmitTestRequest& request, const Caller& caller) {
+  RETURN_IF_ERROR(ValidateSubmit(request));
   ASSIGN_OR_RETURN(RegisteredModel model,
                    models_->Get(request.spec().model(), request.spec().model_version()));
+  const std::string& team = model.model.team();
+  RETURN_IF_ERROR(
+      MayActOn(TeamOf(caller), RoleOf(caller), team, absl::StrCat("model ", model.model.name())));
 
   v1::TestSpec spec = request.spec();
   // Pin the version so the test means the same thing whenever it runs.
@@ -152,7 +192,11 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
   if (!spec.has_step_warmup()) *spec.mutable_step_warmup() = model.model.default_warmup();
   if (!spec.has_step_warmup()) spec.mutable_step_warmup()->set_seconds(0);
 
-  ASSIGN_OR_RETURN(v1::Test test, tests_->Submit(spec, model.id, request.request_id()));
+  ASSIGN_OR_RETURN(TeamLimits limits, LimitsOf(team));
+  RETURN_IF_ERROR(CheckTestQuota(limits, team, RoleOf(caller), spec));
+  ASSIGN_OR_RETURN(v1::Test test,
+                   tests_->Submit(spec, model.id, request.request_id(),
+                                  {.team = team, .max_unfinished = limits.max_concurrent_tests}));
   if (queue_ != nullptr) queue_->Poke();  // local long polls need not wait for NOTIFY
   v1::SubmitTestResponse response;
   *response.mutable_test() = std::move(test);
@@ -199,8 +243,11 @@ absl::StatusOr<v1::ListTestsResponse> OrchestratorService::ListTests(
 }
 
 absl::StatusOr<v1::CancelTestResponse> OrchestratorService::CancelTest(
-    const v1::CancelTestRequest& request) {
+    const v1::CancelTestRequest& request, const Caller& caller) {
   RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
+  ASSIGN_OR_RETURN(std::string team, tests_->TeamOf(request.id()));
+  RETURN_IF_ERROR(
+      MayActOn(TeamOf(caller), RoleOf(caller), team, absl::StrCat("test ", request.id())));
   ASSIGN_OR_RETURN(v1::Test test, tests_->Cancel(request.id()));
   v1::CancelTestResponse response;
   *response.mutable_test() = std::move(test);
@@ -340,7 +387,9 @@ absl::StatusOr<v1::CreateTokenResponse> OrchestratorService::CreateToken(
   if (request.role() == v1::ROLE_UNSPECIFIED || !v1::Role_IsValid(request.role())) {
     return Invalid("role", "must be one of reader, submitter, worker, admin");
   }
-  ASSIGN_OR_RETURN(CreatedToken created, tokens_->Create(request.name(), request.role()));
+  const std::string team = request.team().empty() ? kDefaultTeam : request.team();
+  RETURN_IF_ERROR(ValidateTeamName(team, "team"));
+  ASSIGN_OR_RETURN(CreatedToken created, tokens_->Create(request.name(), request.role(), team));
   v1::CreateTokenResponse response;
   *response.mutable_token() = std::move(created.token);
   response.set_secret(std::move(created.secret));
@@ -366,10 +415,37 @@ absl::StatusOr<v1::ListTokensResponse> OrchestratorService::ListTokens(
   return response;
 }
 
+absl::StatusOr<v1::SetTeamQuotaResponse> OrchestratorService::SetTeamQuota(
+    const v1::SetTeamQuotaRequest& request) {
+  if (teams_ == nullptr) return absl::UnimplementedError("team quotas are not configured");
+  RETURN_IF_ERROR(ValidateTeamName(request.team(), "team"));
+  RETURN_IF_ERROR(ValidateTeamQuota(request.quota()));
+  ASSIGN_OR_RETURN(v1::TeamQuota stored, teams_->Set(request.team(), request.quota()));
+  v1::SetTeamQuotaResponse response;
+  response.set_team(request.team());
+  *response.mutable_quota() = TeamLimits::From(stored).ToProto();
+  return response;
+}
+
+absl::StatusOr<v1::GetTeamQuotaResponse> OrchestratorService::GetTeamQuota(
+    const v1::GetTeamQuotaRequest& request, const Caller& caller) {
+  if (teams_ == nullptr) return absl::UnimplementedError("team quotas are not configured");
+  const std::string team = request.team().empty() ? TeamOf(caller) : request.team();
+  RETURN_IF_ERROR(ValidateTeamName(team, "team"));
+  ASSIGN_OR_RETURN(TeamLimits limits, LimitsOf(team));
+  v1::GetTeamQuotaResponse response;
+  response.set_team(team);
+  *response.mutable_quota() = limits.ToProto();
+  return response;
+}
+
 absl::StatusOr<v1::AcceptBaselineResponse> OrchestratorService::AcceptBaseline(
     const v1::AcceptBaselineRequest& request, const Caller& caller) {
   if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
   RETURN_IF_ERROR(ValidateTestId(request.test_id(), "test_id"));
+  ASSIGN_OR_RETURN(std::string team, tests_->TeamOf(request.test_id()));
+  RETURN_IF_ERROR(
+      MayActOn(TeamOf(caller), RoleOf(caller), team, absl::StrCat("test ", request.test_id())));
   v1::AcceptBaselineResponse response;
   ASSIGN_OR_RETURN(
       *response.mutable_baseline(),

@@ -18,7 +18,15 @@
 // names the worker process under its token (Test.lease_owner, requeue reasons) and still
 // fences Heartbeat, ReportProgress and ReleaseTest between processes sharing one token; it is not
 // compared with the token's name. Without a caller (auth off) leases are fenced by attempt and
-// worker_id alone. Thread-safe; any gRPC thread may call.
+// worker_id alone.
+//
+// Tenancy (tenancy.h, docs/security.md): a model name belongs to the team that first
+// registered it, a test to its model's team. RegisterModel (a further version), DeprecateModel,
+// SubmitTest, CancelTest and AcceptBaseline take the Caller and refuse another team's model or
+// test with PERMISSION_DENIED unless the caller is an admin; without a caller (auth off) every
+// team is open, as to an admin. SubmitTest then holds the spec to its team's quota
+// (TeamRepository; the defaults of TeamLimits without one): RESOURCE_EXHAUSTED or
+// PERMISSION_DENIED naming the limit. Thread-safe; any gRPC thread may call.
 #ifndef VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 
@@ -30,6 +38,8 @@
 #include "orchestrator/capacity_repository.h"
 #include "orchestrator/model_repository.h"
 #include "orchestrator/queue_notifier.h"
+#include "orchestrator/team_repository.h"
+#include "orchestrator/tenancy.h"
 #include "orchestrator/test_repository.h"
 #include "orchestrator/token_repository.h"
 #include "vanguard/v1/orchestrator.pb.h"
@@ -77,23 +87,36 @@ class OrchestratorService {
   // capacity: backs the capacity-planning RPCs (UNIMPLEMENTED without).
   OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
                       QueueNotifier* queue, CapacityRepository* capacity, Options options)
+      : OrchestratorService(models, tests, tokens, queue, capacity, nullptr, options) {}
+  // teams: the stored team quotas and the quota RPCs (without it every team has the default
+  // TeamLimits and the quota RPCs are UNIMPLEMENTED).
+  OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
+                      QueueNotifier* queue, CapacityRepository* capacity, TeamRepository* teams,
+                      Options options)
       : models_(models),
         tests_(tests),
         tokens_(tokens),
         queue_(queue),
         capacity_(capacity),
+        teams_(teams),
         options_(options) {}
 
-  // Model registry.
-  absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const v1::RegisterModelRequest& request);
+  // Model registry. RegisterModel: a new name becomes request.team's (admin, or no auth) or
+  // the caller's team's; a further version of a name needs the caller to act for its team.
+  // DeprecateModel likewise (PERMISSION_DENIED otherwise, see "Tenancy").
+  absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const v1::RegisterModelRequest& request,
+                                                          const Caller& caller = std::nullopt);
   absl::StatusOr<v1::GetModelResponse> GetModel(const v1::GetModelRequest& request);
   absl::StatusOr<v1::ListModelsResponse> ListModels(const v1::ListModelsRequest& request);
   absl::StatusOr<v1::DeprecateModelResponse> DeprecateModel(
-      const v1::DeprecateModelRequest& request);
+      const v1::DeprecateModelRequest& request, const Caller& caller = std::nullopt);
 
   // Tests. SubmitTest pins the resolved model version in the stored spec and fills the
   // defaults (max_attempts 3, request_timeout 10 s, step_warmup = model's default_warmup).
-  absl::StatusOr<v1::SubmitTestResponse> SubmitTest(const v1::SubmitTestRequest& request);
+  // The test is its model's team's; the caller must act for it, and the spec (defaults
+  // applied) must be within its quota (see "Tenancy"); request_id is unique per team.
+  absl::StatusOr<v1::SubmitTestResponse> SubmitTest(const v1::SubmitTestRequest& request,
+                                                    const Caller& caller = std::nullopt);
   // With every step's windows unless request.skip_windows; a reply that would pass
   // max_get_test_bytes comes without them and with windows_omitted. A running test comes
   // with its live progress (LiveProgress), its latest window only.
@@ -101,7 +124,9 @@ class OrchestratorService {
   // The test alone (what GetTest returns as its test), for WatchTest's polling.
   absl::StatusOr<v1::Test> ReadTest(int64_t id, bool windows);
   absl::StatusOr<v1::ListTestsResponse> ListTests(const v1::ListTestsRequest& request);
-  absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request);
+  // PERMISSION_DENIED for another team's test (see "Tenancy").
+  absl::StatusOr<v1::CancelTestResponse> CancelTest(const v1::CancelTestRequest& request,
+                                                    const Caller& caller = std::nullopt);
 
   // Worker protocol; `caller` holds the lease (LeaseTest) or must hold it (the others),
   // see "Lease identity" above. The one-argument forms are the caller-less (auth off) ones.
@@ -139,7 +164,7 @@ class OrchestratorService {
   // caller's role is checked by the gRPC adapter (AcceptBaseline: submitter; the others:
   // reader). AcceptBaseline records the caller's token name as accepted_by ("" without
   // auth); INVALID_ARGUMENT for test_id <= 0, NOT_FOUND for an unknown test,
-  // FAILED_PRECONDITION for one that did not succeed.
+  // FAILED_PRECONDITION for one that did not succeed, PERMISSION_DENIED for another team's.
   absl::StatusOr<v1::AcceptBaselineResponse> AcceptBaseline(
       const v1::AcceptBaselineRequest& request, const Caller& caller = std::nullopt);
   // Page sizes as ListTests (0: default_page_size). NOT_FOUND for a model with no version.
@@ -152,20 +177,34 @@ class OrchestratorService {
   // vanguard_plan. NOT_FOUND for a model with no version.
   absl::StatusOr<v1::PlanCapacityResponse> PlanCapacity(const v1::PlanCapacityRequest& request);
 
-  // Tokens (the caller's role is checked by the gRPC adapter: admin only).
+  // Tokens (the caller's role is checked by the gRPC adapter: admin only). CreateToken: the
+  // token acts for request.team (a plain name; empty: "default").
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);
   absl::StatusOr<v1::RevokeTokenResponse> RevokeToken(const v1::RevokeTokenRequest& request);
   absl::StatusOr<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& request);
 
+  // Team quotas. SetTeamQuota (admin only, checked by the gRPC adapter) stores the fields set
+  // (ValidateTeamQuota) and answers the quota in force; GetTeamQuota answers it for
+  // request.team, or the caller's team when empty ("default" without auth). INVALID_ARGUMENT
+  // for a team that is not a plain name; UNIMPLEMENTED without a TeamRepository.
+  absl::StatusOr<v1::SetTeamQuotaResponse> SetTeamQuota(const v1::SetTeamQuotaRequest& request);
+  absl::StatusOr<v1::GetTeamQuotaResponse> GetTeamQuota(const v1::GetTeamQuotaRequest& request,
+                                                        const Caller& caller = std::nullopt);
+
  private:
   absl::StatusOr<absl::Duration> LeaseDuration(const google::protobuf::Duration& requested) const;
   absl::StatusOr<int> PageSize(int requested) const;
+  // `team`'s limits: the stored quota over the defaults (the defaults without teams_).
+  absl::StatusOr<TeamLimits> LimitsOf(const std::string& team);
+  // The request's spec, validated (ValidateTestSpec, targets, not_before, request_id).
+  absl::Status ValidateSubmit(const v1::SubmitTestRequest& request) const;
 
   ModelRepository* models_;
   TestRepository* tests_;
   TokenRepository* tokens_;
   QueueNotifier* queue_;
   CapacityRepository* capacity_;
+  TeamRepository* teams_;
   const Options options_;
 };
 

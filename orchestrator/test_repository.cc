@@ -14,7 +14,7 @@ namespace {
 
 // Columns every read of a test selects, from `tests t JOIN models m`.
 constexpr char kTestColumns[] =
-    " t.id, t.request_id, t.spec::text AS spec, t.state, t.attempt, t.error, t.lease_owner,"
+    " t.id, t.team, t.request_id, t.spec::text AS spec, t.state, t.attempt, t.error, t.lease_owner,"
     " t.cancel_requested, t.requeue_reason,"
     " (extract(epoch FROM t.created_at) * 1000000)::bigint AS created_us,"
     " (extract(epoch FROM t.started_at) * 1000000)::bigint AS started_us,"
@@ -45,6 +45,7 @@ std::string HealthStateToDb(v1::HealthState state) {
 absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row, ModelCache* models = nullptr) {
   v1::Test test;
   test.set_id(row["id"].as<int64_t>());
+  test.set_team(row["team"].c_str());
   if (!row["request_id"].is_null()) test.set_request_id(row["request_id"].c_str());
   RETURN_IF_ERROR(ProtoFromJson(row["spec"].c_str(), test.mutable_spec()));
   test.set_state(TestStateFromDb(row["state"].c_str()));
@@ -67,6 +68,7 @@ absl::StatusOr<v1::Test> TestFromRow(const pqxx::row& row, ModelCache* models = 
         TimestampFromMicros(row["model_created_us"].as<int64_t>());
     if (models != nullptr) models->Insert(model_id, test.model());
   }
+  test.mutable_model()->set_team(test.team());  // a test's team is its model's
   if (!row["result"].is_null()) {
     RETURN_IF_ERROR(ProtoFromJson(row["result"].c_str(), test.mutable_result()));
   }
@@ -256,28 +258,78 @@ std::string TestStateToDb(v1::TestState state) {
   }
 }
 
+namespace {
+
+// The team's test with this request_id, if any.
+std::optional<int64_t> TestWithRequestId(pqxx::work& txn, const std::string& team,
+                                         const std::string& request_id) {
+  if (request_id.empty()) return std::nullopt;
+  pqxx::result rows =
+      txn.exec_params("SELECT id FROM tests WHERE team = $1 AND request_id = $2", team, request_id);
+  if (rows.empty()) return std::nullopt;
+  return rows[0][0].as<int64_t>();
+}
+
+// RESOURCE_EXHAUSTED when the team already has `max_unfinished` tests queued or running.
+// Locks the team's quota row (creating it) until the transaction ends, so that concurrent
+// submits of one team count one after the other.
+absl::Status CheckUnfinished(pqxx::work& txn, const std::string& team, int max_unfinished) {
+  txn.exec_params("INSERT INTO team_quotas (team) VALUES ($1) ON CONFLICT (team) DO NOTHING", team);
+  txn.exec_params("SELECT 1 FROM team_quotas WHERE team = $1 FOR UPDATE", team);
+  const int64_t unfinished =
+      txn.exec_params1(
+             "SELECT count(*) FROM tests WHERE team = $1 AND state IN ('queued', 'running')",
+             team)[0]
+          .as<int64_t>();
+  if (unfinished < max_unfinished) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("team ", team, "'s quota max_concurrent_tests refuses this test: the team has ",
+                   unfinished, " tests queued or running, the limit is ", max_unfinished));
+}
+
+}  // namespace
+
 absl::StatusOr<v1::Test> TestRepository::Submit(const v1::TestSpec& spec, int64_t model_id,
-                                                const std::string& request_id) {
+                                                const std::string& request_id,
+                                                const SubmitOwner& owner) {
   ASSIGN_OR_RETURN(std::string json, ProtoToJson(spec));
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
+    // A repeated submit is answered before any quota: it queues nothing.
+    if (std::optional<int64_t> earlier = TestWithRequestId(txn, owner.team, request_id)) {
+      return LoadTest(txn, *earlier);
+    }
+    if (owner.max_unfinished > 0) {
+      RETURN_IF_ERROR(CheckUnfinished(txn, owner.team, owner.max_unfinished));
+    }
     pqxx::result inserted = txn.exec_params(
-        "INSERT INTO tests (request_id, model_id, spec, priority, max_attempts, not_before)"
-        " VALUES (NULLIF($1::text, ''), $2, $3::jsonb, $4, $5,"
+        "INSERT INTO tests (team, request_id, model_id, spec, priority, max_attempts, not_before)"
+        " VALUES ($7, NULLIF($1::text, ''), $2, $3::jsonb, $4, $5,"
         "   CASE WHEN $6::bigint = 0 THEN now() ELSE to_timestamp($6::bigint / 1e6) END)"
-        " ON CONFLICT (request_id) DO NOTHING RETURNING id",
+        " ON CONFLICT (team, request_id) DO NOTHING RETURNING id",
         request_id, model_id, json, spec.priority(), spec.max_attempts(),
         spec.has_not_before()
             ? spec.not_before().seconds() * 1'000'000 + spec.not_before().nanos() / 1000
-            : int64_t{0});
+            : int64_t{0},
+        owner.team);
     int64_t id;
     if (!inserted.empty()) {
       id = inserted[0][0].as<int64_t>();
     } else {
-      // Same request_id as an earlier submit: that test is the answer.
-      id = txn.exec_params1("SELECT id FROM tests WHERE request_id = $1", request_id)[0]
+      // A concurrent submit with the same request_id won: that test is the answer.
+      id = txn.exec_params1("SELECT id FROM tests WHERE team = $1 AND request_id = $2", owner.team,
+                            request_id)[0]
                .as<int64_t>();
     }
     return LoadTest(txn, id);
+  });
+}
+
+absl::StatusOr<std::string> TestRepository::TeamOf(int64_t id) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::string> {
+    pqxx::nontransaction txn(conn);
+    pqxx::result rows = txn.exec_params("SELECT team FROM tests WHERE id = $1", id);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("test ", id, " does not exist"));
+    return std::string(rows[0][0].c_str());
   });
 }
 

@@ -78,11 +78,28 @@ class TestRepository {
  public:
   explicit TestRepository(PostgresPool* pool) : pool_(pool) {}
 
-  // Queues a test. `spec` is stored as given: the caller validated it, applied defaults and
-  // resolved the model to `model_id`. Idempotent on a non-empty request_id: a second
-  // submit with the same id returns the test the first one created (and queues nothing).
+  // Who a submitted test belongs to, and that team's limit on unfinished tests.
+  struct SubmitOwner {
+    std::string team = "default";  // the model's team
+    int max_unfinished = 0;        // > 0: TeamQuota.max_concurrent_tests; 0: no limit
+  };
+
+  // Queues a test of owner.team. `spec` is stored as given: the caller validated it,
+  // applied defaults and resolved the model to `model_id`. Idempotent on a non-empty
+  // request_id within the team: a second submit with the same id returns the test the
+  // first one created (and queues nothing, whatever the quota). RESOURCE_EXHAUSTED
+  // ("max_concurrent_tests") when the team already has max_unfinished tests queued or
+  // running; concurrent submits of one team are counted one after the other (they lock
+  // the team's team_quotas row).
   absl::StatusOr<v1::Test> Submit(const v1::TestSpec& spec, int64_t model_id,
-                                  const std::string& request_id);
+                                  const std::string& request_id, const SubmitOwner& owner);
+  absl::StatusOr<v1::Test> Submit(const v1::TestSpec& spec, int64_t model_id,
+                                  const std::string& request_id) {
+    return Submit(spec, model_id, request_id, SubmitOwner());
+  }
+
+  // The team test `id` belongs to. NOT_FOUND for an unknown test.
+  absl::StatusOr<std::string> TeamOf(int64_t id);
 
   struct GetOptions {
     // Each step with its windows (Step.windows, from step_windows, ordered by index).

@@ -13,7 +13,7 @@ namespace vanguard {
 namespace {
 
 constexpr char kTokenColumns[] =
-    " id, name, role, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
+    " id, name, role, team, (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
     " (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_us ";
 
 v1::Token TokenFromRow(const pqxx::row& row) {
@@ -21,6 +21,7 @@ v1::Token TokenFromRow(const pqxx::row& row) {
   token.set_id(row["id"].as<int64_t>());
   token.set_name(row["name"].c_str());
   token.set_role(RoleFromDb(row["role"].c_str()));
+  token.set_team(row["team"].c_str());
   *token.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
   if (!row["revoked_us"].is_null()) {
     *token.mutable_revoke_time() = TimestampFromMicros(row["revoked_us"].as<int64_t>());
@@ -71,7 +72,8 @@ v1::Role RoleFromDb(std::string_view role) {
   return v1::ROLE_UNSPECIFIED;
 }
 
-absl::StatusOr<CreatedToken> TokenRepository::Create(const std::string& name, v1::Role role) {
+absl::StatusOr<CreatedToken> TokenRepository::Create(const std::string& name, v1::Role role,
+                                                     const std::string& team) {
   CreatedToken created;
   created.secret = NewTokenSecret();
   const pqxx::binarystring hash(Sha256(created.secret));
@@ -79,10 +81,10 @@ absl::StatusOr<CreatedToken> TokenRepository::Create(const std::string& name, v1
       pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<v1::Token> {
         pqxx::nontransaction txn(conn);
         return TokenFromRow(txn.exec_params1(absl::StrCat("INSERT INTO api_tokens (name, role,"
-                                                          " secret_sha256) VALUES ($1, $2, $3)"
-                                                          " RETURNING",
+                                                          " secret_sha256, team)"
+                                                          " VALUES ($1, $2, $3, $4) RETURNING",
                                                           kTokenColumns),
-                                             name, RoleToDb(role), hash));
+                                             name, RoleToDb(role), hash, team));
       });
   if (absl::IsAlreadyExists(token.status())) {
     return absl::AlreadyExistsError(
@@ -157,14 +159,15 @@ absl::StatusOr<std::optional<TokenIdentity>> TokenRepository::IdentityOf(
   const pqxx::binarystring hash(secret_sha256);
   return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<std::optional<TokenIdentity>> {
     conn.prepare("vanguard_token_identity",
-                 "SELECT id, name, role FROM api_tokens"
+                 "SELECT id, name, role, team FROM api_tokens"
                  " WHERE secret_sha256 = $1 AND revoked_at IS NULL");
     pqxx::nontransaction txn(conn);
     pqxx::result rows = txn.exec_prepared("vanguard_token_identity", hash);
     if (rows.empty()) return std::optional<TokenIdentity>();
     return std::optional<TokenIdentity>(TokenIdentity{.id = rows[0]["id"].as<int64_t>(),
                                                       .name = rows[0]["name"].c_str(),
-                                                      .role = RoleFromDb(rows[0]["role"].c_str())});
+                                                      .role = RoleFromDb(rows[0]["role"].c_str()),
+                                                      .team = rows[0]["team"].c_str()});
   });
 }
 

@@ -1,9 +1,10 @@
 // Bearer tokens for the gRPC API (table `api_tokens`, migrations/0002). A token has a name,
-// a role and a random secret; only the secret's SHA-256 is stored, so the secret is shown
-// once, when the token is created, and a database dump reveals no usable token.
+// a role, a team (migrations/0011: the team it acts for) and a random secret; only the secret's
+// SHA-256 is stored, so the secret is shown once, when the token is created, and a database dump
+// reveals no usable token.
 //
 //   TokenRepository tokens(pool);
-//   ASSIGN_OR_RETURN(CreatedToken t, tokens.Create("ci", v1::ROLE_SUBMITTER));
+//   ASSIGN_OR_RETURN(CreatedToken t, tokens.Create("ci", v1::ROLE_SUBMITTER, "vision"));
 //   // hand t.secret to the client; it sends "authorization: Bearer <secret>"
 //   ASSIGN_OR_RETURN(std::optional<TokenIdentity> who, tokens.IdentityOf(Sha256(secret)));
 //
@@ -38,6 +39,7 @@ struct TokenIdentity {
   int64_t id = 0;
   std::string name;
   v1::Role role = v1::ROLE_UNSPECIFIED;
+  std::string team = "default";  // the team it acts for (an admin acts on every team)
 };
 
 struct CreatedToken {
@@ -49,11 +51,14 @@ class TokenRepository {
  public:
   explicit TokenRepository(PostgresPool* pool) : pool_(pool) {}
 
-  // A new token with a fresh secret. ALREADY_EXISTS when an unrevoked token has this name.
-  absl::StatusOr<CreatedToken> Create(const std::string& name, v1::Role role);
+  // A new token with a fresh secret, acting for `team` (validated by the caller).
+  // ALREADY_EXISTS when an unrevoked token has this name.
+  absl::StatusOr<CreatedToken> Create(const std::string& name, v1::Role role,
+                                      const std::string& team = "default");
 
   // Makes `secret` a valid token named `name` with `role` (bootstrapping an admin token from
-  // a file or the environment at start): nothing to do when it already is; otherwise an
+  // a file or the environment at start; its team stays as stored, "default" for a new
+  // row): nothing to do when it already is; otherwise an
   // unrevoked token of that name is revoked and the secret is stored under the name.
   absl::StatusOr<v1::Token> Ensure(const std::string& name, v1::Role role,
                                    const std::string& secret);

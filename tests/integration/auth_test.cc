@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "orchestrator/authorizer.h"
 #include "orchestrator/grpc_service.h"
+#include "orchestrator/team_repository.h"
 #include "orchestrator/token_repository.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
@@ -65,6 +66,8 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"CreateToken", Unary(&Stub::CreateToken)},
       {"RevokeToken", Unary(&Stub::RevokeToken)},
       {"ListTokens", Unary(&Stub::ListTokens)},
+      {"SetTeamQuota", Unary(&Stub::SetTeamQuota)},
+      {"GetTeamQuota", Unary(&Stub::GetTeamQuota)},
   };
 }
 
@@ -78,8 +81,10 @@ class AuthTest : public DatabaseTest {
     // replica clears its cache when it revokes).
     authorizer_ = std::make_unique<Authorizer>(tokens_.get(), Clock::Real(),
                                                Authorizer::Options{.cache_ttl = absl::Hours(1)});
+    teams_ = std::make_unique<TeamRepository>(pool_.get());
     service_ = std::make_unique<OrchestratorService>(models_.get(), tests_.get(), tokens_.get(),
-                                                     nullptr, OrchestratorService::Options());
+                                                     nullptr, nullptr, teams_.get(),
+                                                     OrchestratorService::Options());
     grpc_service_ = std::make_unique<OrchestratorGrpcService>(
         service_.get(), OrchestratorGrpcService::Options{.authorizer = authorizer_.get()},
         Clock::Real());
@@ -109,7 +114,29 @@ class AuthTest : public DatabaseTest {
     return call(*stub_, ctx);
   }
 
+  // A call with the given bearer secret and a deadline.
+  std::unique_ptr<grpc::ClientContext> As(const std::string& secret) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    ctx->AddMetadata("authorization", "Bearer " + secret);
+    return ctx;
+  }
+
+  // A submitter token of `team`, created by the admin through the API.
+  std::string SubmitterOf(const std::string& team) {
+    v1::CreateTokenRequest create;
+    create.set_name("submitter-" + team);
+    create.set_role(v1::ROLE_SUBMITTER);
+    create.set_team(team);
+    v1::CreateTokenResponse created;
+    grpc::Status status = stub_->CreateToken(As(secrets_[v1::ROLE_ADMIN]).get(), create, &created);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(created.token().team(), team);
+    return created.secret();
+  }
+
   std::unique_ptr<TokenRepository> tokens_;
+  std::unique_ptr<TeamRepository> teams_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<OrchestratorGrpcService> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
@@ -217,6 +244,63 @@ TEST_F(AuthTest, BootstrapEnsureIsIdempotentAndRotates) {
   authorizer_->ClearCache();
   EXPECT_EQ(CallAs("Bearer " + first, Unary(&Stub::ListTokens)), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(CallAs("Bearer " + second, Unary(&Stub::ListTokens)), grpc::StatusCode::OK);
+}
+
+// Tenancy through the real adapter: the token's team reaches the service, so another team's
+// submitter is refused on every call that acts on a team's model or test, and only an admin
+// sets quotas, which then hold.
+TEST_F(AuthTest, ATokensTeamIsEnforcedOnEveryCallThatActsOnATeam) {
+  const std::string vision = SubmitterOf("vision");
+  const std::string speech = SubmitterOf("speech");
+  v1::RegisterModelRequest register_model;
+  *register_model.mutable_model() = ValidModel("resnet50", "v1");
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(stub_->RegisterModel(As(vision).get(), register_model, &registered).ok());
+  EXPECT_EQ(registered.model().team(), "vision");
+
+  register_model.mutable_model()->set_version("v2");
+  grpc::Status status = stub_->RegisterModel(As(speech).get(), register_model, &registered);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("belongs to team vision"));
+  v1::DeprecateModelRequest deprecate;
+  deprecate.set_name("resnet50");
+  deprecate.set_version("v1");
+  v1::DeprecateModelResponse deprecated;
+  EXPECT_EQ(stub_->DeprecateModel(As(speech).get(), deprecate, &deprecated).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec("resnet50");
+  v1::SubmitTestResponse submitted;
+  EXPECT_EQ(stub_->SubmitTest(As(speech).get(), submit, &submitted).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(stub_->SubmitTest(As(vision).get(), submit, &submitted).ok());
+  EXPECT_EQ(submitted.test().team(), "vision");
+  v1::CancelTestRequest cancel;
+  cancel.set_id(submitted.test().id());
+  v1::CancelTestResponse cancelled;
+  EXPECT_EQ(stub_->CancelTest(As(speech).get(), cancel, &cancelled).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // Quotas: set by an admin only, and then they hold.
+  v1::SetTeamQuotaRequest set;
+  set.set_team("vision");
+  set.mutable_quota()->set_max_rate_qps(15);
+  v1::SetTeamQuotaResponse quota;
+  EXPECT_EQ(stub_->SetTeamQuota(As(vision).get(), set, &quota).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(stub_->SetTeamQuota(As(secrets_[v1::ROLE_ADMIN]).get(), set, &quota).ok());
+  EXPECT_EQ(quota.quota().max_rate_qps(), 15);
+  status = stub_->SubmitTest(As(vision).get(), submit, &submitted);  // rates 10 and 20
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("max_rate_qps"));
+  v1::GetTeamQuotaResponse own;
+  ASSERT_TRUE(stub_->GetTeamQuota(As(vision).get(), v1::GetTeamQuotaRequest(), &own).ok());
+  EXPECT_EQ(own.team(), "vision");
+  EXPECT_EQ(own.quota().max_rate_qps(), 15);
+
+  ASSERT_TRUE(stub_->CancelTest(As(vision).get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.test().state(), v1::TEST_STATE_CANCELLED);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Contract tests of ModelRepository against a real PostgreSQL ($VANGUARD_TEST_PG).
 #include "orchestrator/model_repository.h"
 
+#include <string>
+
 #include "database_test_base.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -26,6 +28,8 @@ TEST_F(ModelRepositoryTest, RegisterThenGetReturnsTheSameModelWithCreateTime) {
   EXPECT_EQ(got->id, registered->id);
   v1::Model without_time = got->model;
   without_time.clear_create_time();
+  EXPECT_EQ(got->model.team(), "default");  // from model_owners: no team was given
+  without_time.clear_team();
   EXPECT_TRUE(MessageDifferencer::Equals(without_time, model)) << got->model.DebugString();
   EXPECT_EQ(got->model.create_time().seconds(), registered->model.create_time().seconds());
 
@@ -46,6 +50,28 @@ TEST_F(ModelRepositoryTest, DuplicateNameAndVersionIsAlreadyExists) {
   // Another version of the same model, or the same version of another model, is fine.
   EXPECT_TRUE(models_->Register(ValidModel("bert", "v2")).ok());
   EXPECT_TRUE(models_->Register(ValidModel("gpt", "v1")).ok());
+}
+
+TEST_F(ModelRepositoryTest, ANameKeepsTheTeamOfItsFirstRegistration) {
+  absl::StatusOr<RegisteredModel> first = models_->Register(ValidModel("bert", "v1"), "vision");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->model.team(), "vision");
+  absl::StatusOr<RegisteredModel> second = models_->Register(ValidModel("bert", "v2"), "speech");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->model.team(), "vision") << "a later registration does not move the name";
+  // The owner check sees the owning team and its refusal stores nothing.
+  std::string seen;
+  absl::StatusOr<RegisteredModel> refused = models_->Register(
+      ValidModel("bert", "v3"), "speech", [&](const std::string& owner) {
+        seen = owner;
+        return absl::PermissionDeniedError("no");
+      });
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(seen, "vision");
+  EXPECT_EQ(models_->Get("bert", "v3").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<RegisteredModel> latest = models_->Get("bert", "");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->model.team(), "vision");
 }
 
 TEST_F(ModelRepositoryTest, EmptyVersionGetsTheLatestRegistered) {

@@ -1,0 +1,223 @@
+// Tenancy rules; see tenancy.h. Any thread may call.
+#include "orchestrator/tenancy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "orchestrator/validation.h"
+
+namespace vanguard {
+namespace {
+
+// The worker's defaults where a strategy leaves a count unset (test.proto).
+constexpr int64_t kDefaultSearchSteps = 30;
+constexpr int64_t kDefaultStabilitySegments = 10;
+constexpr double kDefaultLadderStartQps = 2;
+constexpr double kDefaultLadderFineStep = 0.1;
+constexpr double kDefaultLadderMaxQps = 1'000'000;
+constexpr int64_t kLadderRamps = 3;
+constexpr absl::Duration kDefaultSustainHorizon = absl::Minutes(5);
+constexpr absl::Duration kMaxQuotaDuration = absl::Hours(24 * 365);
+constexpr int32_t kMaxQuotaConcurrentTests = 100'000;
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out.set_seconds(nanos / 1'000'000'000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  return out;
+}
+
+absl::Status Invalid(absl::string_view field, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
+}
+
+absl::Status ValidateQuotaDuration(bool has, const google::protobuf::Duration& d,
+                                   absl::string_view field) {
+  if (!has) return absl::OkStatus();
+  RETURN_IF_ERROR(ValidateDuration(d, field, DurationRule::kPositive));
+  if (FromProto(d) > kMaxQuotaDuration) return Invalid(field, "must be at most 365 days");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCeiling(bool has, int32_t value, absl::string_view field) {
+  if (has && (value < kMinPriority || value > kMaxPriority)) {
+    return Invalid(field, absl::StrCat("must be from ", kMinPriority, " to ", kMaxPriority));
+  }
+  return absl::OkStatus();
+}
+
+// Steps of one ladder ramp: doubling from start to max, then fine steps over one doubling.
+int64_t LadderRampSteps(const v1::LadderStrategy& ladder) {
+  const double start = ladder.start_qps() > 0 ? ladder.start_qps() : kDefaultLadderStartQps;
+  const double max = ladder.max_qps() > 0 ? ladder.max_qps() : kDefaultLadderMaxQps;
+  const double fine =
+      ladder.fine_step_fraction() > 0 ? ladder.fine_step_fraction() : kDefaultLadderFineStep;
+  const int64_t coarse =
+      max > start ? static_cast<int64_t>(std::ceil(std::log2(max / start))) + 1 : 1;
+  const int64_t fine_steps = static_cast<int64_t>(std::ceil(std::log(2.0) / std::log1p(fine))) + 1;
+  return coarse + fine_steps;
+}
+
+bool HoldsItsEstimate(const v1::TestSpec& spec) {
+  return spec.has_binary_search() || spec.has_adaptive() || spec.has_ladder();
+}
+
+absl::Status Exhausted(absl::string_view team, absl::string_view limit, absl::string_view what) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("team ", team, "'s quota ", limit, " refuses this test: ", what));
+}
+
+}  // namespace
+
+TeamLimits TeamLimits::From(const v1::TeamQuota& quota) {
+  TeamLimits limits;
+  if (quota.has_max_rate_qps()) limits.max_rate_qps = quota.max_rate_qps();
+  if (quota.has_max_step_duration()) {
+    limits.max_step_duration = FromProto(quota.max_step_duration());
+  }
+  if (quota.has_max_test_duration()) {
+    limits.max_test_duration = FromProto(quota.max_test_duration());
+  }
+  if (quota.has_max_concurrent_tests()) limits.max_concurrent_tests = quota.max_concurrent_tests();
+  if (quota.has_max_submitter_priority()) {
+    limits.max_submitter_priority = quota.max_submitter_priority();
+  }
+  if (quota.has_max_admin_priority()) limits.max_admin_priority = quota.max_admin_priority();
+  return limits;
+}
+
+v1::TeamQuota TeamLimits::ToProto() const {
+  v1::TeamQuota quota;
+  quota.set_max_rate_qps(max_rate_qps);
+  *quota.mutable_max_step_duration() = vanguard::ToProto(max_step_duration);
+  *quota.mutable_max_test_duration() = vanguard::ToProto(max_test_duration);
+  quota.set_max_concurrent_tests(max_concurrent_tests);
+  quota.set_max_submitter_priority(max_submitter_priority);
+  quota.set_max_admin_priority(max_admin_priority);
+  return quota;
+}
+
+absl::Status ValidateTeamQuota(const v1::TeamQuota& quota) {
+  if (quota.has_max_rate_qps() &&
+      !(quota.max_rate_qps() > 0 && quota.max_rate_qps() <= kMaxRateQps)) {
+    return Invalid("quota.max_rate_qps", absl::StrCat("must be > 0 and <= ", kMaxRateQps));
+  }
+  RETURN_IF_ERROR(ValidateQuotaDuration(quota.has_max_step_duration(), quota.max_step_duration(),
+                                        "quota.max_step_duration"));
+  RETURN_IF_ERROR(ValidateQuotaDuration(quota.has_max_test_duration(), quota.max_test_duration(),
+                                        "quota.max_test_duration"));
+  if (quota.has_max_concurrent_tests() &&
+      (quota.max_concurrent_tests() < 1 ||
+       quota.max_concurrent_tests() > kMaxQuotaConcurrentTests)) {
+    return Invalid("quota.max_concurrent_tests",
+                   absl::StrCat("must be from 1 to ", kMaxQuotaConcurrentTests));
+  }
+  RETURN_IF_ERROR(ValidateCeiling(quota.has_max_submitter_priority(),
+                                  quota.max_submitter_priority(), "quota.max_submitter_priority"));
+  return ValidateCeiling(quota.has_max_admin_priority(), quota.max_admin_priority(),
+                         "quota.max_admin_priority");
+}
+
+absl::Status MayActOn(absl::string_view caller_team, v1::Role role, absl::string_view owner_team,
+                      absl::string_view what) {
+  if (role == v1::ROLE_ADMIN || caller_team == owner_team) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(what, " belongs to team ", owner_team,
+                                                  "; this token acts for team ", caller_team));
+}
+
+double HighestRateQps(const v1::TestSpec& spec) {
+  switch (spec.strategy_case()) {
+    case v1::TestSpec::kSweep: {
+      double highest = spec.sweep().max_qps();
+      for (double rate : spec.sweep().rates_qps()) highest = std::max(highest, rate);
+      return highest;
+    }
+    case v1::TestSpec::kBinarySearch:
+      return spec.binary_search().max_qps();
+    case v1::TestSpec::kAdaptive:
+      return std::max(spec.adaptive().min_qps(), spec.adaptive().max_qps());
+    case v1::TestSpec::kLadder:
+      return spec.ladder().max_qps() > 0 ? spec.ladder().max_qps() : kDefaultLadderMaxQps;
+    case v1::TestSpec::kDirectController:
+      return spec.direct_controller().target_qps() *
+             (1 + spec.direct_controller().headroom_fraction());
+    case v1::TestSpec::kStability:
+      return spec.stability().rate_qps();
+    default:
+      return 0;
+  }
+}
+
+int64_t MostSteps(const v1::TestSpec& spec) {
+  switch (spec.strategy_case()) {
+    case v1::TestSpec::kSweep:
+      return spec.sweep().rates_qps_size() > 0 ? spec.sweep().rates_qps_size()
+                                               : spec.sweep().steps();
+    case v1::TestSpec::kBinarySearch:
+      return spec.binary_search().max_steps() > 0 ? spec.binary_search().max_steps()
+                                                  : kDefaultSearchSteps;
+    case v1::TestSpec::kAdaptive:
+      return spec.adaptive().max_steps() > 0 ? spec.adaptive().max_steps() : kDefaultSearchSteps;
+    case v1::TestSpec::kLadder:
+      return kLadderRamps * LadderRampSteps(spec.ladder());
+    case v1::TestSpec::kDirectController:
+      return spec.direct_controller().headroom_fraction() > 0 ? 2 : 1;
+    case v1::TestSpec::kStability:
+      return spec.stability().segments() > 0 ? spec.stability().segments()
+                                             : kDefaultStabilitySegments;
+    default:
+      return 0;
+  }
+}
+
+absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
+  const absl::Duration step = FromProto(spec.step_warmup()) + FromProto(spec.step_duration());
+  absl::Duration longest = step * MostSteps(spec);
+  if (HoldsItsEstimate(spec)) {
+    const absl::Duration horizon = FromProto(spec.sustain_horizon());
+    longest += horizon > absl::ZeroDuration() ? horizon : kDefaultSustainHorizon;
+  }
+  return longest;
+}
+
+absl::Status CheckTestQuota(const TeamLimits& limits, absl::string_view team, v1::Role role,
+                            const v1::TestSpec& spec) {
+  const bool admin = role == v1::ROLE_ADMIN || role == v1::ROLE_UNSPECIFIED;
+  const int32_t ceiling = admin ? limits.max_admin_priority : limits.max_submitter_priority;
+  if (spec.priority() > ceiling) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "team ", team, "'s quota ", admin ? "max_admin_priority" : "max_submitter_priority", " is ",
+        ceiling, ": spec.priority ", spec.priority(), " is above it"));
+  }
+  const double rate = HighestRateQps(spec);
+  if (rate > limits.max_rate_qps) {
+    return Exhausted(
+        team, "max_rate_qps",
+        absl::StrCat("it may offer ", rate, " requests/s, the limit is ", limits.max_rate_qps));
+  }
+  const absl::Duration step = FromProto(spec.step_warmup()) + FromProto(spec.step_duration());
+  if (step > limits.max_step_duration) {
+    return Exhausted(
+        team, "max_step_duration",
+        absl::StrCat("a step (step_warmup + step_duration) lasts ", absl::FormatDuration(step),
+                     ", the limit is ", absl::FormatDuration(limits.max_step_duration)));
+  }
+  const absl::Duration longest = LongestTestDuration(spec);
+  if (longest > limits.max_test_duration) {
+    return Exhausted(
+        team, "max_test_duration",
+        absl::StrCat("it may run ", absl::FormatDuration(longest), " (", MostSteps(spec),
+                     " steps of ", absl::FormatDuration(step), "), the limit is ",
+                     absl::FormatDuration(limits.max_test_duration)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vanguard
