@@ -21,6 +21,7 @@
 #include "orchestrator/cli/planning_commands.h"
 #include "orchestrator/cli/report_command.h"
 #include "orchestrator/cli/submit_flags.h"
+#include "orchestrator/cli/team_commands.h"
 #include "orchestrator/cli/usage.h"
 #include "vanguard/v1/model.pb.h"
 #include "vanguard/v1/orchestrator.pb.h"
@@ -92,6 +93,8 @@ absl::StatusOr<v1::CreateTokenRequest> ParseTokensCreate(const CommandInput& in)
   ASSIGN_OR_RETURN(std::optional<std::string> role, in.flags.NonEmptyText("role"));
   ASSIGN_OR_RETURN(v1::Role parsed_role, ParseRole(*role));
   request.set_role(parsed_role);
+  ASSIGN_OR_RETURN(std::optional<std::string> team, in.flags.NonEmptyText("team"));
+  if (team.has_value()) request.set_team(*team);
   return request;
 }
 
@@ -372,7 +375,11 @@ std::vector<CommandSpec> TokenCommands() {
                       .help = "reader (Get/List/Watch), submitter (+ submit, cancel, register), "
                               "worker (the worker protocol) or admin (everything, tokens).",
                       .required = true,
-                      .choices = {"reader", "submitter", "worker", "admin"}}},
+                      .choices = {"reader", "submitter", "worker", "admin"}},
+                     {.name = "team",
+                      .value = "T",
+                      .help = "The team it acts for (default \"default\"); a submitter acts on "
+                              "its team's models and tests only, an admin on every team's."}},
            .parse = ParseTokensCreate,
            .run = [](CommandRunner& r,
                      const v1::CreateTokenRequest& q) { return r.CreateToken(q); }}),
@@ -424,8 +431,8 @@ std::vector<CommandSpec> ToolCommands() {
 
 std::vector<CommandSpec> BuildTable() {
   std::vector<CommandSpec> table;
-  for (auto* group :
-       {&ModelCommands, &TestCommands, &PlanningCommands, &TokenCommands, &ToolCommands}) {
+  for (auto* group : {&ModelCommands, &TestCommands, &PlanningCommands, &TokenCommands,
+                      &TeamCommands, &ToolCommands}) {
     for (CommandSpec& spec : (*group)()) table.push_back(std::move(spec));
   }
   // `help COMMAND` completes to every command's first word, known only now.
