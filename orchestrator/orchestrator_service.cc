@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "orchestrator/proto_json.h"
 #include "orchestrator/validation.h"
 
 namespace vanguard {
@@ -35,18 +36,6 @@ absl::Status ValidateWorkerId(const std::string& worker_id) {
   if (worker_id.empty()) return Invalid("worker_id", "must not be empty");
   if (worker_id.size() > 200) return Invalid("worker_id", "must be at most 200 characters");
   return absl::OkStatus();
-}
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  google::protobuf::Duration out;
-  const int64_t nanos = absl::ToInt64Nanoseconds(d);
-  out.set_seconds(nanos / 1'000'000'000);
-  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
-  return out;
-}
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
 // The token a lease call's caller holds leases with (none without auth).
@@ -79,7 +68,7 @@ absl::StatusOr<std::string> NewModelTeam(const v1::RegisterModelRequest& request
 absl::StatusOr<absl::Duration> OrchestratorService::LeaseDuration(
     const google::protobuf::Duration& requested) const {
   RETURN_IF_ERROR(ValidateDuration(requested, "lease_duration", DurationRule::kNonNegative));
-  absl::Duration d = FromProto(requested);
+  absl::Duration d = FromProtoDuration(requested);
   if (d == absl::ZeroDuration()) return options_.default_lease;
   if (d > options_.max_lease) {
     return Invalid("lease_duration",
@@ -186,8 +175,9 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
   // Pin the version so the test means the same thing whenever it runs.
   spec.set_model_version(model.model.version());
   if (spec.max_attempts() == 0) spec.set_max_attempts(options_.default_max_attempts);
-  if (!spec.has_request_timeout() || FromProto(spec.request_timeout()) == absl::ZeroDuration()) {
-    *spec.mutable_request_timeout() = ToProto(options_.default_request_timeout);
+  if (!spec.has_request_timeout() ||
+      FromProtoDuration(spec.request_timeout()) == absl::ZeroDuration()) {
+    *spec.mutable_request_timeout() = ToProtoDuration(options_.default_request_timeout);
   }
   if (!spec.has_step_warmup()) *spec.mutable_step_warmup() = model.model.default_warmup();
   if (!spec.has_step_warmup()) spec.mutable_step_warmup()->set_seconds(0);
@@ -260,7 +250,7 @@ absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
   ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
   RETURN_IF_ERROR(ValidateDuration(request.wait(), "wait", DurationRule::kNonNegative));
   const absl::Time start = absl::Now();
-  absl::Duration wait = FromProto(request.wait());
+  absl::Duration wait = FromProtoDuration(request.wait());
   if (wait == absl::ZeroDuration() && deadline != absl::InfiniteFuture()) {
     wait = options_.max_lease_wait;
   }

@@ -62,4 +62,16 @@ google::protobuf::Duration DurationFromSeconds(double seconds) {
   return d;
 }
 
+absl::Duration FromProtoDuration(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+google::protobuf::Duration ToProtoDuration(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out.set_seconds(nanos / 1'000'000'000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  return out;
+}
+
 }  // namespace vanguard

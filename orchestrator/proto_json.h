@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
@@ -29,6 +30,11 @@ google::protobuf::Timestamp TimestampFromMicros(int64_t micros);
 // Duration as a number of milliseconds / seconds (for SQL intervals and double columns).
 double DurationToSeconds(const google::protobuf::Duration& d);
 google::protobuf::Duration DurationFromSeconds(double seconds);
+
+// Between google.protobuf.Duration and absl::Duration (nanosecond precision both ways; a
+// malformed proto Duration is the caller's to refuse first, see validation.h).
+absl::Duration FromProtoDuration(const google::protobuf::Duration& d);
+google::protobuf::Duration ToProtoDuration(absl::Duration d);
 
 }  // namespace vanguard
 

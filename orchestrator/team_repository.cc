@@ -35,8 +35,7 @@ v1::TeamQuota QuotaFromRow(const pqxx::row& row) {
 }
 
 std::optional<double> Seconds(bool has, const google::protobuf::Duration& d) {
-  if (!has) return std::nullopt;
-  return static_cast<double>(d.seconds()) + d.nanos() / 1e9;
+  return has ? std::optional<double>(DurationToSeconds(d)) : std::nullopt;
 }
 
 template <typename T>

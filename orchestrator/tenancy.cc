@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "orchestrator/proto_json.h"
 #include "orchestrator/validation.h"
 
 namespace vanguard {
@@ -22,18 +23,6 @@ constexpr absl::Duration kDefaultSustainHorizon = absl::Minutes(5);
 constexpr absl::Duration kMaxQuotaDuration = absl::Hours(24 * 365);
 constexpr int32_t kMaxQuotaConcurrentTests = 100'000;
 
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-}
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  google::protobuf::Duration out;
-  const int64_t nanos = absl::ToInt64Nanoseconds(d);
-  out.set_seconds(nanos / 1'000'000'000);
-  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
-  return out;
-}
-
 absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
 }
@@ -42,7 +31,7 @@ absl::Status ValidateQuotaDuration(bool has, const google::protobuf::Duration& d
                                    absl::string_view field) {
   if (!has) return absl::OkStatus();
   RETURN_IF_ERROR(ValidateDuration(d, field, DurationRule::kPositive));
-  if (FromProto(d) > kMaxQuotaDuration) return Invalid(field, "must be at most 365 days");
+  if (FromProtoDuration(d) > kMaxQuotaDuration) return Invalid(field, "must be at most 365 days");
   return absl::OkStatus();
 }
 
@@ -80,10 +69,10 @@ TeamLimits TeamLimits::From(const v1::TeamQuota& quota) {
   TeamLimits limits;
   if (quota.has_max_rate_qps()) limits.max_rate_qps = quota.max_rate_qps();
   if (quota.has_max_step_duration()) {
-    limits.max_step_duration = FromProto(quota.max_step_duration());
+    limits.max_step_duration = FromProtoDuration(quota.max_step_duration());
   }
   if (quota.has_max_test_duration()) {
-    limits.max_test_duration = FromProto(quota.max_test_duration());
+    limits.max_test_duration = FromProtoDuration(quota.max_test_duration());
   }
   if (quota.has_max_concurrent_tests()) limits.max_concurrent_tests = quota.max_concurrent_tests();
   if (quota.has_max_submitter_priority()) {
@@ -96,8 +85,8 @@ TeamLimits TeamLimits::From(const v1::TeamQuota& quota) {
 v1::TeamQuota TeamLimits::ToProto() const {
   v1::TeamQuota quota;
   quota.set_max_rate_qps(max_rate_qps);
-  *quota.mutable_max_step_duration() = vanguard::ToProto(max_step_duration);
-  *quota.mutable_max_test_duration() = vanguard::ToProto(max_test_duration);
+  *quota.mutable_max_step_duration() = ToProtoDuration(max_step_duration);
+  *quota.mutable_max_test_duration() = ToProtoDuration(max_test_duration);
   quota.set_max_concurrent_tests(max_concurrent_tests);
   quota.set_max_submitter_priority(max_submitter_priority);
   quota.set_max_admin_priority(max_admin_priority);
@@ -178,10 +167,11 @@ int64_t MostSteps(const v1::TestSpec& spec) {
 }
 
 absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
-  const absl::Duration step = FromProto(spec.step_warmup()) + FromProto(spec.step_duration());
+  const absl::Duration step =
+      FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());
   absl::Duration longest = step * MostSteps(spec);
   if (HoldsItsEstimate(spec)) {
-    const absl::Duration horizon = FromProto(spec.sustain_horizon());
+    const absl::Duration horizon = FromProtoDuration(spec.sustain_horizon());
     longest += horizon > absl::ZeroDuration() ? horizon : kDefaultSustainHorizon;
   }
   return longest;
@@ -202,7 +192,8 @@ absl::Status CheckTestQuota(const TeamLimits& limits, absl::string_view team, v1
         team, "max_rate_qps",
         absl::StrCat("it may offer ", rate, " requests/s, the limit is ", limits.max_rate_qps));
   }
-  const absl::Duration step = FromProto(spec.step_warmup()) + FromProto(spec.step_duration());
+  const absl::Duration step =
+      FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());
   if (step > limits.max_step_duration) {
     return Exhausted(
         team, "max_step_duration",
