@@ -357,20 +357,23 @@ std::string RenderModelListCsv(const v1::ListModelsResponse& list) {
 }
 
 std::string RenderTokenListTable(const v1::ListTokensResponse& list) {
-  std::string out = absl::StrFormat("%-6s %-24s %-10s %s\n", "ID", "NAME", "ROLE", "STATE");
+  std::string out =
+      absl::StrFormat("%-6s %-24s %-10s %-16s %s\n", "ID", "NAME", "ROLE", "TEAM", "STATE");
   for (const v1::Token& token : list.tokens()) {
-    absl::StrAppend(&out, absl::StrFormat("%-6d %-24s %-10s %s\n", token.id(), token.name(),
-                                          RoleName(token.role()),
+    absl::StrAppend(&out, absl::StrFormat("%-6d %-24s %-10s %-16s %s\n", token.id(), token.name(),
+                                          RoleName(token.role()), token.team(),
                                           token.has_revoke_time() ? "revoked" : "valid"));
   }
   return out;
 }
 
 std::string RenderTokenListCsv(const v1::ListTokensResponse& list) {
-  std::string out = CsvLine({"id", "name", "role", "created", "revoked"});
+  // team last: scripts that read the columns before it by position keep working.
+  std::string out = CsvLine({"id", "name", "role", "created", "revoked", "team"});
   for (const v1::Token& token : list.tokens()) {
-    absl::StrAppend(&out, CsvLine({absl::StrCat(token.id()), token.name(), RoleName(token.role()),
-                                   Rfc3339(token.create_time()), Rfc3339(token.revoke_time())}));
+    absl::StrAppend(
+        &out, CsvLine({absl::StrCat(token.id()), token.name(), RoleName(token.role()),
+                       Rfc3339(token.create_time()), Rfc3339(token.revoke_time()), token.team()}));
   }
   return out;
 }

@@ -414,8 +414,22 @@ TEST(RenderTokenListCsvTest, NoSecretsAndRevocationTime) {
   token->set_name("old-ci");
   token->set_role(v1::ROLE_SUBMITTER);
   token->mutable_revoke_time()->set_seconds(1700000000);
+  token->set_team("vision");
   EXPECT_EQ(RenderTokenListCsv(list),
-            "id,name,role,created,revoked\n2,old-ci,submitter,,2023-11-14T22:13:20+00:00\n");
+            "id,name,role,created,revoked,team\n"
+            "2,old-ci,submitter,,2023-11-14T22:13:20+00:00,vision\n");
+}
+
+TEST(RenderTokenListTableTest, ShowsEachTokensTeam) {
+  v1::ListTokensResponse list;
+  v1::Token* token = list.add_tokens();
+  token->set_id(7);
+  token->set_name("ci");
+  token->set_role(v1::ROLE_SUBMITTER);
+  token->set_team("vision");
+  EXPECT_EQ(RenderTokenListTable(list),
+            "ID     NAME                     ROLE       TEAM             STATE\n"
+            "7      ci                       submitter  vision           valid\n");
 }
 
 TEST(RenderYamlTest, TheJsonObjectAsYaml) {
