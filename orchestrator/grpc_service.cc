@@ -6,9 +6,13 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/grpc_tls.h"
 
 namespace vanguard {
 namespace {
@@ -24,6 +28,19 @@ auto WatchedFields(const v1::Test& t) {
                          t.cancel_requested(), t.lease_owner());
 }
 
+// A worker that presented a client certificate (mTLS, orchestrator --tls_client_ca) is who the
+// certificate names: its token's name must be the certificate's common name or one of its
+// subject alternative names. No certificate: nothing to compare (plaintext or server-only TLS).
+absl::Status CheckWorkerCertificate(const TokenIdentity& token,
+                                    const std::vector<std::string>& certificate_names) {
+  if (certificate_names.empty() || absl::c_linear_search(certificate_names, token.name)) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("the client certificate names \"", certificate_names.front(),
+                   "\", not this worker token's name \"", token.name, "\""));
+}
+
 }  // namespace
 
 absl::StatusOr<Caller> OrchestratorGrpcService::Authorize(grpc::ServerContext* context,
@@ -35,6 +52,11 @@ absl::StatusOr<Caller> OrchestratorGrpcService::Authorize(grpc::ServerContext* c
   if (it != metadata.end()) authorization = std::string_view(it->second.data(), it->second.size());
   absl::StatusOr<TokenIdentity> token = options_.authorizer->Check(authorization, method);
   if (!token.ok()) return token.status();
+  if (token->role == v1::ROLE_WORKER && context->auth_context() != nullptr) {
+    absl::Status bound =
+        CheckWorkerCertificate(*token, PeerCertificateNames(*context->auth_context()));
+    if (!bound.ok()) return bound;
+  }
   return Caller(*std::move(token));
 }
 

@@ -12,10 +12,12 @@
 // as their Caller: a lease belongs to the token that took it, and Heartbeat, ReportStep,
 // ReportProgress, CompleteTest and ReleaseTest with any other token get PERMISSION_DENIED and
 // change nothing (see orchestrator_service.h, "Lease identity"); worker_id is not checked against
-// the token. RegisterModel, DeprecateModel, SubmitTest, CancelTest, AcceptBaseline and
-// GetTeamQuota also get the token, whose team they check (orchestrator_service.h, "Tenancy"). When
-// options.metrics is set, every RPC is counted and timed. LeaseTest passes the call's deadline to
-// the service, which long-polls up to it.
+// the token. A worker-role token on a connection whose client presented a certificate (mTLS)
+// must be named by it (its common name or a subject alternative name equals the token's name);
+// any other pairing gets PERMISSION_DENIED on every call. RegisterModel, DeprecateModel,
+// SubmitTest, CancelTest, AcceptBaseline and GetTeamQuota also get the token, whose team they
+// check (orchestrator_service.h, "Tenancy"). When options.metrics is set, every RPC is counted
+// and timed. LeaseTest passes the call's deadline to the service, which long-polls up to it.
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
 // it again whenever its state, attempt, step count, result or error changed; with

@@ -30,6 +30,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_tls.h"
 #include "common/port_file.h"
 #include "common/postgres.h"
 #include "common/target_policy.h"
@@ -79,8 +80,15 @@ ABSL_FLAG(std::string, admin_token_file, "",
 ABSL_FLAG(absl::Duration, auth_cache_ttl, absl::Seconds(2),
           "how long a token lookup is cached; a revocation through another replica takes "
           "effect within this time");
-ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file: serve gRPC over TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain file: serve gRPC over TLS (without it bearer tokens cross the "
+          "network in clear; a warning says so)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key file for --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificate(s): require every client to present a certificate signed by them "
+          "(mutual TLS; needs --tls_cert). A worker-role token is then accepted only from a "
+          "client whose certificate names it (common name or subject alternative name equal to "
+          "the token's name), PERMISSION_DENIED otherwise. See docs/security.md");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT to serve Prometheus /metrics on (empty: no metrics endpoint)");
 ABSL_FLAG(absl::Duration, max_lease_wait, absl::Seconds(30),
@@ -117,8 +125,7 @@ struct Config {
   bool insecure_no_auth = false;
   std::string bootstrap_admin_secret;  // empty: none
   absl::Duration auth_cache_ttl;
-  std::string tls_cert_pem;
-  std::string tls_key_pem;
+  ServerTls tls;  // --tls_cert/--tls_key/--tls_client_ca; empty: plaintext
   std::string metrics_listen;
   absl::Duration max_lease_wait;
   int grpc_max_pollers = 4;
@@ -215,6 +222,11 @@ int Run(const Config& config) {
               << std::endl;
   } else {
     grpc_options.authorizer = &authorizer;
+    if (config.tls.cert_chain.empty()) {
+      std::cerr << "vanguard-orchestrator: WARNING: bearer-token auth without TLS: tokens cross "
+                   "the network in clear (pass --tls_cert and --tls_key)"
+                << std::endl;
+    }
   }
   OrchestratorGrpcService grpc_service(&service, grpc_options, Clock::Real());
   LeaseReaper reaper(pool->get(),
@@ -260,16 +272,10 @@ int Run(const Config& config) {
               << "/metrics (port " << exposer->GetListeningPorts().front() << ")" << std::endl;
   }
 
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (!config.tls_cert_pem.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({config.tls_key_pem, config.tls_cert_pem});
-    credentials = grpc::SslServerCredentials(ssl);
-  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen, credentials, &port);
+  builder.AddListeningPort(config.listen, ServerCredentials(config.tls), &port);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
                               config.grpc_max_pollers);
   builder.RegisterService(&grpc_service);
@@ -381,23 +387,16 @@ int main(int argc, char** argv) {
               << std::endl;
     return 2;
   }
-  const std::string tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  const std::string tls_key = absl::GetFlag(FLAGS_tls_key);
-  if (tls_cert.empty() != tls_key.empty()) {
-    std::cerr << "vanguard-orchestrator: --tls_cert and --tls_key go together" << std::endl;
+  absl::StatusOr<vanguard::ServerTls> tls =
+      vanguard::LoadServerTls({.ca = absl::GetFlag(FLAGS_tls_client_ca),
+                               .cert = absl::GetFlag(FLAGS_tls_cert),
+                               .key = absl::GetFlag(FLAGS_tls_key),
+                               .ca_flag = "tls_client_ca"});
+  if (!tls.ok()) {
+    std::cerr << "vanguard-orchestrator: " << tls.status().message() << std::endl;
     return 2;
   }
-  if (!tls_cert.empty()) {
-    std::optional<std::string> cert = vanguard::ReadFile(tls_cert);
-    std::optional<std::string> key = vanguard::ReadFile(tls_key);
-    if (!cert.has_value() || !key.has_value()) {
-      std::cerr << "vanguard-orchestrator: cannot read " << (cert ? tls_key : tls_cert)
-                << std::endl;
-      return 2;
-    }
-    config.tls_cert_pem = *cert;
-    config.tls_key_pem = *key;
-  }
+  config.tls = *std::move(tls);
   if (config.max_lease_wait < absl::ZeroDuration()) {
     std::cerr << "vanguard-orchestrator: --max_lease_wait must be >= 0" << std::endl;
     return 2;

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/grpc_tls.h"
 #include "common/port_file.h"
 #include "common/target_policy.h"
 #include "google/protobuf/util/json_util.h"
@@ -85,6 +86,12 @@ ABSL_FLAG(std::string, output, "table",
           "run: table (windows as they close, then a summary) or json (the StepResult as "
           "protobuf JSON with proto field names)");
 
+ABSL_FLAG(std::string, tls_cert, "",
+          "serve: PEM certificate chain file: serve gRPC over TLS (worker --replayer_tls_ca)");
+ABSL_FLAG(std::string, tls_key, "", "serve: PEM private key file for --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "serve: PEM CA certificate(s): require every client (the worker) to present a "
+          "certificate signed by them (mutual TLS; needs --tls_cert). See docs/security.md");
 ABSL_FLAG(std::string, allowed_targets, "",
           "serve, run: where load may go, checked on the address the target resolves to "
           "before any connection: comma-separated IPv4/IPv6 CIDRs or addresses, host names "
@@ -160,6 +167,11 @@ int Serve() {
   if (!policy.ok()) {
     return UsageError(absl::StrCat("--allowed_targets: ", policy.status().message()));
   }
+  absl::StatusOr<ServerTls> tls = LoadServerTls({.ca = absl::GetFlag(FLAGS_tls_client_ca),
+                                                 .cert = absl::GetFlag(FLAGS_tls_cert),
+                                                 .key = absl::GetFlag(FLAGS_tls_key),
+                                                 .ca_flag = "tls_client_ca"});
+  if (!tls.ok()) return UsageError(std::string(tls.status().message()));
   std::cerr << "vanguard-replayer: allowed targets: " << policy->ToString()
             << (policy->is_default() ? " (the default)" : "") << "\n";
   ReplayerService service(*std::move(policy), [](const std::string& line) {
@@ -169,7 +181,7 @@ int Serve() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, ServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBodyBytes + (1 << 20)));
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -177,6 +189,11 @@ int Serve() {
     std::cerr << "vanguard-replayer: cannot listen on " << listen << "\n";
     return kExitFailure;
   }
+  std::cerr << "vanguard-replayer: serving "
+            << (tls->cert_chain.empty()  ? "plaintext gRPC"
+                : tls->client_ca.empty() ? "gRPC over TLS"
+                                         : "gRPC over TLS, client certificates required")
+            << "\n";
   std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, port)) {
     std::cerr << "vanguard-replayer: cannot write --port_file " << port_file << "\n";

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/grpc_tls.h"
 #include "common/target_policy.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -53,6 +54,18 @@ ABSL_FLAG(std::string, token_file, "",
           "File holding the bearer token for the orchestrator (e.g. a mounted Kubernetes "
           "Secret); trailing whitespace is stripped. Wins over $VANGUARD_TOKEN when both are "
           "given. A missing, unreadable or empty file is an error (exit 2)");
+ABSL_FLAG(std::string, orchestrator_tls_ca, "",
+          "PEM CA certificate(s) to trust: talk TLS to the orchestrator (its --tls_cert) and check "
+          "its certificate. Without it the bearer token crosses the network in clear (a warning "
+          "says so)");
+ABSL_FLAG(std::string, replayer_tls_ca, "",
+          "PEM CA certificate(s) to trust: talk TLS to the replayer (its --tls_cert)");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "PEM certificate chain this worker presents on its TLS channels (mutual TLS: the "
+          "orchestrator's and the replayer's --tls_client_ca). The orchestrator accepts the "
+          "worker token only if the certificate's common name or a subject alternative name is "
+          "the token's name");
+ABSL_FLAG(std::string, tls_client_key, "", "PEM private key file for --tls_client_cert");
 ABSL_FLAG(bool, once, false, "Exit after running one test");
 ABSL_FLAG(int, max_tests, 0, "Exit after running this many tests; 0: no limit");
 ABSL_FLAG(bool, scrape_metrics, true,
@@ -90,6 +103,42 @@ std::mutex log_mu;
 void LogLine(const std::string& line) {
   std::lock_guard<std::mutex> lock(log_mu);
   std::cerr << "vanguard-worker: " << line << std::endl;
+}
+
+// One channel's TLS from the flags: `ca` (flag `ca_flag`) turns it on, and the worker's client
+// certificate (--tls_client_cert/--tls_client_key) goes with it when given.
+absl::StatusOr<vanguard::ChannelTls> ChannelTlsFromFlags(const std::string& ca_flag,
+                                                         const std::string& ca) {
+  if (ca.empty()) return vanguard::ChannelTls();
+  return vanguard::LoadChannelTls({.ca = ca,
+                                   .cert = absl::GetFlag(FLAGS_tls_client_cert),
+                                   .key = absl::GetFlag(FLAGS_tls_client_key),
+                                   .ca_flag = ca_flag,
+                                   .cert_flag = "tls_client_cert",
+                                   .key_flag = "tls_client_key"});
+}
+
+// Both channels' TLS from the flags; INVALID_ARGUMENT naming the flag when a file is bad or
+// the client certificate has no TLS channel to go on.
+absl::Status ChannelsTlsFromFlags(vanguard::ChannelTls* orchestrator,
+                                  vanguard::ChannelTls* replayer) {
+  const std::string orchestrator_ca = absl::GetFlag(FLAGS_orchestrator_tls_ca);
+  const std::string replayer_ca = absl::GetFlag(FLAGS_replayer_tls_ca);
+  if ((!absl::GetFlag(FLAGS_tls_client_cert).empty() ||
+       !absl::GetFlag(FLAGS_tls_client_key).empty()) &&
+      orchestrator_ca.empty() && replayer_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_cert/--tls_client_key need --orchestrator_tls_ca or --replayer_tls_ca");
+  }
+  absl::StatusOr<vanguard::ChannelTls> to_orchestrator =
+      ChannelTlsFromFlags("orchestrator_tls_ca", orchestrator_ca);
+  if (!to_orchestrator.ok()) return to_orchestrator.status();
+  absl::StatusOr<vanguard::ChannelTls> to_replayer =
+      ChannelTlsFromFlags("replayer_tls_ca", replayer_ca);
+  if (!to_replayer.ok()) return to_replayer.status();
+  *orchestrator = *std::move(to_orchestrator);
+  *replayer = *std::move(to_replayer);
+  return absl::OkStatus();
 }
 
 std::string DefaultWorkerId() {
@@ -146,6 +195,11 @@ int main(int argc, char** argv) {
   }
   LogLine(absl::StrCat("allowed targets: ", target_policy->ToString(),
                        target_policy->is_default() ? " (the default)" : ""));
+  vanguard::ChannelTls orchestrator_tls, replayer_tls;
+  if (absl::Status tls = ChannelsTlsFromFlags(&orchestrator_tls, &replayer_tls); !tls.ok()) {
+    LogLine(std::string(tls.message()));
+    return 2;
+  }
   std::string worker_id = absl::GetFlag(FLAGS_worker_id);
   if (worker_id.empty()) worker_id = DefaultWorkerId();
 
@@ -170,10 +224,15 @@ int main(int argc, char** argv) {
   } else if (const char* token = std::getenv("VANGUARD_TOKEN"); token != nullptr) {
     client_options.bearer_token = token;
   }
-  auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_orchestrator), grpc::InsecureChannelCredentials()));
-  auto replayer_stub = vanguard::v1::Replayer::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_replayer), grpc::InsecureChannelCredentials()));
+  if (!client_options.bearer_token.empty() && !orchestrator_tls.enabled) {
+    LogLine(
+        "WARNING: the bearer token is sent to the orchestrator in clear (no "
+        "--orchestrator_tls_ca)");
+  }
+  auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(
+      absl::GetFlag(FLAGS_orchestrator), vanguard::ChannelCredentials(orchestrator_tls)));
+  auto replayer_stub = vanguard::v1::Replayer::NewStub(grpc::CreateChannel(
+      absl::GetFlag(FLAGS_replayer), vanguard::ChannelCredentials(replayer_tls)));
 
   vanguard::Clock* clock = vanguard::Clock::Real();
   vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
@@ -231,7 +290,9 @@ int main(int argc, char** argv) {
   });
 
   LogLine(absl::StrCat("worker ", worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
-                       ", replayer ", absl::GetFlag(FLAGS_replayer)));
+                       orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", ", replayer ",
+                       absl::GetFlag(FLAGS_replayer),
+                       replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
   loop.Run();
   done.store(true);
   signal_watcher.join();

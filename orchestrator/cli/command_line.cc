@@ -82,13 +82,13 @@ absl::StatusOr<GlobalOptions> ParseGlobalOptions(const FlagSet& flags, const Env
   global.stderr_is_terminal = env.stderr_is_terminal;
   global.terminal_columns = env.terminal_columns;
   ASSIGN_OR_RETURN(std::optional<std::string> tls_ca, flags.NonEmptyText("tls_ca"));
-  if (tls_ca.has_value()) {
-    std::ifstream in(*tls_ca, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in || pem.str().empty()) return BadValue("tls_ca", *tls_ca, "cannot be read");
-    global.tls_root_certs = pem.str();
-  }
+  ASSIGN_OR_RETURN(std::optional<std::string> cert, flags.NonEmptyText("tls_client_cert"));
+  ASSIGN_OR_RETURN(std::optional<std::string> key, flags.NonEmptyText("tls_client_key"));
+  ASSIGN_OR_RETURN(global.tls, LoadChannelTls({.ca = tls_ca.value_or(""),
+                                               .cert = cert.value_or(""),
+                                               .key = key.value_or(""),
+                                               .cert_flag = "tls_client_cert",
+                                               .key_flag = "tls_client_key"}));
   ASSIGN_OR_RETURN(std::optional<absl::Duration> timeout, flags.Duration("timeout"));
   if (timeout.has_value()) {
     if (*timeout <= absl::ZeroDuration()) {

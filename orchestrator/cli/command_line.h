@@ -9,7 +9,7 @@
 //   ASSIGN_OR_RETURN(ParsedCommand parsed, ParseCommand(cmd, line.flags, Environment{}));
 //   // parsed.Options<int64_t>() == 7, parsed.global.output == OutputFormat::kJson
 //
-// Pure functions, except that flags naming files (--spec_file, --from_file, --tls_ca) are read
+// Pure functions, except that flags naming files (--spec_file, --from_file, --tls_*) are read
 // from disk. Called from main()'s thread only.
 #ifndef VANGUARD_ORCHESTRATOR_CLI_COMMAND_LINE_H_
 #define VANGUARD_ORCHESTRATOR_CLI_COMMAND_LINE_H_
@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/grpc_tls.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
 
@@ -75,7 +76,7 @@ std::string OutputFormatName(OutputFormat format);
 struct GlobalOptions {
   std::string orchestrator = kDefaultOrchestrator;
   std::string bearer_token;    // empty: no authorization metadata is sent
-  std::string tls_root_certs;  // PEM from --tls_ca; empty: plaintext
+  ChannelTls tls;  // --tls_ca (TLS on), --tls_client_cert/--tls_client_key; default plaintext
   absl::Duration rpc_timeout = absl::Seconds(10);
   OutputFormat output = OutputFormat::kTable;
   // From Environment: on a terminal, live progress is one line rewritten in place, cut to

@@ -487,6 +487,15 @@ const std::vector<FlagSpec>& GlobalFlags() {
        .help = "Talk TLS, trusting these CA certificates (orchestrator --tls_cert); default "
                "plaintext.",
        .file = true},
+      {.name = "tls_client_cert",
+       .value = "PEM",
+       .help = "With --tls_ca: present this client certificate (orchestrator --tls_client_ca, "
+               "mutual TLS).",
+       .file = true},
+      {.name = "tls_client_key",
+       .value = "PEM",
+       .help = "Private key of --tls_client_cert.",
+       .file = true},
   };
   return *flags;
 }

@@ -118,7 +118,8 @@ CommandSpec Command(TypedCommand<Options> typed) {
 
 // Every command, in the order usage lists them.
 const std::vector<CommandSpec>& Commands();
-// Flags every command accepts: --orchestrator, --timeout, --output, --tls_ca.
+// Flags every command accepts: --orchestrator, --timeout, --output, --tls_ca,
+// --tls_client_cert, --tls_client_key.
 const std::vector<FlagSpec>& GlobalFlags();
 // How a flag name takes its value in any command (the table test checks that no name is a
 // bool in one command and valued in another).

@@ -92,7 +92,7 @@ TEST_F(BashCompletionTest, CompletesFileNamesForFileFlags) {
             absl::StrCat(dir, "/spec.json"));
   EXPECT_EQ(Complete("vanguard report 12 -"),
             "--help --orchestrator= --output= --timeout= "
-            "--tls_ca= --window_step= -o");
+            "--tls_ca= --tls_client_cert= --tls_client_key= --window_step= -o");
   std::filesystem::remove_all(dir);
 }
 

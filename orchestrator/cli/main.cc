@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/grpc_tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "orchestrator/cli/command_line.h"
@@ -24,11 +25,8 @@ namespace {
 
 std::unique_ptr<vanguard::v1::Orchestrator::StubInterface> MakeStub(
     const vanguard::cli::GlobalOptions& global) {
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      global.tls_root_certs.empty()
-          ? grpc::InsecureChannelCredentials()
-          : grpc::SslCredentials({.pem_root_certs = global.tls_root_certs});
-  return vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(global.orchestrator, credentials));
+  return vanguard::v1::Orchestrator::NewStub(
+      grpc::CreateChannel(global.orchestrator, vanguard::ChannelCredentials(global.tls)));
 }
 
 }  // namespace
