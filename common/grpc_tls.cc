@@ -9,7 +9,6 @@
 #include <openssl/x509.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -61,15 +60,20 @@ absl::Status BadFile(const std::string& flag, const std::string& path, absl::str
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": ", why));
 }
 
-// The file's bytes; INVALID_ARGUMENT naming the flag when unreadable or empty.
+// Far above any certificate chain or key; a larger file is a wrong path (a log, a binary).
+constexpr size_t kMaxPemBytes = 1 << 20;
+
+// The file's bytes; INVALID_ARGUMENT naming the flag when unreadable, empty or too large.
 absl::StatusOr<std::string> ReadPemFile(const std::string& flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return BadFile(flag, path, "cannot be read");
-  std::ostringstream contents;
-  contents << in.rdbuf();
+  std::string contents(kMaxPemBytes + 1, '\0');
+  in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
   if (in.bad()) return BadFile(flag, path, "cannot be read");
-  if (contents.str().empty()) return BadFile(flag, path, "is empty");
-  return contents.str();
+  contents.resize(static_cast<size_t>(in.gcount()));
+  if (contents.empty()) return BadFile(flag, path, "is empty");
+  if (contents.size() > kMaxPemBytes) return BadFile(flag, path, "is larger than 1 MiB");
+  return contents;
 }
 
 absl::Status RequireTogether(const TlsFilePaths& paths) {

@@ -16,9 +16,10 @@
 // `ca` and the host name (or IP address) it dials.
 //
 // Errors (INVALID_ARGUMENT, naming the flag and the file): a file that cannot be read, is empty,
-// holds no PEM certificate / private key OpenSSL can parse, a key that does not belong to its
-// certificate, a cert without its key or the reverse, client_ca without a server cert, a client
-// cert/key without a CA to trust. Thread-compatible pure functions; called from main at start.
+// is larger than 1 MiB, holds no PEM certificate / private key OpenSSL can parse, a key that does
+// not belong to its certificate, a cert without its key or the reverse, client_ca without a server
+// cert, a client cert/key without a CA to trust. Thread-compatible pure functions; called from main
+// at start.
 #ifndef VANGUARD_COMMON_GRPC_TLS_H_
 #define VANGUARD_COMMON_GRPC_TLS_H_
 

@@ -130,6 +130,10 @@ TEST_F(GrpcTlsTest, UnreadableEmptyOrNonPemFilesAreNamedByTheirFlag) {
   EXPECT_THAT(garbage.status().message(), HasSubstr("--orchestrator_tls_ca"));
   EXPECT_THAT(garbage.status().message(), HasSubstr("no PEM certificate"));
 
+  absl::StatusOr<ChannelTls> huge =
+      LoadChannelTls({.ca = WriteFile("huge.crt", std::string((1 << 20) + 1, 'A'))});
+  EXPECT_THAT(huge.status().message(), HasSubstr("is larger than 1 MiB"));
+
   absl::StatusOr<ServerTls> key_as_cert = LoadServerTls({.cert = server_.key, .key = server_.key});
   EXPECT_THAT(key_as_cert.status().message(), HasSubstr("no PEM certificate"));
 }
