@@ -45,6 +45,109 @@ bool LatenessCannotChangeTheVerdict(const vanguard::v1::StepResult& result, bool
   return sends_delayed_not_reads && result.service_latency().p99_ms() > p99_limit_ms;
 }
 
+double Milliseconds(const google::protobuf::Duration& d) {
+  return absl::ToDoubleMilliseconds(ToAbsl(d));
+}
+
+// The SLO checks of one step as they are made: the health signals, the breached limits and
+// the held ones, each a phrase of the verdict.
+struct Checks {
+  std::vector<HealthSignal> signals;
+  std::vector<std::string> breaches;
+  std::vector<std::string> held;
+
+  // A latency percentile named `name` against its limit; returns whether it was breached.
+  bool Limit(const char* name, double value_ms, double limit_ms) {
+    signals.push_back({name, value_ms, limit_ms});
+    if (value_ms > limit_ms) {
+      breaches.push_back(absl::StrFormat("%s %.1f ms > %g ms", name, value_ms, limit_ms));
+      return true;
+    }
+    held.push_back(absl::StrFormat("%s %.1f ms <= %g ms", name, value_ms, limit_ms));
+    return false;
+  }
+
+  // The error rate against the SLO's maximum; returns whether it was breached.
+  bool ErrorRate(double rate, double max_rate) {
+    signals.push_back({"error_rate", rate, max_rate});
+    const bool breached = rate > max_rate;
+    (breached ? breaches : held)
+        .push_back(absl::StrFormat("error rate %.2f%% %s %g%%", rate * 100, breached ? ">" : "<=",
+                                   max_rate * 100));
+    return breached;
+  }
+
+  // The achieved rate against min_ratio of what was offered. The health signal is the
+  // shortfall relative to the allowed shortfall, so a step that achieves its full target
+  // scores 0 and one exactly at min_ratio scores 1.0 (target/achieved against 1/ratio would
+  // score a perfect step 0.99, i.e. CRITICAL).
+  void Achieved(double achieved, double offered, double min_ratio) {
+    const double shortfall = offered > 0 ? std::max(0.0, 1.0 - achieved / offered) : 0.0;
+    const double allowed_shortfall = 1.0 - min_ratio;
+    if (allowed_shortfall > 0) {
+      signals.push_back({"achieved", shortfall, allowed_shortfall});
+    } else {
+      signals.push_back({"achieved", shortfall > 0 ? 1.0 + shortfall : 0.0, 1.0});
+    }
+    const bool breached = achieved < min_ratio * offered;
+    (breached ? breaches : held)
+        .push_back(absl::StrFormat("achieved %.1f %s %g%% of %g", achieved, breached ? "<" : ">=",
+                                   min_ratio * 100, offered));
+  }
+};
+
+// What the step offered: against what was actually scheduled, since a Poisson schedule's
+// arrivals in a short step differ from the target by a few percent, which is not a shortfall
+// of the predictor; the target when the result does not say.
+double OfferedQps(const vanguard::v1::StepResult& result, double target_qps) {
+  const double measured_s = absl::ToDoubleSeconds(ToAbsl(result.measured()));
+  return measured_s > 0 && result.scheduled() > 0
+             ? static_cast<double>(result.scheduled()) / measured_s
+             : target_qps;
+}
+
+// The verdict of a step whose client was invalid: the replayer's reason with its cause.
+void NotJudged(const vanguard::v1::StepResult& result, StepJudgement& j) {
+  j.passed = false;
+  j.client_invalid_cause = result.client_invalid_cause();
+  j.client_disturbed_from_outside = result.client_invalid_outside();
+  j.verdict = absl::StrCat(
+      j.client_disturbed_from_outside
+          ? "not judged: load generator disturbed from outside, pause and retry ("
+          : "not judged: load generator invalid (",
+      result.client_invalid_reason().empty() ? "no reason given" : result.client_invalid_reason(),
+      ")");
+}
+
+// Says in the verdict that the client sent late and why the verdict stands anyway.
+void AppendLateClient(const vanguard::v1::StepResult& result, bool passed, double p99_limit_ms,
+                      std::string& verdict) {
+  absl::StrAppend(&verdict,
+                  passed ? " (despite a late client: "
+                         : " (also without the client's lateness: service p99 ",
+                  passed ? result.client_invalid_reason()
+                         : absl::StrFormat("%.1f ms > %g ms; %s",
+                                           result.service_latency().p99_ms(), p99_limit_ms,
+                                           result.client_invalid_reason()),
+                  ")");
+}
+
+// Streams: the time to the first token and between tokens score the step's health like any
+// other SLO metric (a model whose binding limit is its TTFT is close to capacity however far
+// its total latency sits below its own limit). Their breaches are judged with the step's
+// other percentile limits by MeasuredStepRunner, not here.
+void ScoreStreams(const vanguard::v1::StepResult& result, const vanguard::v1::Slo& slo,
+                  Checks& checks) {
+  const double ttft_limit_ms = Milliseconds(slo.ttft_p99());
+  if (ttft_limit_ms > 0 && result.has_ttft()) {
+    checks.signals.push_back({"ttft", result.ttft().p99_ms(), ttft_limit_ms});
+  }
+  const double inter_limit_ms = Milliseconds(slo.inter_token_p99());
+  if (inter_limit_ms > 0 && result.has_inter_chunk()) {
+    checks.signals.push_back({"inter_token", result.inter_chunk().p99_ms(), inter_limit_ms});
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<StepJudge> StepJudge::Create(const vanguard::v1::Slo& slo,
@@ -74,13 +177,9 @@ absl::StatusOr<StepJudge> StepJudge::Create(const vanguard::v1::Slo& slo,
 StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double target_qps) {
   StepJudgement j;
   j.client_valid = result.client_valid();
-  std::vector<HealthSignal> signals;
-  std::vector<std::string> breaches;
-  std::vector<std::string> held;
-
-  const bool counts_ok = CountsConsistent(result);
-  if (!counts_ok) {
-    breaches.push_back(absl::StrFormat(
+  Checks checks;
+  if (!CountsConsistent(result)) {
+    checks.breaches.push_back(absl::StrFormat(
         "inconsistent counts: scheduled %d, sent %d, completed %d, errors %d, timeouts %d, "
         "dropped %d",
         result.scheduled(), result.sent(), result.completed(), result.errors(), result.timeouts(),
@@ -92,116 +191,36 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
                                       static_cast<double>(result.scheduled()),
                                   0.0, 1.0)
                      : 0.0;
-
   // p99 from the intended send time: queueing delay counts.
-  const double p99_ms = result.latency().p99_ms();
-  const double p99_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.p99_latency()));
-  signals.push_back({"p99", p99_ms, p99_limit_ms});
-  const bool p99_breached = p99_ms > p99_limit_ms;
-  if (p99_breached) {
-    breaches.push_back(absl::StrFormat("p99 %.1f ms > %g ms", p99_ms, p99_limit_ms));
-  } else {
-    held.push_back(absl::StrFormat("p99 %.1f ms <= %g ms", p99_ms, p99_limit_ms));
+  const double p99_limit_ms = Milliseconds(slo_.p99_latency());
+  const bool p99_breached = checks.Limit("p99", result.latency().p99_ms(), p99_limit_ms);
+  if (const double p50_limit_ms = Milliseconds(slo_.p50_latency()); p50_limit_ms > 0) {
+    checks.Limit("p50", result.latency().p50_ms(), p50_limit_ms);
   }
+  ScoreStreams(result, slo_, checks);
+  const bool errors_breached = slo_.max_error_rate() > 0 &&
+                               checks.ErrorRate(j.error_rate, slo_.max_error_rate());
+  j.offered_qps = OfferedQps(result, target_qps);
+  checks.Achieved(result.achieved_qps(), j.offered_qps, min_achieved_ratio_);
+  j.health = scorer_->Score(checks.signals);
 
-  const double p50_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.p50_latency()));
-  if (p50_limit_ms > 0) {
-    const double p50_ms = result.latency().p50_ms();
-    signals.push_back({"p50", p50_ms, p50_limit_ms});
-    if (p50_ms > p50_limit_ms) {
-      breaches.push_back(absl::StrFormat("p50 %.1f ms > %g ms", p50_ms, p50_limit_ms));
-    } else {
-      held.push_back(absl::StrFormat("p50 %.1f ms <= %g ms", p50_ms, p50_limit_ms));
-    }
-  }
-
-  // Streams: the time to the first token and between tokens score the step's health like
-  // any other SLO metric (a model whose binding limit is its TTFT is close to capacity
-  // however far its total latency sits below its own limit). Their breaches are judged with
-  // the step's other percentile limits by MeasuredStepRunner.
-  const double ttft_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.ttft_p99()));
-  if (ttft_limit_ms > 0 && result.has_ttft()) {
-    signals.push_back({"ttft", result.ttft().p99_ms(), ttft_limit_ms});
-  }
-  const double inter_limit_ms = absl::ToDoubleMilliseconds(ToAbsl(slo_.inter_token_p99()));
-  if (inter_limit_ms > 0 && result.has_inter_chunk()) {
-    signals.push_back({"inter_token", result.inter_chunk().p99_ms(), inter_limit_ms});
-  }
-
-  bool errors_breached = false;
-  if (slo_.max_error_rate() > 0) {
-    signals.push_back({"error_rate", j.error_rate, slo_.max_error_rate()});
-    if (j.error_rate > slo_.max_error_rate()) {
-      errors_breached = true;
-      breaches.push_back(absl::StrFormat("error rate %.2f%% > %g%%", j.error_rate * 100,
-                                         slo_.max_error_rate() * 100));
-    } else {
-      held.push_back(absl::StrFormat("error rate %.2f%% <= %g%%", j.error_rate * 100,
-                                     slo_.max_error_rate() * 100));
-    }
-  }
-
-  const double achieved = result.achieved_qps();
-  // Against what was actually offered: a Poisson schedule's arrivals in a short step differ
-  // from the target by a few percent, which is not a shortfall of the predictor.
-  const double measured_s = absl::ToDoubleSeconds(ToAbsl(result.measured()));
-  const double offered = measured_s > 0 && result.scheduled() > 0
-                             ? static_cast<double>(result.scheduled()) / measured_s
-                             : target_qps;
-  j.offered_qps = offered;
-  const double required = min_achieved_ratio_ * offered;
-  // The health signal is the shortfall relative to the allowed shortfall, so a step that
-  // achieves its full target scores 0 and one exactly at min_achieved_ratio scores 1.0.
-  // (target/achieved against 1/ratio would score a perfect step 0.99, i.e. CRITICAL.)
-  const double shortfall = offered > 0 ? std::max(0.0, 1.0 - achieved / offered) : 0.0;
-  const double allowed_shortfall = 1.0 - min_achieved_ratio_;
-  if (allowed_shortfall > 0) {
-    signals.push_back({"achieved", shortfall, allowed_shortfall});
-  } else {
-    signals.push_back({"achieved", shortfall > 0 ? 1.0 + shortfall : 0.0, 1.0});
-  }
-  if (achieved < required) {
-    breaches.push_back(absl::StrFormat("achieved %.1f < %g%% of %g", achieved,
-                                       min_achieved_ratio_ * 100, offered));
-  } else {
-    held.push_back(absl::StrFormat("achieved %.1f >= %g%% of %g", achieved,
-                                   min_achieved_ratio_ * 100, offered));
-  }
-
-  j.health = scorer_->Score(signals);
-
-  if (!j.client_valid && LatenessCannotChangeTheVerdict(result, breaches.empty(), p99_limit_ms)) {
+  if (!j.client_valid &&
+      LatenessCannotChangeTheVerdict(result, checks.breaches.empty(), p99_limit_ms)) {
     j.client_valid = true;
     j.client_late = true;
   }
   if (!j.client_valid) {
-    j.passed = false;
-    j.client_invalid_cause = result.client_invalid_cause();
-    j.client_disturbed_from_outside = result.client_invalid_outside();
-    j.verdict = absl::StrCat(
-        j.client_disturbed_from_outside
-            ? "not judged: load generator disturbed from outside, pause and retry ("
-            : "not judged: load generator invalid (",
-        result.client_invalid_reason().empty() ? "no reason given" : result.client_invalid_reason(),
-        ")");
+    NotJudged(result, j);
     return j;
   }
-  j.passed = breaches.empty();
-  j.passed_apart_from_p99 = breaches.size() == (p99_breached ? 1u : 0u);
+  j.passed = checks.breaches.empty();
+  const size_t tail_breaches = p99_breached ? 1u : 0u;
+  j.passed_apart_from_p99 = checks.breaches.size() == tail_breaches;
   j.passed_apart_from_tails =
-      breaches.size() == (p99_breached ? 1u : 0u) + (errors_breached ? 1u : 0u);
-  j.verdict =
-      j.passed ? absl::StrCat("pass: ", absl::StrJoin(held, ", ")) : absl::StrJoin(breaches, "; ");
-  if (j.client_late) {
-    absl::StrAppend(&j.verdict,
-                    j.passed ? " (despite a late client: "
-                             : " (also without the client's lateness: service p99 ",
-                    j.passed
-                        ? result.client_invalid_reason()
-                        : absl::StrFormat("%.1f ms > %g ms; %s", result.service_latency().p99_ms(),
-                                          p99_limit_ms, result.client_invalid_reason()),
-                    ")");
-  }
+      checks.breaches.size() == tail_breaches + (errors_breached ? 1u : 0u);
+  j.verdict = j.passed ? absl::StrCat("pass: ", absl::StrJoin(checks.held, ", "))
+                       : absl::StrJoin(checks.breaches, "; ");
+  if (j.client_late) AppendLateClient(result, j.passed, p99_limit_ms, j.verdict);
   return j;
 }
 
