@@ -649,48 +649,54 @@ RunStep AdaptiveStrategy::StartHold(double rate) {
   return RunStep{q_, hold_, /*verification=*/true};
 }
 
-std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why) {
-  const Judged& last = judged_.back();
-  hold_parts_ += last.hold;
+AdaptiveStrategy::HoldReading AdaptiveStrategy::PooledHold() const {
   // The hold is judged on its own chunks pooled (never with the short steps at its rate).
-  double over = 0, requests = 0, se_sq = 0;
-  bool others_held = true, se_known = true;
+  HoldReading h;
+  double over = 0, se_sq = 0;
   for (const Judged& j : judged_) {
     if (!j.is_hold || j.expired || j.outcome.rate_qps != *hold_rate_) continue;
     const StepOutcome& o = j.outcome;
     const double n = static_cast<double>(o.tail_samples);
     over += o.tail_ratio * n;
-    requests += n;
+    h.requests += n;
     se_sq += n * n * o.tail_ratio_se * o.tail_ratio_se;
-    others_held &= o.tail_samples > 0 ? o.passed_apart_from_tail : o.passed;
-    se_known &= o.tail_units >= 2 && o.tail_samples > 0;
+    h.others_held &= o.tail_samples > 0 ? o.passed_apart_from_tail : o.passed;
+    h.se_known &= o.tail_units >= 2 && o.tail_samples > 0;
   }
-  const double ratio = requests > 0 ? over / requests : (others_held ? 0 : 2);
-  const double se = requests > 0 ? std::sqrt(se_sq) / requests : 0;
+  h.ratio = h.requests > 0 ? over / h.requests : (h.others_held ? 0 : 2);
+  h.se = h.requests > 0 ? std::sqrt(se_sq) / h.requests : 0;
+  return h;
+}
+
+std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why) {
+  const Judged& last = judged_.back();
+  hold_parts_ += last.hold;
+  const HoldReading h = PooledHold();
+  const double ratio = h.ratio;
   const bool rising = last.outcome.backlog_rising;
   const double horizon_parts = horizon_s_ / StepSeconds();
   const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
-  const bool enough_requests = requests * kTailAllowedFraction >= kHoldTailEvents;
+  const bool enough_requests = h.requests * kTailAllowedFraction >= kHoldTailEvents;
   // Without tail samples the chunks' own verdicts are all there is. A confident reading
   // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header); a hold
   // with no request over the limit at all is never confident (its standard error is 0 because
   // no episode landed in it, which says nothing about episodes rarer than the hold so far).
   const double min_cover = std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
   const bool confident_pass =
-      others_held && !rising && ratio <= 1 &&
-      (se_known ? ratio > 0 && ratio + 2 * se < 1 : enough_requests || requests == 0);
+      h.others_held && !rising && ratio <= 1 &&
+      (h.se_known ? ratio > 0 && ratio + 2 * h.se < 1 : enough_requests || h.requests == 0);
   const bool sure_pass = confident_pass && hold_parts_ >= min_cover - 1e-9;
   const bool sure_fail =
-      !others_held || (se_known ? ratio - 2 * se > 1 : ratio > 1 && enough_requests);
+      !h.others_held || (h.se_known ? ratio - 2 * h.se > 1 : ratio > 1 && enough_requests);
   // At the horizon the hold has measured what the claim is about (the share over the limit
   // across the sustained horizon): a backlog still rising in its last chunk only keeps a hold
   // from passing early.
-  const bool passes_at_horizon = others_held && ratio <= 1;
+  const bool passes_at_horizon = h.others_held && ratio <= 1;
   verification_ = absl::StrFormat(
       "held %.4g req/s for %.3g parts (%.0f s, horizon %.0f s): tail ratio %.3g%s over %.0f "
       "requests%s",
       *hold_rate_, hold_parts_, hold_parts_ * StepSeconds(), horizon_s_, ratio,
-      se_known ? absl::StrFormat(" +- %.2g", se) : std::string(), requests,
+      h.se_known ? absl::StrFormat(" +- %.2g", h.se) : std::string(), h.requests,
       rising ? ", backlog rising" : "");
   if (sure_pass || (at_horizon && passes_at_horizon)) {
     hold_held_ = true;
@@ -713,13 +719,26 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     if (hold_search_) return NextSearchHold();
     return std::nullopt;  // the search goes on from the new bracket
   }
-  if (steps_ >= max_steps_) return Finish(false, "step limit reached during the hold");
+  if (steps_ >= max_steps_) return FinishDuringHold(h);
   // Each chunk twice the last, up to the horizon: few steps (and leads) per hold; a confident
   // reading short of the cover runs the rest of the cover in one chunk.
   purpose_ = Purpose::kHold;
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_, /*verification=*/true};
+}
+
+Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
+  if (h.requests > 0 && h.ratio > 1) {
+    // Undecided but over the limit so far: the estimate must not rest on the hold's rate nor
+    // on the short steps' best (it is at or below the hold). The hold counts as failed, as in
+    // a hold search: the estimate is the highest held rate below it, else the retreat below it.
+    absl::StrAppend(&verification_, ": undecided, over the limit so far");
+    hold_results_.push_back({*hold_rate_, h.ratio, false});
+    hold_search_ = true;
+    PoolVerdicts();
+  }
+  return Finish(false, "step limit reached during the hold");
 }
 
 const AdaptiveStrategy::HoldResult* AdaptiveStrategy::LowestFailedHold() const {

@@ -58,7 +58,9 @@
 //    held). A tail already near the limit at half the estimate is named in the summary (a
 //    flat tail: ill-conditioned). Otherwise (max_steps, or no hold held) the result is
 //    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
-//    conservative end: the best pass less its resolution.
+//    conservative end: the best pass less its resolution; when the step limit came during a
+//    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
+//    as in a hold search).
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -162,6 +164,17 @@ class AdaptiveStrategy : public Strategy {
     bool empty = false;    // measured no request: no evidence (kept out like an expired one)
   };
 
+  // The chunks of the hold in progress pooled: tail ratio by requests, its standard error
+  // (known when every chunk had >= 2 units and requests), and whether every chunk passed its
+  // other checks.
+  struct HoldReading {
+    double ratio = 0;
+    double se = 0;
+    double requests = 0;
+    bool others_held = true;
+    bool se_known = true;
+  };
+
   // A decided hold's reading: its rate, its chunks' pooled tail ratio, whether it held.
   struct HoldResult {
     double rate = 0;
@@ -248,9 +261,14 @@ class AdaptiveStrategy : public Strategy {
   Decision BeforeFinish(const std::string& why);
   // Starts a hold at `rate` (the estimate), its first chunk.
   RunStep StartHold(double rate);
+  // The hold in progress (hold_rate_) read from its chunks so far.
+  HoldReading PooledHold() const;
   // After a hold's chunk: another chunk, the finish, the next hold of a hold search, or back
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
+  // The step limit came during an undecided hold: unconverged; a hold reading over the limit
+  // so far counts as failed for the estimate (see Finishing in the header).
+  Decision FinishDuringHold(const HoldReading& h);
   // The hold search's next hold, or its finish (see the header).
   Decision NextSearchHold();
   // The lowest failed hold and the highest held rate below it (nullptr: none).

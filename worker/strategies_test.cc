@@ -784,6 +784,54 @@ TEST(AdaptiveStrategyTest, AHoldSearchWhereNoHoldHoldsIsNotConverged) {
   }
 }
 
+TEST(AdaptiveStrategyTest, AHoldCutShortByTheStepLimitOverTheLimitSoFarIsNoEstimate) {
+  // Short steps pass up to 800; the hold at the best reads its chunks at `hold_ratio` with a
+  // standard error too wide to decide (an episodic tail). The step limit comes in the hold's
+  // second chunk. Reading under the limit so far, the estimate is the unverified best less its
+  // resolution (at most the hold's rate); reading over it, the hold counts as failed: the
+  // estimate lies below its rate, which bounds the interval from above.
+  for (double hold_ratio : {0.8, 1.4}) {
+    const auto model = [&](const RunStep& step) {
+      const double r = step.rate_qps;
+      if (!step.verification) return WithTail(r, 2000, r <= 800 ? 0.5 : 3);
+      StepOutcome o = WithTail(r, 2000, hold_ratio, static_cast<int64_t>(3 * r * step.hold));
+      o.tail_units = static_cast<int>(6 * step.hold);
+      o.tail_ratio_se = 1;
+      return o;
+    };
+    auto probe = Adaptive();
+    ASSERT_TRUE(probe);
+    StrategyRun full = DriveSteps(*probe, model);
+    size_t first_hold = 0;
+    while (first_hold < full.rates.size() && !full.verifications[first_hold]) ++first_hold;
+    ASSERT_LT(first_hold + 2, full.rates.size()) << ::testing::PrintToString(full.rates);
+    const double hold_rate = full.rates[first_hold];
+
+    auto s = Adaptive(50, 2000, static_cast<int>(first_hold) + 2);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, model);
+    const Done& done = run.done;
+    ASSERT_EQ(run.rates.size(), first_hold + 2) << ::testing::PrintToString(run.rates);
+    EXPECT_TRUE(run.verifications.back());
+    EXPECT_FALSE(done.converged) << done.summary;
+    EXPECT_NE(done.summary.find("step limit reached during the hold"), std::string::npos)
+        << done.summary;
+    if (hold_ratio < 1) {
+      EXPECT_LE(done.max_sustainable_qps, hold_rate) << done.summary;
+      EXPECT_GT(done.max_sustainable_qps, 0.95 * hold_rate) << done.summary;
+      EXPECT_EQ(done.verification.find("undecided"), std::string::npos) << done.verification;
+    } else {
+      EXPECT_LT(done.max_sustainable_qps, (1 - AdaptiveStrategy::kFirstHoldRetreat) * hold_rate +
+                                              1e-6)
+          << done.summary;
+      EXPECT_GT(done.max_sustainable_qps, 0) << done.summary;
+      EXPECT_DOUBLE_EQ(done.confidence_high_qps, hold_rate) << done.summary;
+      EXPECT_NE(done.verification.find("undecided, over the limit so far"), std::string::npos)
+          << done.verification;
+    }
+  }
+}
+
 TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
   // Short steps pass up to 900 (tail 0.1 of allowed, 3000 requests); every hold reads 1.1
   // over 9000 requests. Pooled with a short step at its rate it could pass; on its own it does
