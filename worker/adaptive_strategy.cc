@@ -873,6 +873,35 @@ double AdaptiveStrategy::Estimate() const {
   return *best_;
 }
 
+std::optional<int> AdaptiveStrategy::StepsLeft() const {
+  if (done_) return 0;
+  if (!started_) return std::nullopt;
+  const int budget = std::max(0, max_steps_ - steps_ - 1);
+  const double horizon_parts = horizon_s_ / StepSeconds();
+  // Chunks doubling from kMinHold until the hold covers its share of the horizon (a
+  // confident hold stops there; an undecided one runs on to the horizon).
+  const auto chunks = [&](double from_parts, double done_parts) {
+    int n = 0;
+    for (double chunk = from_parts, held = done_parts;
+         held < kMinHoldHorizonShare * horizon_parts - 1e-9 && n < 10; chunk *= 2, ++n) {
+      held += chunk;
+    }
+    return n;
+  };
+  if (purpose_ == Purpose::kHold) {
+    return std::min(budget, chunks(2 * hold_, hold_parts_ + hold_));
+  }
+  int search = 0;
+  if (best_ && lowest_failure_) {
+    const double relative = (*lowest_failure_ - *best_) / *best_;
+    search = std::max(0, static_cast<int>(std::ceil(std::log2(relative / Resolution()))));
+  } else {
+    const double from = std::max(q_, min_qps_);
+    search = static_cast<int>(std::ceil(std::log(max_qps_ / from) / std::log(kMaxGrowth))) + 3;
+  }
+  return std::min(budget, search + chunks(kMinHold, 0));
+}
+
 double AdaptiveStrategy::MoreTimeNeeded() const {
   double steps = 0;
   if (best_ && lowest_failure_) {

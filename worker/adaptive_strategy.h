@@ -147,6 +147,10 @@ class AdaptiveStrategy : public Strategy {
       const vanguard::v1::AdaptiveStrategy& config, double horizon_s = kDefaultHorizonS);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  // Growing: the passes to the range's top at kMaxGrowth and a few to bracket; bracketed:
+  // one step per halving down to the resolution; then the hold's chunks (what is left of the
+  // one in progress); never more than the step budget left.
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "adaptive"; }
 
  private:

@@ -55,6 +55,16 @@ Decision BinarySearchStrategy::Finish(bool converged, const std::string& why) {
   return done;
 }
 
+std::optional<int> BinarySearchStrategy::StepsLeft() const {
+  if (done_) return 0;
+  if (!current_) return std::nullopt;
+  // The step in flight halves the bracket; then one step per halving down to the tolerance.
+  const double after = (high_ - low_) / 2;
+  const int halvings =
+      after > Tolerance() ? static_cast<int>(std::ceil(std::log2(after / Tolerance()))) : 0;
+  return std::clamp(halvings, 0, std::max(0, max_steps_ - steps_ - 1));
+}
+
 Decision BinarySearchStrategy::Next(const std::optional<StepOutcome>& last) {
   if (done_) return *done_;
   if (current_ && last) {

@@ -43,6 +43,7 @@ class BinarySearchStrategy : public Strategy {
       const vanguard::v1::BinarySearchStrategy& config);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "binary_search"; }
 
  private:

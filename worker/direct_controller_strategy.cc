@@ -48,6 +48,11 @@ Decision DirectControllerStrategy::Conclude(const std::string& note) {
   return done;
 }
 
+std::optional<int> DirectControllerStrategy::StepsLeft() const {
+  if (done_) return 0;
+  return static_cast<int>(rates_.size() - std::min(rates_.size(), current_ + 1));
+}
+
 Decision DirectControllerStrategy::Next(const std::optional<StepOutcome>& last) {
   if (done_) return *done_;
   if (!started_ || !last) {

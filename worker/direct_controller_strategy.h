@@ -37,6 +37,7 @@ class DirectControllerStrategy : public Strategy {
       const vanguard::v1::DirectControllerStrategy& config, double target_qps);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "direct_controller"; }
 
  private:

@@ -87,6 +87,37 @@ std::optional<bool> LadderStrategy::StepPasses(const StepOutcome& o, std::string
   return failed.empty();
 }
 
+int LadderStrategy::RampSteps(double lambda) const {
+  const double start = config_.start_qps();
+  const int doublings =
+      lambda > start ? static_cast<int>(std::floor(std::log2(lambda / start))) : 0;
+  const double coarse_pass = start * std::exp2(doublings);
+  const double increment = config_.fine_step_fraction() * coarse_pass;
+  const int fine = static_cast<int>(std::floor((lambda - coarse_pass) / increment)) + 1;
+  return doublings + 2 + fine;  // the passes, the coarse failure, the fine steps
+}
+
+std::optional<int> LadderStrategy::StepsLeft() const {
+  if (done_) return 0;
+  if (ramps_.empty()) return std::nullopt;
+  const Ramp& ramp = ramps_.back();
+  // lambda_max as far as known: a finished ramp's, else this one's first failure.
+  std::optional<double> lambda;
+  if (ramps_.size() > 1) lambda = ramps_.front().last_pass;
+  if (!lambda && ramp.first_failure) lambda = ramp.first_failure;
+  if (!lambda) return std::nullopt;
+  int left = 0;
+  if (ramp.fine && ramp.first_failure) {
+    left = static_cast<int>(std::ceil((*ramp.first_failure - current_) / ramp.increment));
+  } else {
+    left = std::max(0, RampSteps(*lambda) - 1 - static_cast<int>(std::floor(
+                                                    std::log2(current_ / config_.start_qps()))));
+  }
+  // Two ramps unless they disagree (then a third decides).
+  const int ramps_after = std::max(0, 2 - static_cast<int>(ramps_.size()));
+  return std::max(0, left) + ramps_after * RampSteps(*lambda);
+}
+
 Decision LadderStrategy::StartRamp() {
   ramps_.push_back(Ramp{});
   current_ = config_.start_qps();

@@ -42,6 +42,7 @@ class LadderStrategy : public Strategy {
       const vanguard::v1::LadderStrategy& config);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "ladder"; }
 
   // Whether `outcome` passes the ladder's step rule; `why` gets the reason in words. Empty
@@ -60,6 +61,9 @@ class LadderStrategy : public Strategy {
   explicit LadderStrategy(const vanguard::v1::LadderStrategy& config) : config_(config) {}
 
   Decision StartRamp();
+  // About how many steps a whole ramp takes to a lambda_max of `lambda` (coarse doublings
+  // from start_qps to the first failure, then fine steps up to the next).
+  int RampSteps(double lambda) const;
   Decision Conclude();
   Decision Stop(const std::string& why);
 

@@ -9,41 +9,6 @@
 #include "worker/proto_time.h"
 
 namespace vanguard::worker {
-namespace {
-
-// The binary search's step cap when max_steps is 0 (binary_search_strategy.cc).
-int BinarySearchSteps(const vanguard::v1::BinarySearchStrategy& c) {
-  if (c.max_steps() > 0) return c.max_steps();
-  const double tol = c.tolerance_qps() > 0 ? c.tolerance_qps() : 0.02 * c.min_qps();
-  if (!(tol > 0) || !(c.max_qps() > c.min_qps())) return 1;
-  return std::clamp(static_cast<int>(std::ceil(std::log2((c.max_qps() - c.min_qps()) / tol))) + 2,
-                    1, 30);
-}
-
-}  // namespace
-
-std::optional<int> StepsLeftAfter(const vanguard::v1::TestSpec& spec, int steps_taken) {
-  int planned;
-  switch (spec.strategy_case()) {
-    case vanguard::v1::TestSpec::kSweep:
-      planned =
-          spec.sweep().rates_qps_size() > 0 ? spec.sweep().rates_qps_size() : spec.sweep().steps();
-      break;
-    case vanguard::v1::TestSpec::kBinarySearch:
-      planned = BinarySearchSteps(spec.binary_search());
-      break;
-    case vanguard::v1::TestSpec::kStability:
-      planned = spec.stability().segments() > 0 ? spec.stability().segments() : 10;
-      break;
-    case vanguard::v1::TestSpec::kDirectController:
-      planned = spec.direct_controller().headroom_fraction() > 0 ? 2 : 1;
-      break;
-    default:
-      return std::nullopt;  // adaptive, ladder: as many steps as the model asks for
-  }
-  return std::max(0, planned - steps_taken);
-}
-
 ProgressReporter::ProgressReporter(Sender send, Clock* clock, int64_t test_id, int32_t attempt,
                                    absl::Duration test_started, ProgressReporterOptions options)
     : send_(std::move(send)),

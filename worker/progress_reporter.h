@@ -49,13 +49,6 @@ struct ProgressReporterOptions {
   std::function<void(const std::string&)> log;  // nullable
 };
 
-// How many more steps after `steps_taken` (the one in flight included) a test's strategy
-// may take, from its spec: sweep (its rates), binary search (its step cap), stability (its
-// segments), direct controller (the target and the headroom step). nullopt when the
-// strategy cannot say in advance (adaptive, ladder). An upper bound: strategies may stop
-// sooner.
-std::optional<int> StepsLeftAfter(const vanguard::v1::TestSpec& spec, int steps_taken);
-
 class ProgressReporter {
  public:
   // Sends one ReportProgress within `timeout`; in the worker OrchestratorClient's.

@@ -208,33 +208,5 @@ TEST_F(ProgressReporterTest, AnOrchestratorWithoutTheRpcIsNotAskedAgain) {
   EXPECT_TRUE(progress.stopped());
 }
 
-TEST(StepsLeftAfterTest, CountsWhatTheSpecPlansAndNothingForOpenEndedSearches) {
-  vanguard::v1::TestSpec spec;
-  for (double r : {10, 20, 30, 40}) spec.mutable_sweep()->add_rates_qps(r);
-  EXPECT_EQ(StepsLeftAfter(spec, 1), 3);
-  EXPECT_EQ(StepsLeftAfter(spec, 6), 0);
-  spec.mutable_sweep()->clear_rates_qps();
-  spec.mutable_sweep()->set_steps(5);
-  EXPECT_EQ(StepsLeftAfter(spec, 2), 3);
-
-  spec.mutable_binary_search()->set_min_qps(100);
-  spec.mutable_binary_search()->set_max_qps(900);
-  spec.mutable_binary_search()->set_tolerance_qps(100);
-  EXPECT_EQ(StepsLeftAfter(spec, 1), 4);  // log2(8) + 2 = 5 at most
-  spec.mutable_binary_search()->set_max_steps(12);
-  EXPECT_EQ(StepsLeftAfter(spec, 2), 10);
-
-  spec.mutable_stability()->set_rate_qps(50);
-  EXPECT_EQ(StepsLeftAfter(spec, 4), 6);  // 10 segments by default
-  spec.mutable_direct_controller()->set_target_qps(50);
-  spec.mutable_direct_controller()->set_headroom_fraction(0.2);
-  EXPECT_EQ(StepsLeftAfter(spec, 1), 1);
-
-  spec.mutable_adaptive()->set_min_qps(1);
-  EXPECT_EQ(StepsLeftAfter(spec, 1), std::nullopt);
-  spec.mutable_ladder();
-  EXPECT_EQ(StepsLeftAfter(spec, 1), std::nullopt);
-}
-
 }  // namespace
 }  // namespace vanguard::worker

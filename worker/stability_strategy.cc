@@ -62,6 +62,12 @@ absl::StatusOr<std::unique_ptr<StabilityStrategy>> StabilityStrategy::Create(
   return std::unique_ptr<StabilityStrategy>(new StabilityStrategy(c));
 }
 
+std::optional<int> StabilityStrategy::StepsLeft() const {
+  if (done_) return 0;
+  if (!started_) return std::nullopt;
+  return std::max(0, config_.segments() - static_cast<int>(segments_.size()) - invalid_ - 1);
+}
+
 std::vector<std::string> StabilityStrategy::DriftFlags(const std::vector<StepOutcome>& s) const {
   std::vector<std::string> flags;
   if (s.size() < 3) return flags;

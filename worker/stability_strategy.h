@@ -44,6 +44,7 @@ class StabilityStrategy : public Strategy {
       const vanguard::v1::StabilityStrategy& config);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "stability"; }
 
   // The drift checks that fire for these segment outcomes (exposed for tests).

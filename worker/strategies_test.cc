@@ -1,5 +1,6 @@
 // Unit tests of the binary search, adaptive, ladder, direct-controller and stability
 // strategies, each driven in virtual time by a model predictor with a known capacity.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "worker/ladder_strategy.h"
 #include "worker/stability_strategy.h"
 #include "worker/strategy.h"
+#include "worker/sweep_strategy.h"
 
 namespace vanguard::worker {
 namespace {
@@ -1667,6 +1669,89 @@ TEST(StabilityStrategyTest, MemoryNotScrapedIsNotFlagged) {
   ASSERT_TRUE(s.ok());
   StrategyRun run = Drive(**s, [](double r) { return ModelPredictor(r, 500); });  // memory_bytes -1
   EXPECT_TRUE(run.done.drift_flags.empty());
+}
+
+// ---------------------------------------------------------------- steps left
+
+// Drives `strategy` against a model of capacity 700 (ModelPredictor) and checks StepsLeft
+// before every step: nullopt or a count, never more than `most`, and 0 once done. Returns
+// the counts asked after each step (nullopt as -1) and how many steps ran.
+std::pair<std::vector<int>, int> StepsLeftAlong(Strategy& strategy, int most) {
+  std::vector<int> left;
+  std::optional<StepOutcome> last;
+  int steps = 0;
+  for (; steps < 200; ++steps) {
+    Decision d = strategy.Next(last);
+    if (std::holds_alternative<Done>(d)) break;
+    std::optional<int> n = strategy.StepsLeft();
+    EXPECT_LE(n.value_or(0), most);
+    EXPECT_GE(n.value_or(0), 0);
+    left.push_back(n.value_or(-1));
+    last = ModelPredictor(std::get<RunStep>(d).rate_qps, 700);
+  }
+  EXPECT_EQ(strategy.StepsLeft(), 0);
+  return {left, steps};
+}
+
+TEST(StepsLeftTest, PlannedStrategiesCountDownWhatIsLeftOfTheirPlan) {
+  vanguard::v1::SweepStrategy sweep;
+  for (double r : {100, 200, 300, 400}) sweep.add_rates_qps(r);
+  auto s = SweepStrategy::Create(sweep);
+  ASSERT_TRUE(s.ok());
+  auto [left, steps] = StepsLeftAlong(**s, 3);
+  EXPECT_EQ(steps, 4);
+  EXPECT_EQ(left, (std::vector<int>{3, 2, 1, 0}));
+
+  vanguard::v1::StabilityStrategy stability;
+  stability.set_rate_qps(100);
+  stability.set_segments(5);
+  auto st = StabilityStrategy::Create(stability);
+  ASSERT_TRUE(st.ok());
+  auto [st_left, st_steps] = StepsLeftAlong(**st, 4);
+  EXPECT_EQ(st_steps, 5);
+  EXPECT_EQ(st_left, (std::vector<int>{4, 3, 2, 1, 0}));
+
+  // Binary search: one step per halving of [100, 900] down to 100 qps after the first.
+  vanguard::v1::BinarySearchStrategy binary;
+  binary.set_min_qps(100);
+  binary.set_max_qps(900);
+  binary.set_tolerance_qps(100);
+  auto b = BinarySearchStrategy::Create(binary);
+  ASSERT_TRUE(b.ok());
+  auto [b_left, b_steps] = StepsLeftAlong(**b, 4);
+  ASSERT_FALSE(b_left.empty());
+  EXPECT_EQ(b_left.front(), 2);  // the step in flight halves 800 to 400: two more halvings
+  EXPECT_TRUE(std::is_sorted(b_left.rbegin(), b_left.rend())) << ::testing::PrintToString(b_left);
+  EXPECT_LE(b_steps - 1, b_left.front() + 1);
+}
+
+TEST(StepsLeftTest, AdaptiveSearchesEstimateWhatIsLeftFromTheirEvidence) {
+  // Adaptive: within the budget, falling once the bracket closes, 0 at the end.
+  auto a = Adaptive(50, 2000, 24);
+  ASSERT_TRUE(a);
+  auto [a_left, a_steps] = StepsLeftAlong(*a, 23);
+  ASSERT_GE(a_left.size(), 3u);
+  for (size_t i = 0; i < a_left.size(); ++i) {
+    EXPECT_GE(a_left[i], 0) << i;
+    EXPECT_LE(a_left[i], 24 - static_cast<int>(i) - 1) << i;  // never past the budget
+  }
+  EXPECT_GT(a_left.front(), 0);
+
+  // Ladder: unknown until a first failure shows lambda_max, then a count for this ramp and
+  // the second, which the steps taken then roughly match.
+  vanguard::v1::LadderStrategy ladder;
+  ladder.set_start_qps(50);
+  ladder.set_max_qps(5000);
+  auto l = LadderStrategy::Create(ladder);
+  ASSERT_TRUE(l.ok());
+  auto [l_left, l_steps] = StepsLeftAlong(**l, 200);
+  ASSERT_FALSE(l_left.empty());
+  EXPECT_EQ(l_left.front(), -1);
+  size_t known = 0;
+  while (known < l_left.size() && l_left[known] < 0) ++known;
+  ASSERT_LT(known, l_left.size());
+  const int actual = l_steps - static_cast<int>(known) - 1;
+  EXPECT_NEAR(l_left[known], actual, 0.3 * actual + 2) << ::testing::PrintToString(l_left);
 }
 
 }  // namespace

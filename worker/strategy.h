@@ -141,6 +141,14 @@ class Strategy {
 
   // Short name for logs, e.g. "sweep".
   virtual std::string name() const = 0;
+
+  // About how many more steps the strategy will ask for after the one it asked for last (the
+  // step in flight), for the live progress line's time left: what is left of the plan for
+  // the strategies that plan their steps (sweep, binary search, stability, direct controller;
+  // a rerun of an invalid or tail-only step comes on top), an estimate from the evidence so
+  // far for the searches that adapt (adaptive, ladder); 0 once done; nullopt when it cannot
+  // say yet. Called between Next calls, on the same thread.
+  virtual std::optional<int> StepsLeft() const = 0;
 };
 
 // Builds the strategy a test spec asks for. INVALID_ARGUMENT (naming the field) when the

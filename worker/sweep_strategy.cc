@@ -78,6 +78,11 @@ absl::StatusOr<std::unique_ptr<SweepStrategy>> SweepStrategy::Create(
   return std::unique_ptr<SweepStrategy>(new SweepStrategy(std::move(rates), stop_after_failures));
 }
 
+std::optional<int> SweepStrategy::StepsLeft() const {
+  if (done_) return 0;
+  return static_cast<int>(rates_.size() - std::min(rates_.size(), current_ + 1));
+}
+
 Decision SweepStrategy::Next(const std::optional<StepOutcome>& last) {
   if (done_) return *done_;
   if (!started_ || !last) {

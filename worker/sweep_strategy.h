@@ -42,6 +42,7 @@ class SweepStrategy : public Strategy {
       const vanguard::v1::SweepStrategy& config);
 
   Decision Next(const std::optional<StepOutcome>& last) override;
+  std::optional<int> StepsLeft() const override;
   std::string name() const override { return "sweep"; }
 
   // The rates this sweep will run, ascending.

@@ -627,7 +627,7 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
         FromProtoDuration(request->warmup()) +
         FromProtoDuration(request->duration()) * std::max(step.hold, 1.0);
     run.progress->StartStep(run.index, step.rate_qps, planned,
-                            StepsLeftAfter(run.test.spec(), run.steps_taken + 1), run.steps_taken);
+                            run.strategy->StepsLeft(), run.steps_taken);
   }
   absl::Time step_start;
   std::vector<vanguard::v1::StepWindow> windows_so_far;
