@@ -147,9 +147,118 @@ std::string DefaultWorkerId() {
   return absl::StrCat(host[0] != '\0' ? host : "worker", "-", getpid());
 }
 
-}  // namespace
+// Everything the flags say, checked; the bearer token read.
+struct WorkerConfig {
+  std::string worker_id;
+  absl::Duration lease_duration;
+  absl::Duration poll_interval;
+  absl::Duration shutdown_timeout;
+  int max_tests = 0;
+  vanguard::TargetPolicy target_policy;
+  vanguard::ChannelTls orchestrator_tls, replayer_tls;
+  std::string bearer_token;
+};
 
-int main(int argc, char** argv) {
+// The bearer token from --token_file, else $VANGUARD_TOKEN (empty: none); an error naming
+// the file when it cannot be read.
+absl::StatusOr<std::string> BearerTokenFromFlags() {
+  if (const std::string token_file = absl::GetFlag(FLAGS_token_file); !token_file.empty()) {
+    absl::StatusOr<std::string> token = vanguard::worker::ReadTokenFile(token_file);
+    if (!token.ok()) return token.status();
+    if (std::getenv("VANGUARD_TOKEN") != nullptr) {
+      LogLine("both --token_file and $VANGUARD_TOKEN are set; using --token_file");
+    }
+    return token;
+  }
+  const char* token = std::getenv("VANGUARD_TOKEN");
+  return std::string(token != nullptr ? token : "");
+}
+
+// The flags checked into a WorkerConfig; INVALID_ARGUMENT with the line to print (exit 2).
+absl::StatusOr<WorkerConfig> ConfigFromFlags() {
+  WorkerConfig c;
+  c.lease_duration = absl::GetFlag(FLAGS_lease_duration);
+  c.poll_interval = absl::GetFlag(FLAGS_poll_interval);
+  c.max_tests = absl::GetFlag(FLAGS_once) ? 1 : absl::GetFlag(FLAGS_max_tests);
+  c.shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
+  if (c.lease_duration < absl::Seconds(3)) {
+    return absl::InvalidArgumentError("--lease_duration must be at least 3s");
+  }
+  if (c.poll_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--poll_interval must be > 0");
+  }
+  if (c.max_tests < 0) return absl::InvalidArgumentError("--max_tests must be >= 0");
+  if (c.shutdown_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--shutdown_timeout must be > 0");
+  }
+  absl::StatusOr<vanguard::TargetPolicy> target_policy =
+      vanguard::TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
+  if (!target_policy.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--allowed_targets: ", target_policy.status().message()));
+  }
+  c.target_policy = *std::move(target_policy);
+  if (absl::Status tls = ChannelsTlsFromFlags(&c.orchestrator_tls, &c.replayer_tls); !tls.ok()) {
+    return tls;
+  }
+  c.worker_id = absl::GetFlag(FLAGS_worker_id);
+  if (c.worker_id.empty()) c.worker_id = DefaultWorkerId();
+  absl::StatusOr<std::string> token = BearerTokenFromFlags();
+  if (!token.ok()) return token.status();
+  c.bearer_token = *std::move(token);
+  return c;
+}
+
+// The test runner's options: the config's and the measuring flags, and the fetchers the
+// target policy guards.
+vanguard::worker::TestRunnerOptions RunnerOptions(const WorkerConfig& c) {
+  vanguard::worker::TestRunnerOptions o;
+  o.worker_id = c.worker_id;
+  o.lease_duration = c.lease_duration;
+  o.log = LogLine;
+  o.shutdown_timeout = c.shutdown_timeout;
+  o.measured.steady_state_detection = absl::GetFlag(FLAGS_steady_state_detection);
+  o.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
+  o.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
+  if (absl::GetFlag(FLAGS_scrape_metrics)) {
+    o.metrics_fetcher = [policy = c.target_policy](const vanguard::v1::Model& model) {
+      return vanguard::worker::MetricsCollector::HttpFetcher(vanguard::worker::MetricsUrlFor(model),
+                                                             absl::Milliseconds(500), policy);
+    };
+  }
+  o.controller_fetcher = vanguard::worker::PolicyHttpFetcher(c.target_policy);
+  return o;
+}
+
+// The signal thread's loop until `done`: the first SIGTERM/SIGINT stops `loop` (the step in
+// flight interrupted, the lease given back); a second one, or a stop outlasting
+// --shutdown_timeout plus kShutdownGrace, exits the process at once.
+void WatchStopSignals(const sigset_t& stop_signals, const std::atomic<bool>& done,
+                      vanguard::worker::LeaseLoop& loop, vanguard::Clock* clock,
+                      absl::Duration shutdown_timeout) {
+  const timespec tick = {0, 200'000'000};
+  std::optional<absl::Duration> stopping_since;  // monotonic time of the first signal
+  while (!done.load()) {
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if ((sig == SIGTERM || sig == SIGINT) && stopping_since.has_value()) {
+      LogLine(absl::StrCat("signal ", sig, " again: exiting now"));
+      std::_Exit(1);
+    }
+    if (sig == SIGTERM || sig == SIGINT) {
+      LogLine(absl::StrCat(
+          "signal ", sig, ": stopping (interrupting the step in flight, giving the lease back)"));
+      stopping_since = clock->Monotonic();
+      loop.Stop();
+    }
+    if (stopping_since.has_value() &&
+        clock->Monotonic() - *stopping_since > shutdown_timeout + kShutdownGrace) {
+      LogLine("did not stop within --shutdown_timeout: exiting now");
+      std::_Exit(1);
+    }
+  }
+}
+
+void ParseFlags(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Leases capacity tests from the Vanguard orchestrator and runs them step by step "
       "through a replayer.\nThe bearer token for the orchestrator is read from "
@@ -166,42 +275,20 @@ int main(int argc, char** argv) {
   usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
   absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
+}
 
-  const absl::Duration lease_duration = absl::GetFlag(FLAGS_lease_duration);
-  const absl::Duration poll_interval = absl::GetFlag(FLAGS_poll_interval);
-  const int max_tests = absl::GetFlag(FLAGS_once) ? 1 : absl::GetFlag(FLAGS_max_tests);
-  if (lease_duration < absl::Seconds(3)) {
-    LogLine("--lease_duration must be at least 3s");
+}  // namespace
+
+int main(int argc, char** argv) {
+  ParseFlags(argc, argv);
+  absl::StatusOr<WorkerConfig> config = ConfigFromFlags();
+  if (!config.ok()) {
+    LogLine(std::string(config.status().message()));
     return 2;
   }
-  if (poll_interval <= absl::ZeroDuration()) {
-    LogLine("--poll_interval must be > 0");
-    return 2;
-  }
-  if (max_tests < 0) {
-    LogLine("--max_tests must be >= 0");
-    return 2;
-  }
-  const absl::Duration shutdown_timeout = absl::GetFlag(FLAGS_shutdown_timeout);
-  if (shutdown_timeout <= absl::ZeroDuration()) {
-    LogLine("--shutdown_timeout must be > 0");
-    return 2;
-  }
-  absl::StatusOr<vanguard::TargetPolicy> target_policy =
-      vanguard::TargetPolicy::FromFlag(absl::GetFlag(FLAGS_allowed_targets));
-  if (!target_policy.ok()) {
-    LogLine(absl::StrCat("--allowed_targets: ", target_policy.status().message()));
-    return 2;
-  }
-  LogLine(absl::StrCat("allowed targets: ", target_policy->ToString(),
-                       target_policy->is_default() ? " (the default)" : ""));
-  vanguard::ChannelTls orchestrator_tls, replayer_tls;
-  if (absl::Status tls = ChannelsTlsFromFlags(&orchestrator_tls, &replayer_tls); !tls.ok()) {
-    LogLine(std::string(tls.message()));
-    return 2;
-  }
-  std::string worker_id = absl::GetFlag(FLAGS_worker_id);
-  if (worker_id.empty()) worker_id = DefaultWorkerId();
+  const WorkerConfig& c = *config;
+  LogLine(absl::StrCat("allowed targets: ", c.target_policy.ToString(),
+                       c.target_policy.is_default() ? " (the default)" : ""));
 
   // Block the stop signals in every thread (gRPC's included) and take them on one thread.
   sigset_t stop_signals;
@@ -211,88 +298,38 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   vanguard::worker::OrchestratorClientOptions client_options;
-  if (const std::string token_file = absl::GetFlag(FLAGS_token_file); !token_file.empty()) {
-    absl::StatusOr<std::string> token = vanguard::worker::ReadTokenFile(token_file);
-    if (!token.ok()) {
-      LogLine(std::string(token.status().message()));
-      return 2;
-    }
-    if (std::getenv("VANGUARD_TOKEN") != nullptr) {
-      LogLine("both --token_file and $VANGUARD_TOKEN are set; using --token_file");
-    }
-    client_options.bearer_token = *std::move(token);
-  } else if (const char* token = std::getenv("VANGUARD_TOKEN"); token != nullptr) {
-    client_options.bearer_token = token;
-  }
-  if (!client_options.bearer_token.empty() && !orchestrator_tls.enabled) {
+  client_options.bearer_token = c.bearer_token;
+  if (!client_options.bearer_token.empty() && !c.orchestrator_tls.enabled) {
     LogLine(
         "WARNING: the bearer token is sent to the orchestrator in clear (no "
         "--orchestrator_tls_ca)");
   }
   auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(
-      absl::GetFlag(FLAGS_orchestrator), vanguard::ChannelCredentials(orchestrator_tls)));
+      absl::GetFlag(FLAGS_orchestrator), vanguard::ChannelCredentials(c.orchestrator_tls)));
   auto replayer_stub = vanguard::v1::Replayer::NewStub(grpc::CreateChannel(
-      absl::GetFlag(FLAGS_replayer), vanguard::ChannelCredentials(replayer_tls)));
+      absl::GetFlag(FLAGS_replayer), vanguard::ChannelCredentials(c.replayer_tls)));
 
   vanguard::Clock* clock = vanguard::Clock::Real();
   vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
   vanguard::worker::StepExecutor executor(replayer_stub.get(), clock);
-
-  vanguard::worker::TestRunnerOptions runner_options;
-  runner_options.worker_id = worker_id;
-  runner_options.lease_duration = lease_duration;
-  runner_options.log = LogLine;
-  runner_options.shutdown_timeout = shutdown_timeout;
-  runner_options.measured.steady_state_detection = absl::GetFlag(FLAGS_steady_state_detection);
-  runner_options.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
-  runner_options.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
-  if (absl::GetFlag(FLAGS_scrape_metrics)) {
-    runner_options.metrics_fetcher = [policy = *target_policy](const vanguard::v1::Model& model) {
-      return vanguard::worker::MetricsCollector::HttpFetcher(vanguard::worker::MetricsUrlFor(model),
-                                                             absl::Milliseconds(500), policy);
-    };
-  }
-  runner_options.controller_fetcher = vanguard::worker::PolicyHttpFetcher(*target_policy);
-  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, runner_options);
+  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, RunnerOptions(c));
 
   vanguard::worker::LeaseLoopOptions loop_options;
-  loop_options.worker_id = worker_id;
-  loop_options.lease_duration = lease_duration;
-  loop_options.poll_interval = poll_interval;
-  loop_options.max_tests = max_tests;
+  loop_options.worker_id = c.worker_id;
+  loop_options.lease_duration = c.lease_duration;
+  loop_options.poll_interval = c.poll_interval;
+  loop_options.max_tests = c.max_tests;
   loop_options.log = LogLine;
   vanguard::worker::LeaseLoop loop(&orchestrator, &runner, clock, loop_options);
 
   std::atomic<bool> done{false};
-  std::thread signal_watcher([&] {
-    const timespec tick = {0, 200'000'000};
-    // Monotonic time of the first signal; the stop must end within the shutdown budget
-    // plus a grace (the step's cancellation, the last log lines) or the process exits.
-    std::optional<absl::Duration> stopping_since;
-    while (!done.load()) {
-      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-      if ((sig == SIGTERM || sig == SIGINT) && stopping_since.has_value()) {
-        LogLine(absl::StrCat("signal ", sig, " again: exiting now"));
-        std::_Exit(1);
-      }
-      if (sig == SIGTERM || sig == SIGINT) {
-        LogLine(absl::StrCat(
-            "signal ", sig, ": stopping (interrupting the step in flight, giving the lease back)"));
-        stopping_since = clock->Monotonic();
-        loop.Stop();
-      }
-      if (stopping_since.has_value() &&
-          clock->Monotonic() - *stopping_since > shutdown_timeout + kShutdownGrace) {
-        LogLine("did not stop within --shutdown_timeout: exiting now");
-        std::_Exit(1);
-      }
-    }
-  });
+  std::thread signal_watcher(
+      [&] { WatchStopSignals(stop_signals, done, loop, clock, c.shutdown_timeout); });
 
-  LogLine(absl::StrCat("worker ", worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
-                       orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", ", replayer ",
+  LogLine(absl::StrCat("worker ", c.worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
+                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", ", replayer ",
                        absl::GetFlag(FLAGS_replayer),
-                       replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
+                       c.replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
   loop.Run();
   done.store(true);
   signal_watcher.join();
