@@ -88,6 +88,16 @@ Decision AdaptiveStrategy::Next(const std::optional<StepOutcome>& last) {
 
 Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   const Judged& last = judged_.back();
+  if (batching_probe_ && !batching_probe_judged_ && SameRate(q_, *batching_probe_)) {
+    // The probe above a min_qps that failed on latency alone (BatchingProbe), judged on its
+    // own reading (pooled with the failures below, it could pass or fail with them).
+    batching_probe_judged_ = true;
+    if (!last.outcome.passed || last.noise) {
+      return Finish(false, absl::StrFormat("min_qps already fails, and so does %.4g req/s", q_));
+    }
+    ExpireBatchingWaits(last);
+    passed = PoolVerdicts();
+  }
   if (!best_ && lowest_failure_ && q_ <= min_qps_ && last.outcome.passed && !last.noise &&
       BetterThanBefore(last)) {
     // At min_qps, passing on its own and better than the reading before: the model got faster
@@ -109,6 +119,10 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
     const bool warming = steps_ <= kWarmingSteps || improving;
     if (steps_ < max_steps_ &&
         (improving || ((tail_only || warming) && at_min < kTailJudgingSteps))) {
+      return RunStep{q_};
+    }
+    if (std::optional<double> probe = BatchingProbe(last)) {
+      batching_probe_ = q_ = *probe;
       return RunStep{q_};
     }
     return Finish(false, "min_qps already fails");
@@ -200,6 +214,29 @@ void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
     drift_flags_.push_back(absl::StrFormat(
         "reading at %.4g req/s (step %d) expired: the model read faster since (step %d passed)",
         older.outcome.rate_qps, older.step, newer.step));
+  }
+}
+
+std::optional<double> AdaptiveStrategy::BatchingProbe(const Judged& last) const {
+  const StepOutcome& o = last.outcome;
+  if (batching_probe_ || steps_ >= max_steps_ || min_qps_ >= max_qps_ || o.passed ||
+      !o.passed_apart_from_tail || o.tail_samples <= 0 || o.backlog_rising) {
+    return std::nullopt;
+  }
+  return std::min(max_qps_, min_qps_ * kMaxGrowth);
+}
+
+void AdaptiveStrategy::ExpireBatchingWaits(const Judged& newer) {
+  for (Judged& older : judged_) {
+    if (older.expired || older.step >= newer.step ||
+        older.outcome.rate_qps >= newer.outcome.rate_qps || older.outcome.passed) {
+      continue;
+    }
+    older.expired = true;
+    drift_flags_.push_back(absl::StrFormat(
+        "reading at %.4g req/s (step %d) expired: latency fell with the rate (step %d passed at "
+        "%.4g req/s): a batcher waiting to fill its batches, not load",
+        older.outcome.rate_qps, older.step, newer.step, newer.outcome.rate_qps));
   }
 }
 

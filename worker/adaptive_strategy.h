@@ -35,6 +35,10 @@
 //  - Extending: an undecided rate (its readings pooled: |tail ratio - 1| < 2 standard errors
 //    over >= 2 units each, or a pass whose backlog rose) is run again with a longer hold, up
 //    to kMaxExtensions times; then the pooled readings decide.
+//  - Batching: a min_qps that fails on its latency tail alone (nothing else breached, no
+//    backlog rising) after its re-measures is probed once at kMaxGrowth times it before the
+//    test is given up: a batcher waiting to fill its batches makes latency fall as the rate
+//    grows. A pass there expires the failures below it (drift_flags) and the search grows on.
 //  - Probing: a lowest failure still undecided after its extensions, with nothing measured
 //    above it, is probed once above (by its readings' headroom, kMinGrowth to
 //    kMaxProbeGrowth): a rate above reads more requests per second, and a pass there pools
@@ -211,6 +215,14 @@ class AdaptiveStrategy : public Strategy {
   // Expires the readings before `newer` at its rate: at min_qps with nothing passed yet, a
   // pass better than the reading before it says the model got faster (still warming).
   void ExpireWarmingReadings(const Judged& newer);
+  // Before giving up on min_qps: the rate to probe once above it (kMaxGrowth times, at most
+  // max_qps) when `last` failed there on its latency tail alone, nothing else breached and no
+  // backlog rising: a batcher waiting to fill its batches makes latency fall as the rate
+  // grows, so a model idle at min_qps can fail it and carry far more. nullopt otherwise.
+  std::optional<double> BatchingProbe(const Judged& last) const;
+  // The probe passed: the failures below its rate expire (drift_flags_), being the batcher's
+  // wait rather than evidence of load.
+  void ExpireBatchingWaits(const Judged& newer);
   // Whether `newer` contradicts `older` (see the header).
   static bool Contradicts(const Judged& older, const Judged& newer);
   // Whether `newer` passes at `older`'s failing rate on a model that got faster (kWarmedP50):
@@ -334,6 +346,8 @@ class AdaptiveStrategy : public Strategy {
   bool retried_invalid_client_ = false;
   std::vector<double> remeasured_;  // failure rates measured again
   std::vector<double> probed_;      // undecided failure rates probed above
+  std::optional<double> batching_probe_;  // the rate probed above a failing min_qps
+  bool batching_probe_judged_ = false;
   std::vector<std::string> drift_flags_;
   // Extensions run at the rate of the last extended step.
   std::optional<double> extended_rate_;

@@ -255,7 +255,8 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
   // The first step (at min_qps) catches a stall: 2.6% of its requests over the limit. A calm
   // step at the same rate contradicts it (pass against fail, no standard errors known): the
   // stall's reading expires and the search goes on; a tail that stays over the limit ends the
-  // test after four steps judged together.
+  // test after four steps judged together and one probe above them (a batcher's wait would
+  // pass there: AMinQpsFailingOnABatchersWaitIsProbedAboveBeforeTheTestIsGivenUp).
   for (bool persistent : {false, true}) {
     auto s = Adaptive();
     ASSERT_TRUE(s);
@@ -266,8 +267,9 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
     ASSERT_GE(run.rates.size(), 3u);
     for (int i = 0; i < 2; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
     if (persistent) {
-      EXPECT_EQ(run.rates.size(), 4u);
-      for (double r : run.rates) EXPECT_DOUBLE_EQ(r, 50);
+      ASSERT_EQ(run.rates.size(), 5u);
+      for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(run.rates[i], 50);
+      EXPECT_DOUBLE_EQ(run.rates[4], 50 * AdaptiveStrategy::kMaxGrowth);
       EXPECT_EQ(run.done.max_sustainable_qps, 0);
     } else {
       EXPECT_GT(run.rates[2], 50);
@@ -830,6 +832,37 @@ TEST(AdaptiveStrategyTest, AHoldCutShortByTheStepLimitOverTheLimitSoFarIsNoEstim
       EXPECT_DOUBLE_EQ(done.confidence_high_qps, hold_rate) << done.summary;
       EXPECT_NE(done.verification.find("undecided, over the limit so far"), std::string::npos)
           << done.verification;
+    }
+  }
+}
+
+TEST(AdaptiveStrategyTest, AMinQpsFailingOnABatchersWaitIsProbedAboveBeforeTheTestIsGivenUp) {
+  // A batcher waits to fill its batches: below 200 req/s every request waits it out and 1.3
+  // times the allowed share is over the latency limit; above, batches fill at once (0.2)
+  // until the capacity, 1500. min_qps fails on its tail alone however often it is measured;
+  // the probe above it passes, the failures below expire as the batcher's wait, and the
+  // search finds the capacity. A model over the limit at every rate still ends at min_qps.
+  for (bool batching : {true, false}) {
+    auto s = Adaptive(50, 5000);
+    ASSERT_TRUE(s);
+    StrategyRun run = Drive(*s, [&](double r) {
+      const double ratio = r < 200 ? 1.3 : (r <= 1500 ? (batching ? 0.2 : 1.3) : 3);
+      return WithTail(r, 5000, ratio, static_cast<int64_t>(3 * r));
+    });
+    const Done& done = run.done;
+    if (batching) {
+      EXPECT_GE(done.max_sustainable_qps, 0.9 * 1500) << done.summary;
+      EXPECT_LE(done.max_sustainable_qps, 1500) << done.summary;
+      ASSERT_FALSE(done.drift_flags.empty()) << done.summary;
+      EXPECT_NE(done.drift_flags.front().find("batcher"), std::string::npos)
+          << done.drift_flags.front();
+    } else {
+      EXPECT_EQ(done.max_sustainable_qps, 0) << done.summary;
+      EXPECT_FALSE(done.converged);
+      EXPECT_NE(done.summary.find("min_qps already fails, and so does 200 req/s"),
+                std::string::npos)
+          << done.summary;
+      EXPECT_DOUBLE_EQ(run.rates.back(), 200);  // one probe at kMaxGrowth x min_qps
     }
   }
 }
