@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -204,17 +205,22 @@ bool AdaptiveStrategy::BetterThanBefore(const Judged& last) const {
   return before != nullptr && last.outcome.limit_ratio < before->limit_ratio;
 }
 
-void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
+void AdaptiveStrategy::ExpireOlder(const Judged& newer,
+                                   const std::function<bool(const Judged&)>& applies,
+                                   const std::string& why) {
   for (Judged& older : judged_) {
-    if (older.expired || older.step >= newer.step ||
-        older.outcome.rate_qps != newer.outcome.rate_qps) {
-      continue;
-    }
+    if (older.expired || older.step >= newer.step || !applies(older)) continue;
     older.expired = true;
-    drift_flags_.push_back(absl::StrFormat(
-        "reading at %.4g req/s (step %d) expired: the model read faster since (step %d passed)",
-        older.outcome.rate_qps, older.step, newer.step));
+    drift_flags_.push_back(absl::StrFormat("reading at %.4g req/s (step %d) expired: %s",
+                                           older.outcome.rate_qps, older.step, why));
   }
+}
+
+void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
+  const double rate = newer.outcome.rate_qps;
+  ExpireOlder(
+      newer, [rate](const Judged& older) { return older.outcome.rate_qps == rate; },
+      absl::StrFormat("the model read faster since (step %d passed)", newer.step));
 }
 
 std::optional<double> AdaptiveStrategy::BatchingProbe(const Judged& last) const {
@@ -227,17 +233,15 @@ std::optional<double> AdaptiveStrategy::BatchingProbe(const Judged& last) const 
 }
 
 void AdaptiveStrategy::ExpireBatchingWaits(const Judged& newer) {
-  for (Judged& older : judged_) {
-    if (older.expired || older.step >= newer.step ||
-        older.outcome.rate_qps >= newer.outcome.rate_qps || older.outcome.passed) {
-      continue;
-    }
-    older.expired = true;
-    drift_flags_.push_back(absl::StrFormat(
-        "reading at %.4g req/s (step %d) expired: latency fell with the rate (step %d passed at "
-        "%.4g req/s): a batcher waiting to fill its batches, not load",
-        older.outcome.rate_qps, older.step, newer.step, newer.outcome.rate_qps));
-  }
+  const double rate = newer.outcome.rate_qps;
+  ExpireOlder(
+      newer,
+      [rate](const Judged& older) {
+        return older.outcome.rate_qps < rate && !older.outcome.passed;
+      },
+      absl::StrFormat("latency fell with the rate (step %d passed at %.4g req/s): a batcher "
+                      "waiting to fill its batches, not load",
+                      newer.step, rate));
 }
 
 bool AdaptiveStrategy::Contradicts(const Judged& older, const Judged& newer) {

@@ -70,6 +70,7 @@
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
 #define VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -215,6 +216,10 @@ class AdaptiveStrategy : public Strategy {
   // Expires the readings before `newer` at its rate: at min_qps with nothing passed yet, a
   // pass better than the reading before it says the model got faster (still warming).
   void ExpireWarmingReadings(const Judged& newer);
+  // Marks the readings before `newer` for which `applies` holds as expired, each with a
+  // drift flag "reading at R req/s (step N) expired: <why>".
+  void ExpireOlder(const Judged& newer, const std::function<bool(const Judged&)>& applies,
+                   const std::string& why);
   // Before giving up on min_qps: the rate to probe once above it (kMaxGrowth times, at most
   // max_qps) when `last` failed there on its latency tail alone, nothing else breached and no
   // backlog rising: a batcher waiting to fill its batches makes latency fall as the rate
@@ -344,8 +349,8 @@ class AdaptiveStrategy : public Strategy {
   int invalid_steps_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
-  std::vector<double> remeasured_;  // failure rates measured again
-  std::vector<double> probed_;      // undecided failure rates probed above
+  std::vector<double> remeasured_;        // failure rates measured again
+  std::vector<double> probed_;            // undecided failure rates probed above
   std::optional<double> batching_probe_;  // the rate probed above a failing min_qps
   bool batching_probe_judged_ = false;
   std::vector<std::string> drift_flags_;
