@@ -110,8 +110,8 @@ std::optional<int> LadderStrategy::StepsLeft() const {
   if (ramp.fine && ramp.first_failure) {
     left = static_cast<int>(std::ceil((*ramp.first_failure - current_) / ramp.increment));
   } else {
-    left = std::max(0, RampSteps(*lambda) - 1 - static_cast<int>(std::floor(
-                                                    std::log2(current_ / config_.start_qps()))));
+    left = std::max(0, RampSteps(*lambda) - 1 -
+                           static_cast<int>(std::floor(std::log2(current_ / config_.start_qps()))));
   }
   // Two ramps unless they disagree (then a third decides).
   const int ramps_after = std::max(0, 2 - static_cast<int>(ramps_.size()));

@@ -245,8 +245,8 @@ void WatchStopSignals(const sigset_t& stop_signals, const std::atomic<bool>& don
       std::_Exit(1);
     }
     if (sig == SIGTERM || sig == SIGINT) {
-      LogLine(absl::StrCat(
-          "signal ", sig, ": stopping (interrupting the step in flight, giving the lease back)"));
+      LogLine(absl::StrCat("signal ", sig,
+                           ": stopping (interrupting the step in flight, giving the lease back)"));
       stopping_since = clock->Monotonic();
       loop.Stop();
     }

@@ -72,8 +72,8 @@ struct Checks {
     signals.push_back({"error_rate", rate, max_rate});
     const bool breached = rate > max_rate;
     (breached ? breaches : held)
-        .push_back(absl::StrFormat("error rate %.2f%% %s %g%%", rate * 100, breached ? ">" : "<=",
-                                   max_rate * 100));
+        .push_back(absl::StrFormat("error rate %.2f%% %s %g%%", rate * 100,
+                                   breached ? ">" : "<=", max_rate * 100));
     return breached;
   }
 
@@ -91,8 +91,8 @@ struct Checks {
     }
     const bool breached = achieved < min_ratio * offered;
     (breached ? breaches : held)
-        .push_back(absl::StrFormat("achieved %.1f %s %g%% of %g", achieved, breached ? "<" : ">=",
-                                   min_ratio * 100, offered));
+        .push_back(absl::StrFormat("achieved %.1f %s %g%% of %g", achieved,
+                                   breached ? "<" : ">=", min_ratio * 100, offered));
   }
 };
 
@@ -122,14 +122,13 @@ void NotJudged(const vanguard::v1::StepResult& result, StepJudgement& j) {
 // Says in the verdict that the client sent late and why the verdict stands anyway.
 void AppendLateClient(const vanguard::v1::StepResult& result, bool passed, double p99_limit_ms,
                       std::string& verdict) {
-  absl::StrAppend(&verdict,
-                  passed ? " (despite a late client: "
-                         : " (also without the client's lateness: service p99 ",
-                  passed ? result.client_invalid_reason()
-                         : absl::StrFormat("%.1f ms > %g ms; %s",
-                                           result.service_latency().p99_ms(), p99_limit_ms,
-                                           result.client_invalid_reason()),
-                  ")");
+  absl::StrAppend(
+      &verdict,
+      passed ? " (despite a late client: " : " (also without the client's lateness: service p99 ",
+      passed ? result.client_invalid_reason()
+             : absl::StrFormat("%.1f ms > %g ms; %s", result.service_latency().p99_ms(),
+                               p99_limit_ms, result.client_invalid_reason()),
+      ")");
 }
 
 // Streams: the time to the first token and between tokens score the step's health like any
@@ -198,8 +197,8 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     checks.Limit("p50", result.latency().p50_ms(), p50_limit_ms);
   }
   ScoreStreams(result, slo_, checks);
-  const bool errors_breached = slo_.max_error_rate() > 0 &&
-                               checks.ErrorRate(j.error_rate, slo_.max_error_rate());
+  const bool errors_breached =
+      slo_.max_error_rate() > 0 && checks.ErrorRate(j.error_rate, slo_.max_error_rate());
   j.offered_qps = OfferedQps(result, target_qps);
   checks.Achieved(result.achieved_qps(), j.offered_qps, min_achieved_ratio_);
   j.health = scorer_->Score(checks.signals);
@@ -216,8 +215,7 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   j.passed = checks.breaches.empty();
   const size_t tail_breaches = p99_breached ? 1u : 0u;
   j.passed_apart_from_p99 = checks.breaches.size() == tail_breaches;
-  j.passed_apart_from_tails =
-      checks.breaches.size() == tail_breaches + (errors_breached ? 1u : 0u);
+  j.passed_apart_from_tails = checks.breaches.size() == tail_breaches + (errors_breached ? 1u : 0u);
   j.verdict = j.passed ? absl::StrCat("pass: ", absl::StrJoin(checks.held, ", "))
                        : absl::StrJoin(checks.breaches, "; ");
   if (j.client_late) AppendLateClient(result, j.passed, p99_limit_ms, j.verdict);

@@ -825,8 +825,8 @@ TEST(AdaptiveStrategyTest, AHoldCutShortByTheStepLimitOverTheLimitSoFarIsNoEstim
       EXPECT_GT(done.max_sustainable_qps, 0.95 * hold_rate) << done.summary;
       EXPECT_EQ(done.verification.find("undecided"), std::string::npos) << done.verification;
     } else {
-      EXPECT_LT(done.max_sustainable_qps, (1 - AdaptiveStrategy::kFirstHoldRetreat) * hold_rate +
-                                              1e-6)
+      EXPECT_LT(done.max_sustainable_qps,
+                (1 - AdaptiveStrategy::kFirstHoldRetreat) * hold_rate + 1e-6)
           << done.summary;
       EXPECT_GT(done.max_sustainable_qps, 0) << done.summary;
       EXPECT_DOUBLE_EQ(done.confidence_high_qps, hold_rate) << done.summary;

@@ -626,8 +626,8 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
     const absl::Duration planned =
         FromProtoDuration(request->warmup()) +
         FromProtoDuration(request->duration()) * std::max(step.hold, 1.0);
-    run.progress->StartStep(run.index, step.rate_qps, planned,
-                            run.strategy->StepsLeft(), run.steps_taken);
+    run.progress->StartStep(run.index, step.rate_qps, planned, run.strategy->StepsLeft(),
+                            run.steps_taken);
   }
   absl::Time step_start;
   std::vector<vanguard::v1::StepWindow> windows_so_far;

@@ -75,7 +75,7 @@ std::string OutputFormatName(OutputFormat format);
 // Options every command shares.
 struct GlobalOptions {
   std::string orchestrator = kDefaultOrchestrator;
-  std::string bearer_token;    // empty: no authorization metadata is sent
+  std::string bearer_token;  // empty: no authorization metadata is sent
   ChannelTls tls;  // --tls_ca (TLS on), --tls_client_cert/--tls_client_key; default plaintext
   absl::Duration rpc_timeout = absl::Seconds(10);
   OutputFormat output = OutputFormat::kTable;

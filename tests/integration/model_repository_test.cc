@@ -61,8 +61,8 @@ TEST_F(ModelRepositoryTest, ANameKeepsTheTeamOfItsFirstRegistration) {
   EXPECT_EQ(second->model.team(), "vision") << "a later registration does not move the name";
   // The owner check sees the owning team and its refusal stores nothing.
   std::string seen;
-  absl::StatusOr<RegisteredModel> refused = models_->Register(
-      ValidModel("bert", "v3"), "speech", [&](const std::string& owner) {
+  absl::StatusOr<RegisteredModel> refused =
+      models_->Register(ValidModel("bert", "v3"), "speech", [&](const std::string& owner) {
         seen = owner;
         return absl::PermissionDeniedError("no");
       });
