@@ -73,80 +73,93 @@ double TailCurve::Crossing() const {
   return center * (1 + (z - a) / b);
 }
 
-std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
-                                      double high_qps) {
-  struct Near {
-    double x = 0;         // rate / center - 1
-    double fraction = 0;  // over the limit, clamped to [0, 1]
-    double weight = 0;
-  };
+namespace {
+
+// A reading in the neighbourhood: its position around the curve's center, the fraction of its
+// requests over the limit and its weight (requests).
+struct Near {
+  double x = 0;         // rate / center - 1 (the rate itself until Centered)
+  double fraction = 0;  // over the limit, clamped to [0, 1]
+  double weight = 0;
+};
+
+// The readings in [low_qps, high_qps] that can fix a curve, centered on their weighted mean
+// rate (c.center); nullopt when they cannot (see FitTailCurve's contract).
+struct Neighbourhood {
   std::vector<Near> near;
+  double over = 0;          // weighted fraction over the limit
+  double weight = 0;        // total weight
+  double sqrt_weights = 0;  // sum of sqrt(weight)
+  double x_span = 0;        // largest |x| of a point
+  double center = 0;
+};
+
+std::optional<Neighbourhood> CollectNeighbourhood(const std::vector<TailPoint>& points,
+                                                  double low_qps, double high_qps) {
+  Neighbourhood h;
   std::set<double> rates;
-  double over = 0, weight = 0, weighted_rate = 0;
+  double weighted_rate = 0;
+  bool on_slope = false;
   for (const TailPoint& p : points) {
     if (p.rate_qps < low_qps || p.rate_qps > high_qps || p.weight <= 0 || p.ratio < 0) continue;
     const double fraction = std::min(1.0, p.ratio * kTailAllowedFraction);
-    near.push_back({p.rate_qps, fraction, p.weight});
+    h.near.push_back({p.rate_qps, fraction, p.weight});
     rates.insert(p.rate_qps);
-    over += p.weight * fraction;
-    weight += p.weight;
+    h.over += p.weight * fraction;
+    h.weight += p.weight;
+    h.sqrt_weights += std::sqrt(p.weight);
     weighted_rate += p.weight * p.rate_qps;
+    // A reading on the slope (some but not all requests over the limit): with none and all
+    // only, any step between them fits, and nothing says where between them the limit is.
+    on_slope = on_slope || (fraction > 0 && fraction < 1);
   }
-  if (near.size() < 3 || rates.size() < 2 || over <= 0 || over >= weight) return std::nullopt;
-  // A reading on the slope (some but not all requests over the limit): with none and all
-  // only, any step between them fits, and nothing says where between them the limit is.
-  bool on_slope = false;
-  double sqrt_weights = 0;
-  for (const Near& n : near) {
-    on_slope = on_slope || (n.fraction > 0 && n.fraction < 1);
-    sqrt_weights += std::sqrt(n.weight);
-  }
-  if (!on_slope) return std::nullopt;
-  TailCurve c;
-  c.center = weighted_rate / weight;
-  double x_span = 0;  // largest |x| of a point
-  for (Near& n : near) {
-    n.x = n.x / c.center - 1;
-    x_span = std::max(x_span, std::abs(n.x));
-  }
-  const double pooled_logit = std::log(over / (weight - over));
-  // The steepest curve the readings can show (see kCliffLogitSlope): the relative scatter of
-  // a step's arrivals, 1 / sqrt(requests), averaged over the requests.
-  const double max_b = kCliffLogitSlope * weight / sqrt_weights;
-  // The fit with the slope held at max_b: Newton steps on the first score equation alone.
-  const auto fit_at_max_slope = [&]() -> std::optional<TailCurve> {
-    // Only for readings that rise with the rate (a falling neighbourhood has no crossing).
-    double rise = 0;
-    for (const Near& n : near) rise += n.weight * n.x * (n.fraction - over / weight);
-    if (!(rise > 0)) return std::nullopt;
-    TailCurve capped = c;
-    capped.a = pooled_logit;
-    capped.b = max_b;
-    for (int iter = 0; iter < 200; ++iter) {
-      double g0 = 0, h00 = 0;
-      for (const Near& n : near) {
-        const double mu = 1 / (1 + std::exp(-(capped.a + capped.b * n.x)));
-        g0 += n.weight * (n.fraction - mu);
-        h00 += n.weight * mu * (1 - mu);
-      }
-      if (!(h00 > 0) || !std::isfinite(h00)) return std::nullopt;
-      const double da = std::clamp(g0 / h00, -2.0, 2.0);
-      capped.a += da;
-      if (!std::isfinite(capped.a)) return std::nullopt;
-      if (std::abs(da) < 1e-9) return capped;
-    }
+  if (h.near.size() < 3 || rates.size() < 2 || h.over <= 0 || h.over >= h.weight || !on_slope) {
     return std::nullopt;
-  };
-  // Start flat at the pooled fraction, then Newton steps on the score equations
-  //   sum w (fraction - mu) = 0,  sum w x (fraction - mu) = 0.
-  // The log-likelihood is concave, so when the unconstrained fit runs past max_b (or off to a
-  // vertical cliff: separated readings) the best curve within the cap has b = max_b.
-  c.a = pooled_logit;
-  c.b = 0;
+  }
+  h.center = weighted_rate / h.weight;
+  for (Near& n : h.near) {
+    n.x = n.x / h.center - 1;
+    h.x_span = std::max(h.x_span, std::abs(n.x));
+  }
+  return h;
+}
+
+// The fit with the slope held at max_b: Newton steps on the first score equation alone. Only
+// for readings that rise with the rate (a falling neighbourhood has no crossing).
+std::optional<TailCurve> FitAtSlope(const Neighbourhood& h, double max_b) {
+  double rise = 0;
+  for (const Near& n : h.near) rise += n.weight * n.x * (n.fraction - h.over / h.weight);
+  if (!(rise > 0)) return std::nullopt;
+  TailCurve capped{h.center, std::log(h.over / (h.weight - h.over)), max_b};
+  for (int iter = 0; iter < 200; ++iter) {
+    double g0 = 0, h00 = 0;
+    for (const Near& n : h.near) {
+      const double mu = 1 / (1 + std::exp(-(capped.a + capped.b * n.x)));
+      g0 += n.weight * (n.fraction - mu);
+      h00 += n.weight * mu * (1 - mu);
+    }
+    if (!(h00 > 0) || !std::isfinite(h00)) return std::nullopt;
+    const double da = std::clamp(g0 / h00, -2.0, 2.0);
+    capped.a += da;
+    if (!std::isfinite(capped.a)) return std::nullopt;
+    if (std::abs(da) < 1e-9) return capped;
+  }
+  return std::nullopt;
+}
+
+// How the unconstrained fit ended.
+enum class FitEnd { kConverged, kNotRising, kPastMaxSlope };
+
+// Starts flat at the pooled fraction, then Newton steps on the score equations
+//   sum w (fraction - mu) = 0,  sum w x (fraction - mu) = 0,
+// damped so a step never moves the log-odds by more than 2 anywhere in the neighbourhood.
+// kPastMaxSlope also when the steps diverge (separated readings) or fail to converge.
+FitEnd FitUnconstrained(const Neighbourhood& h, double max_b, TailCurve* c) {
+  *c = TailCurve{h.center, std::log(h.over / (h.weight - h.over)), 0};
   for (int iter = 0; iter < 200; ++iter) {
     double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
-    for (const Near& n : near) {
-      const double mu = 1 / (1 + std::exp(-(c.a + c.b * n.x)));
+    for (const Near& n : h.near) {
+      const double mu = 1 / (1 + std::exp(-(c->a + c->b * n.x)));
       const double v = n.weight * mu * (1 - mu);
       g0 += n.weight * (n.fraction - mu);
       g1 += n.weight * n.x * (n.fraction - mu);
@@ -158,22 +171,43 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
     if (!(det > 0) || !std::isfinite(det)) break;
     double da = (h11 * g0 - h01 * g1) / det;
     double db = (h00 * g1 - h01 * g0) / det;
-    // Damped: a step never moves the log-odds by more than 2 anywhere in the neighbourhood.
-    const double largest = std::abs(da) + std::abs(db) * x_span;
+    const double largest = std::abs(da) + std::abs(db) * h.x_span;
     if (largest > 2) {
       da *= 2 / largest;
       db *= 2 / largest;
     }
-    c.a += da;
-    c.b += db;
-    if (!std::isfinite(c.a) || !std::isfinite(c.b)) break;
+    c->a += da;
+    c->b += db;
+    if (!std::isfinite(c->a) || !std::isfinite(c->b)) break;
     if (std::abs(da) < 1e-9 && std::abs(db) < 1e-9) {
-      if (c.b <= 0) return std::nullopt;
-      if (c.b > max_b) break;
-      return c;
+      if (c->b <= 0) return FitEnd::kNotRising;
+      return c->b > max_b ? FitEnd::kPastMaxSlope : FitEnd::kConverged;
     }
   }
-  return fit_at_max_slope();  // diverging: separated readings
+  return FitEnd::kPastMaxSlope;
+}
+
+}  // namespace
+
+std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
+                                      double high_qps) {
+  const std::optional<Neighbourhood> h = CollectNeighbourhood(points, low_qps, high_qps);
+  if (!h) return std::nullopt;
+  // The steepest curve the readings can show (see kCliffLogitSlope): the relative scatter of
+  // a step's arrivals, 1 / sqrt(requests), averaged over the requests.
+  const double max_b = kCliffLogitSlope * h->weight / h->sqrt_weights;
+  // The log-likelihood is concave, so when the unconstrained fit runs past max_b (or off to a
+  // vertical cliff: separated readings) the best curve within the cap has b = max_b.
+  TailCurve c;
+  switch (FitUnconstrained(*h, max_b, &c)) {
+    case FitEnd::kConverged:
+      return c;
+    case FitEnd::kNotRising:
+      return std::nullopt;
+    case FitEnd::kPastMaxSlope:
+      break;
+  }
+  return FitAtSlope(*h, max_b);
 }
 
 }  // namespace vanguard::worker

@@ -560,10 +560,11 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
     ++run.steps;
     if (verbose) {
       std::printf(
-          "    step %d: %.2f%s -> p99 %.1f ms (%.3f of the limit), tail %.2f+-%.2f of %lld "
-          "(%d units)%s, %s\n",
+          "    step %d: %.2f%s%s, %.0f s -> p99 %.1f ms (%.3f of the limit), tail %.2f+-%.2f of "
+          "%lld (%d units)%s, %s\n",
           run.steps, next.rate_qps,
-          next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "", last->p99_ms,
+          next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "",
+          next.verification ? " verifying" : "", step_s, last->p99_ms,
           last->limit_ratio, last->tail_ratio, last->tail_ratio_se,
           static_cast<long long>(last->tail_samples), last->tail_units,
           last->backlog_rising ? " backlog rising" : "", last->passed ? "pass" : "FAIL");
