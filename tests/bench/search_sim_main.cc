@@ -564,10 +564,10 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
           "%lld (%d units)%s, %s\n",
           run.steps, next.rate_qps,
           next.hold > 1 ? absl::StrCat(" (hold ", next.hold, ")").c_str() : "",
-          next.verification ? " verifying" : "", step_s, last->p99_ms,
-          last->limit_ratio, last->tail_ratio, last->tail_ratio_se,
-          static_cast<long long>(last->tail_samples), last->tail_units,
-          last->backlog_rising ? " backlog rising" : "", last->passed ? "pass" : "FAIL");
+          next.verification ? " verifying" : "", step_s, last->p99_ms, last->limit_ratio,
+          last->tail_ratio, last->tail_ratio_se, static_cast<long long>(last->tail_samples),
+          last->tail_units, last->backlog_rising ? " backlog rising" : "",
+          last->passed ? "pass" : "FAIL");
     }
   }
 }
