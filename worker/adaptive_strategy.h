@@ -6,8 +6,9 @@
 //   ASSIGN_OR_RETURN(auto search, AdaptiveStrategy::Create(config, /*horizon_s=*/300));
 //
 // The phases, each a function below (docs/strategies.md has the reasons and the figures):
-//  - Grow: from min_qps, each pass multiplies the rate by its headroom (1 / limit ratio,
-//    between kMinGrowth and kMaxGrowth), never above max_qps: the range bounds the cost,
+//  - Grow: from min_qps, each pass multiplies the rate by its headroom (1 / limit ratio, read
+//    above the unloaded latency once a rate kFloorSpan below has read it; between kMinGrowth
+//    and kMaxGrowth), never above max_qps: the range bounds the cost,
 //    not the answer. A max_qps that passes is held like an estimate (below); held, it ends
 //    the test with Done.at_least; a failed hold there brackets the search below it.
 //  - Refine: once a failure lies above the best pass, the next rate is interpolated on
@@ -92,6 +93,10 @@ class AdaptiveStrategy : public Strategy {
   // Growth per pass before any failure: 1 / limit ratio, within these bounds.
   static constexpr double kMaxGrowth = 4;
   static constexpr double kMinGrowth = 1.15;
+  // Growth reads headroom above the latency a rate this many times below the best pass read
+  // (the unloaded latency): an SLO a few times the service time reads 0.3-0.6 of its limit at
+  // any light load, which 1 / limit ratio would take for a rate near the knee.
+  static constexpr double kFloorSpan = 2;
   // Readings this close (relative) are at the same rate for expiry.
   static constexpr double kSameRate = 0.02;
   static constexpr double kContradictionZ = 2;
@@ -245,6 +250,11 @@ class AdaptiveStrategy : public Strategy {
   // --- Deciding the next step ---
   // Grow phase: the next rate before any failure (after noise: by kMinGrowth only).
   double Grow(bool noise) const;
+  // The share of the room between the model's unloaded latency and the limit that the load
+  // has used at the best pass, for a limit ratio `ratio` read there: ratio itself when no
+  // reading at kFloorSpan below the best says what the unloaded latency is; 0 when the
+  // latency has not risen above it. Never above `ratio`.
+  double HeadroomAboveFloor(double ratio) const;
   // Refine phase: the next rate inside the bracket after a pass, failure or noise; only a
   // move (`is_move`) updates the Illinois weights.
   double Refine(bool after_pass, bool noise, bool is_move);
