@@ -333,6 +333,7 @@ struct RequestState {
   int64_t first_chunk = -1;
   int64_t last_chunk = -1;
   int64_t chunks = 0;
+  int endpoint = 0;  // index in the step's endpoints
 };
 
 struct Connection {
@@ -347,7 +348,8 @@ struct Connection {
   ResponseParser parser;
   std::unique_ptr<ResponseHandler> handler;
   RequestState request;
-  size_t idle_position = 0;    // index in Impl::idle_ while idle
+  int endpoint = 0;            // where it is connected (index in the step's endpoints)
+  size_t idle_position = 0;    // index in Impl::idle_[endpoint] while idle
   size_t active_position = 0;  // index in Impl::active_ while connecting/active
 };
 
@@ -387,12 +389,15 @@ absl::StatusOr<TargetAddress> ResolveTarget(const HttpTarget& target) {
 
 class LoadLoop::Impl {
  public:
-  Impl(const StepConfig& config, int shard, int shards, const TargetAddress& target,
+  Impl(const StepConfig& config, int shard, int shards, std::vector<TargetAddress> targets,
        LoopParts parts, WindowsCallback on_windows)
       : config_(config),
         shard_(shard),
         shards_(shards),
-        target_(target),
+        targets_(std::move(targets)),
+        chooser_(config.endpoint_policy, static_cast<int>(targets_.size()), config.seed,
+                 static_cast<uint64_t>(shard)),
+        endpoint_accounting_(static_cast<int>(targets_.size()), config.warmup),
         source_(std::move(parts.source)),
         handlers_(std::move(parts.handlers)),
         transport_(std::move(parts.transport)),
@@ -404,10 +409,16 @@ class LoadLoop::Impl {
         warmup_ns_(absl::ToInt64Nanoseconds(config.warmup)),
         max_connections_(Share(config.max_connections)),
         max_in_flight_(Share(config.max_in_flight)) {
-    std::string host = config.target.host.find(':') != std::string::npos
-                           ? absl::StrCat("[", config.target.host, "]")
-                           : config.target.host;
-    host_header_ = absl::StrCat(host, ":", config.target.port);
+    idle_.resize(targets_.size());
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      const HttpTarget& endpoint =
+          i < config.endpoints.size() ? config.endpoints[i] : config.target;
+      std::string host = endpoint.host.find(':') != std::string::npos
+                             ? absl::StrCat("[", endpoint.host, "]")
+                             : endpoint.host;
+      host_headers_.push_back(absl::StrCat(host, ":", endpoint.port));
+      path_prefixes_.push_back(endpoint.path_prefix);
+    }
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     proc_ = parts.proc != nullptr ? parts.proc : &DefaultProcReader();
   }
@@ -436,6 +447,7 @@ class LoadLoop::Impl {
   }
 
   const StepAccounting& accounting() const { return accounting_; }
+  const EndpointAccounting& endpoint_accounting() const { return endpoint_accounting_; }
 
  private:
   // This loop's part of a per-replayer cap (at least 1): caps are shared by the loops of one
@@ -453,6 +465,10 @@ class LoadLoop::Impl {
     interned_classes_.reserve(64);  // string_views into it must stay valid
     if (source_ == nullptr) {
       return absl::InternalError("load loop: no request source");
+    }
+    if (targets_.empty() || (transport_ != nullptr && targets_.size() != 1)) {
+      return absl::InvalidArgumentError(
+          "load loop: needs one target, or several endpoints without a transport");
     }
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0 || wake_fd_ < 0) {
@@ -766,23 +782,25 @@ class LoadLoop::Impl {
 
   // --- sending -------------------------------------------------------------------------------
 
-  void Serialize(const OutgoingRequest& r, std::string* out) const {
+  void Serialize(const OutgoingRequest& r, int endpoint, std::string* out) const {
+    const std::string& path_prefix = path_prefixes_[endpoint];
+    const std::string& host_header = host_headers_[endpoint];
     out->clear();
     // One allocation for a fresh buffer (a new connection), none once its capacity fits,
     // rather than a series of doublings while the pieces are appended.
     constexpr size_t kFixedBytes = 96;  // request line and header names, Content-Length digits
-    out->reserve(r.method.size() + config_.target.path_prefix.size() + r.path.size() +
-                 host_header_.size() + r.headers.size() + r.body.size() + kFixedBytes);
+    out->reserve(r.method.size() + path_prefix.size() + r.path.size() + host_header.size() +
+                 r.headers.size() + r.body.size() + kFixedBytes);
     out->append(r.method.data(), r.method.size());
     out->push_back(' ');
-    out->append(config_.target.path_prefix);
+    out->append(path_prefix);
     if (r.path.empty()) {
-      if (config_.target.path_prefix.empty()) out->push_back('/');
+      if (path_prefix.empty()) out->push_back('/');
     } else {
       out->append(r.path.data(), r.path.size());
     }
     out->append(" HTTP/1.1\r\nHost: ");
-    out->append(host_header_);
+    out->append(host_header);
     out->append("\r\nUser-Agent: vanguard-replayer\r\nContent-Length: ");
     char digits[24];
     auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), r.body.size());
@@ -795,37 +813,64 @@ class LoadLoop::Impl {
 
   void Send(int64_t intended, const OutgoingRequest& request, int64_t now) {
     ++in_flight_;
-    if (target_.refused) {  // the policy refused the address: connect to nothing
-      accounting_.OnError(Ns(intended), kErrorTargetRefused);
-      Resolved();
-      return;
-    }
     RequestState state;
     state.intended = intended;
     state.deadline = intended + timeout_ns_;
+    state.endpoint = chooser_.Choose(endpoint_accounting_.in_flight());
+    endpoint_accounting_.OnDispatched(state.endpoint, Ns(intended));
+    if (targets_[state.endpoint].refused) {  // the policy refused the address: connect to nothing
+      RecordError(state, kErrorTargetRefused);
+      return;
+    }
     if (transport_ != nullptr) {
       SendOnTransport(state, request, now);
       return;
     }
-    if (!idle_.empty()) {
-      Connection* connection = idle_.back();
+    std::vector<Connection*>& idle = idle_[state.endpoint];
+    if (!idle.empty()) {
+      Connection* connection = idle.back();
       RemoveIdle(connection);
-      Serialize(request, &connection->out);
+      Serialize(request, state.endpoint, &connection->out);
       StartRequest(connection, state, now);
-    } else if (open_connections_ < max_connections_) {
-      Connection* connection = OpenConnection();
+      return;
+    }
+    // The pool is full but holds idle connections to other endpoints: one makes room.
+    if (open_connections_ >= max_connections_) CloseAnIdleConnection();
+    if (open_connections_ < max_connections_) {
+      Connection* connection = OpenConnection(state.endpoint);
       if (connection == nullptr) {
-        accounting_.OnError(Ns(intended), kErrorConnect);
-        Resolved();
+        RecordError(state, kErrorConnect);
         return;
       }
-      Serialize(request, &connection->out);
+      Serialize(request, state.endpoint, &connection->out);
       connection->request = state;
     } else {
       PendingRequest& pending = PushPending();
       pending.request = state;
-      Serialize(request, &pending.bytes);
+      Serialize(request, state.endpoint, &pending.bytes);
     }
+  }
+
+  // Terminal outcomes of a dispatched request, for the step and for its endpoint.
+  void RecordSuccess(const RequestState& r, int64_t done, int64_t chunks,
+                     absl::Duration first_chunk) {
+    accounting_.OnSuccess(Ns(r.intended), Ns(r.sent), Ns(done), chunks, first_chunk);
+    endpoint_accounting_.OnSuccess(r.endpoint, Ns(r.intended), Ns(done - r.intended));
+    Resolved();
+  }
+  void RecordError(const RequestState& r, std::string_view error_class) {
+    accounting_.OnError(Ns(r.intended), error_class);
+    endpoint_accounting_.OnError(r.endpoint, Ns(r.intended));
+    Resolved();
+  }
+  void RecordTimeout(const RequestState& r) {
+    accounting_.OnTimeout(Ns(r.intended));
+    endpoint_accounting_.OnTimeout(r.endpoint, Ns(r.intended));
+    Resolved();
+  }
+  void RecordSent(const RequestState& r, int64_t now) {
+    accounting_.OnSent(Ns(r.intended), Ns(now));
+    endpoint_accounting_.OnSent(r.endpoint, Ns(r.intended));
   }
 
   // Starts writing connection->out for `state` on an established connection.
@@ -837,18 +882,19 @@ class LoadLoop::Impl {
     connection->out_offset = 0;
     connection->in_len = 0;
     connection->parser.Reset();
-    accounting_.OnSent(Ns(state.intended), Ns(now));
+    RecordSent(state, now);
     TryWrite(connection);
   }
 
-  Connection* OpenConnection() {
-    int fd = socket(target_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  Connection* OpenConnection(int endpoint) {
+    const TargetAddress& target = targets_[endpoint];
+    int fd = socket(target.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return nullptr;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     // Polled mode reads responses late on purpose; the kernel's receive time is exact.
     if (polled_) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-    int rc = connect(fd, reinterpret_cast<const sockaddr*>(&target_.address), target_.length);
+    int rc = connect(fd, reinterpret_cast<const sockaddr*>(&target.address), target.length);
     if (rc != 0 && errno != EINPROGRESS) {
       close(fd);
       return nullptr;
@@ -856,6 +902,7 @@ class LoadLoop::Impl {
     accounting_.OnConnectionOpened(Ns(Now()));
     Connection* connection = NewConnection();
     connection->fd = fd;
+    connection->endpoint = endpoint;
     connection->state = Connection::State::kConnecting;
     connection->want_write = true;
     AddActive(connection);
@@ -1062,16 +1109,15 @@ class LoadLoop::Impl {
     if (status >= 200 && status < 300) {
       absl::Status end = connection->handler ? connection->handler->End() : absl::OkStatus();
       if (end.ok()) {
-        accounting_.OnSuccess(Ns(r.intended), Ns(r.sent), Ns(done), r.chunks,
-                              r.first_chunk >= 0 ? Ns(r.first_chunk) : absl::InfiniteDuration());
+        RecordSuccess(r, done, r.chunks,
+                      r.first_chunk >= 0 ? Ns(r.first_chunk) : absl::InfiniteDuration());
       } else {
-        accounting_.OnError(Ns(r.intended), ErrorClassOf(end));
+        RecordError(r, ErrorClassOf(end));
         reusable = false;
       }
     } else {
-      accounting_.OnError(Ns(r.intended), HttpErrorClass(status));
+      RecordError(r, HttpErrorClass(status));
     }
-    Resolved();
     RemoveActive(connection);
     if (reusable) {
       ReleaseToPool(connection, now);
@@ -1082,8 +1128,7 @@ class LoadLoop::Impl {
   }
 
   void FailRequest(Connection* connection, std::string_view error_class) {
-    accounting_.OnError(Ns(connection->request.intended), error_class);
-    Resolved();
+    RecordError(connection->request, error_class);
     CloseConnection(connection);
     ServePending(Now());
   }
@@ -1119,26 +1164,45 @@ class LoadLoop::Impl {
     active_.pop_back();
   }
   void RemoveIdle(Connection* connection) {
+    std::vector<Connection*>& idle = idle_[connection->endpoint];
     size_t position = connection->idle_position;
-    if (position >= idle_.size() || idle_[position] != connection) return;
-    idle_[position] = idle_.back();
-    idle_[position]->idle_position = position;
-    idle_.pop_back();
+    if (position >= idle.size() || idle[position] != connection) return;
+    idle[position] = idle.back();
+    idle[position]->idle_position = position;
+    idle.pop_back();
+  }
+
+  // Closes one idle connection (of any endpoint), if there is one.
+  void CloseAnIdleConnection() {
+    for (std::vector<Connection*>& idle : idle_) {
+      if (!idle.empty()) {
+        CloseConnection(idle.back());
+        return;
+      }
+    }
   }
 
   void ReleaseToPool(Connection* connection, int64_t now) {
     ExpirePending(now);
     if (pending_count_ > 0) {
       PendingRequest& pending = pending_[pending_head_];
+      if (pending.request.endpoint != connection->endpoint) {
+        // The oldest waiting request is for another endpoint: trade this connection for
+        // one to that endpoint (FIFO order is kept across endpoints).
+        CloseConnection(connection);
+        ServePending(now);
+        return;
+      }
       std::swap(connection->out, pending.bytes);
       RequestState state = pending.request;
       PopPending();
       StartRequest(connection, state, now);
       return;
     }
+    std::vector<Connection*>& idle = idle_[connection->endpoint];
     connection->state = Connection::State::kIdle;
-    connection->idle_position = idle_.size();
-    idle_.push_back(connection);
+    connection->idle_position = idle.size();
+    idle.push_back(connection);
   }
 
   void CloseConnection(Connection* connection) {
@@ -1162,11 +1226,10 @@ class LoadLoop::Impl {
     while (pending_count_ > 0 && open_connections_ < max_connections_) {
       PendingRequest& pending = pending_[pending_head_];
       RequestState state = pending.request;
-      Connection* connection = OpenConnection();
+      Connection* connection = OpenConnection(state.endpoint);
       if (connection == nullptr) {
         PopPending();
-        accounting_.OnError(Ns(state.intended), kErrorConnect);
-        Resolved();
+        RecordError(state, kErrorConnect);
         continue;
       }
       std::swap(connection->out, pending.bytes);
@@ -1197,8 +1260,7 @@ class LoadLoop::Impl {
   // Waiting requests past their deadline are timeouts (the FIFO is in deadline order).
   void ExpirePending(int64_t now) {
     while (pending_count_ > 0 && pending_[pending_head_].request.deadline <= now) {
-      accounting_.OnTimeout(Ns(pending_[pending_head_].request.intended));
-      Resolved();
+      RecordTimeout(pending_[pending_head_].request);
       PopPending();
     }
   }
@@ -1220,13 +1282,12 @@ class LoadLoop::Impl {
     s.generation++;
     s.open = true;
     uint64_t tag = (static_cast<uint64_t>(s.generation) << 32) | slot;
-    accounting_.OnSent(Ns(state.intended), Ns(now));
+    RecordSent(state, now);
     absl::Status status = transport_->Send(tag, request);
     if (!status.ok()) {
       s.open = false;
       free_slots_.push_back(slot);
-      accounting_.OnError(Ns(state.intended), kErrorConnect);
-      Resolved();
+      RecordError(state, kErrorConnect);
     } else {
       ++open_slots_;
     }
@@ -1252,13 +1313,10 @@ class LoadLoop::Impl {
             first = Ns(c.first_chunk_ns - t0_);
             accounting_.OnFirstChunk(Ns(s.request.intended), first);
           }
-          accounting_.OnSuccess(Ns(s.request.intended), Ns(s.request.sent), Ns(done), c.chunks,
-                                first);
+          RecordSuccess(s.request, done, c.chunks, first);
         } else {
-          accounting_.OnError(Ns(s.request.intended),
-                              c.error_class.empty() ? kErrorRead : c.error_class);
+          RecordError(s.request, c.error_class.empty() ? kErrorRead : c.error_class);
         }
-        Resolved();
       }
       if (n < 64) return;
     }
@@ -1305,8 +1363,7 @@ class LoadLoop::Impl {
     for (size_t i = 0; i < active_.size();) {
       Connection* connection = active_[i];
       if (connection->request.deadline <= now) {
-        accounting_.OnTimeout(Ns(connection->request.intended));
-        Resolved();
+        RecordTimeout(connection->request);
         CloseConnection(connection);  // swaps another connection into position i
       } else {
         ++i;
@@ -1320,8 +1377,7 @@ class LoadLoop::Impl {
         s.open = false;
         --open_slots_;
         free_slots_.push_back(slot);
-        accounting_.OnTimeout(Ns(s.request.intended));
-        Resolved();
+        RecordTimeout(s.request);
       }
     }
     ServePending(now);
@@ -1370,7 +1426,9 @@ class LoadLoop::Impl {
 
   void Shutdown() {
     while (!active_.empty()) CloseConnection(active_.back());
-    while (!idle_.empty()) CloseConnection(idle_.back());
+    for (std::vector<Connection*>& idle : idle_) {
+      while (!idle.empty()) CloseConnection(idle.back());
+    }
     if (transport_ != nullptr) {
       for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
         if (slots_[slot].open) {
@@ -1389,7 +1447,9 @@ class LoadLoop::Impl {
   const StepConfig config_;
   const int shard_;
   const int shards_;
-  const TargetAddress target_;
+  const std::vector<TargetAddress> targets_;  // the step's endpoints, resolved
+  EndpointChooser chooser_;
+  EndpointAccounting endpoint_accounting_;
   std::unique_ptr<RequestSource> source_;
   ResponseHandlerFactory handlers_;
   std::unique_ptr<AsyncTransport> transport_;
@@ -1400,7 +1460,8 @@ class LoadLoop::Impl {
   const int64_t warmup_ns_;
   const int max_connections_;
   const int max_in_flight_;
-  std::string host_header_;
+  std::vector<std::string> host_headers_;   // per endpoint
+  std::vector<std::string> path_prefixes_;  // per endpoint
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
@@ -1427,8 +1488,9 @@ class LoadLoop::Impl {
 
   std::vector<std::unique_ptr<Connection>> connections_;  // every connection object
   std::vector<Connection*> free_;                         // closed, reusable objects
-  std::vector<Connection*> idle_;                         // open and idle (used last-in first-out)
-  std::vector<Connection*> active_;                       // connecting or carrying a request
+  // Open and idle, per endpoint (used last-in first-out).
+  std::vector<std::vector<Connection*>> idle_;
+  std::vector<Connection*> active_;  // connecting or carrying a request
   int open_connections_ = 0;
   std::vector<PendingRequest> pending_;  // ring buffer
   size_t pending_head_ = 0;
@@ -1455,7 +1517,12 @@ class LoadLoop::Impl {
 
 LoadLoop::LoadLoop(const StepConfig& config, int shard, int shards, const TargetAddress& target,
                    LoopParts parts, WindowsCallback on_windows)
-    : impl_(std::make_unique<Impl>(config, shard, shards, target, std::move(parts),
+    : LoadLoop(config, shard, shards, std::vector<TargetAddress>{target}, std::move(parts),
+               std::move(on_windows)) {}
+
+LoadLoop::LoadLoop(const StepConfig& config, int shard, int shards,
+                   std::vector<TargetAddress> targets, LoopParts parts, WindowsCallback on_windows)
+    : impl_(std::make_unique<Impl>(config, shard, shards, std::move(targets), std::move(parts),
                                    std::move(on_windows))) {}
 
 LoadLoop::~LoadLoop() = default;
@@ -1465,5 +1532,9 @@ absl::Status LoadLoop::Run() { return impl_->Run(); }
 void LoadLoop::Stop() { impl_->Stop(); }
 
 const StepAccounting& LoadLoop::accounting() const { return impl_->accounting(); }
+
+const EndpointAccounting& LoadLoop::endpoint_accounting() const {
+  return impl_->endpoint_accounting();
+}
 
 }  // namespace vanguard::replayer

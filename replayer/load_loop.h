@@ -1,8 +1,9 @@
 // LoadLoop: the sending half of the replayer, one per event-loop thread. It runs its shard
-// of a step against one target over HTTP/1.1 keep-alive (or an AsyncTransport such as
-// gRPC), on raw non-blocking sockets and one epoll set, and records everything into its own
-// StepAccounting. Several loops run a step together (each its own shard of the schedule);
-// StepRunner merges their windows and tallies exactly.
+// of a step against one target or several endpoints (replicas of one model) over HTTP/1.1
+// keep-alive (or an AsyncTransport such as gRPC, one target only), on raw non-blocking
+// sockets and one epoll set, and records everything into its own StepAccounting, and what
+// each endpoint got into its EndpointAccounting. Several loops run a step together (each its own
+// shard of the schedule); StepRunner merges their windows and tallies exactly.
 //
 //  * Pacing (open loop): the loop sleeps in epoll_pwait2 until the absolute time
 //    t0 + intended offset of its next request (a nanosecond timeout with 1 ns timer slack;
@@ -21,6 +22,11 @@
 //  * Closed loop (`concurrency` > 0, for comparisons only): the shard keeps its share of
 //    `concurrency` requests outstanding and sends the next one when one ends; its intended
 //    time is its actual send time.
+//  * Endpoints: each dispatched request goes to the endpoint the loop's EndpointChooser picks
+//    (config.endpoint_policy; p2c reads this loop's in-flight per endpoint). Connections
+//    belong to one endpoint; the connection cap is shared by all of them: a full pool with
+//    idle connections to other endpoints closes one to make room, and a connection freed
+//    while the oldest waiting request is for another endpoint is traded for one to it.
 //  * Connections: a dispatched request takes an idle keep-alive connection; if none is idle
 //    a new one is opened, up to the shard's share of max_connections; beyond that it waits
 //    in a FIFO (its latency clock already running). If in-flight has reached the shard's
@@ -54,6 +60,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "replayer/endpoint_accounting.h"
+#include "replayer/endpoint_chooser.h"
 #include "replayer/proc_sched.h"
 #include "replayer/request_source.h"
 #include "replayer/step_accounting.h"
@@ -97,6 +105,10 @@ class LoadLoop {
   // config.shard_count * config.threads).
   LoadLoop(const StepConfig& config, int shard, int shards, const TargetAddress& target,
            LoopParts parts, WindowsCallback on_windows);
+  // Several endpoints: `targets[i]` is config.endpoints[i] resolved (at least one; a
+  // transport in `parts` needs exactly one).
+  LoadLoop(const StepConfig& config, int shard, int shards, std::vector<TargetAddress> targets,
+           LoopParts parts, WindowsCallback on_windows);
   ~LoadLoop();
   LoadLoop(const LoadLoop&) = delete;
   LoadLoop& operator=(const LoadLoop&) = delete;
@@ -111,6 +123,7 @@ class LoadLoop {
 
   // Read only after Run() has returned.
   const StepAccounting& accounting() const;
+  const EndpointAccounting& endpoint_accounting() const;
 
  private:
   class Impl;

@@ -8,6 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "replayer/endpoint_chooser.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -90,6 +92,45 @@ absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_vie
   return target;
 }
 
+namespace {
+
+// targets (or target alone) into config's endpoints, target and policy.
+absl::Status ParseEndpoints(const v1::RunStepRequest& request, StepConfig* config) {
+  if (!v1::EndpointPolicy_IsValid(request.endpoint_policy())) {
+    return Invalid("endpoint_policy", absl::StrCat("unknown value ", request.endpoint_policy()));
+  }
+  if (request.targets_size() > kMaxEndpoints) {
+    return Invalid("targets", absl::StrCat("must list at most ", kMaxEndpoints, " endpoints"));
+  }
+  if (request.targets_size() == 0) {
+    auto target = ParseHttpTarget(request.target(), "target");
+    if (!target.ok()) return target.status();
+    config->endpoints.push_back(*std::move(target));
+    config->endpoint_urls.push_back(request.target());
+  } else {
+    if (!request.target().empty() && request.target() != request.targets(0)) {
+      return Invalid("target", "must be empty or equal to targets[0] when targets is set");
+    }
+    for (int i = 0; i < request.targets_size(); ++i) {
+      auto target = ParseHttpTarget(request.targets(i), absl::StrCat("targets[", i, "]"));
+      if (!target.ok()) return target.status();
+      config->endpoints.push_back(*std::move(target));
+      config->endpoint_urls.push_back(request.targets(i));
+    }
+  }
+  config->endpoint_policy =
+      ResolveEndpointPolicy(request.endpoint_policy(), static_cast<int>(config->endpoints.size()));
+  if (config->endpoint_policy == v1::ENDPOINT_POLICY_SINGLE) {  // one address: the router
+    config->endpoints.resize(1);
+    config->endpoint_urls.resize(1);
+  }
+  config->target = config->endpoints[0];
+  config->target_url = config->endpoint_urls[0];
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   StepConfig config;
 
@@ -99,10 +140,7 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   config.protocol = request.protocol() == v1::PROTOCOL_UNSPECIFIED ? v1::PROTOCOL_KSERVE_V2_REST
                                                                    : request.protocol();
 
-  auto target = ParseHttpTarget(request.target(), "target");
-  if (!target.ok()) return target.status();
-  config.target = *std::move(target);
-  config.target_url = request.target();
+  RETURN_IF_ERROR(ParseEndpoints(request, &config));
 
   if (request.model_name().empty() && config.protocol != v1::PROTOCOL_HTTP &&
       request.trace_path().empty()) {

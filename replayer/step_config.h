@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -36,6 +37,7 @@ inline constexpr int kMaxMaxConnections = 60'000;
 inline constexpr size_t kMaxRequestBodyBytes = 64 << 20;
 inline constexpr int kMaxThreads = 64;
 inline constexpr int kMaxConcurrency = 100'000;
+inline constexpr int kMaxEndpoints = 256;
 
 // A KServe v2 JSON body with one small FP32 input, sent when request_body is empty.
 inline constexpr std::string_view kDefaultKServeV2Body =
@@ -52,6 +54,12 @@ struct HttpTarget {
 absl::StatusOr<HttpTarget> ParseHttpTarget(std::string_view url, std::string_view field);
 
 struct StepConfig {
+  // The endpoints the step's requests are spread over (request.targets, or request.target
+  // alone), by endpoint_policy (never UNSPECIFIED after parsing; single keeps only the
+  // first endpoint). target/target_url are endpoints[0].
+  std::vector<HttpTarget> endpoints;
+  std::vector<std::string> endpoint_urls;
+  v1::EndpointPolicy endpoint_policy = v1::ENDPOINT_POLICY_SINGLE;
   HttpTarget target;
   std::string target_url;  // as given, e.g. "http://127.0.0.1:8000"
   v1::Protocol protocol = v1::PROTOCOL_KSERVE_V2_REST;

@@ -82,6 +82,47 @@ TEST(StepConfigTest, RejectsTargetsThatAreNotHttpUrlsWithHostAndPort) {
   }
 }
 
+TEST(StepConfigTest, ParsesSeveralTargetsAndResolvesTheirPolicy) {
+  v1::RunStepRequest r = ValidRequest();
+  r.clear_target();
+  r.add_targets("http://127.0.0.1:8001");
+  r.add_targets("http://127.0.0.2:8002/v1");
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->endpoints.size(), 2u);
+  EXPECT_EQ(config->endpoints[1].host, "127.0.0.2");
+  EXPECT_EQ(config->endpoints[1].path_prefix, "/v1");
+  EXPECT_EQ(config->endpoint_urls[0], "http://127.0.0.1:8001");
+  EXPECT_EQ(config->target_url, "http://127.0.0.1:8001");
+  EXPECT_EQ(config->endpoint_policy, v1::ENDPOINT_POLICY_ROUND_ROBIN);
+
+  r.set_endpoint_policy(v1::ENDPOINT_POLICY_SINGLE);  // the first is the router
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->endpoints.size(), 1u);
+  EXPECT_EQ(config->endpoint_policy, v1::ENDPOINT_POLICY_SINGLE);
+
+  absl::StatusOr<StepConfig> single = ParseStepConfig(ValidRequest());
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->endpoints.size(), 1u);
+  EXPECT_EQ(single->endpoint_policy, v1::ENDPOINT_POLICY_SINGLE);
+}
+
+TEST(StepConfigTest, RejectsBadTargetsNamingTheOne) {
+  v1::RunStepRequest r = ValidRequest();
+  r.add_targets("http://127.0.0.1:8000");
+  r.add_targets("ftp://127.0.0.1:8001");
+  ExpectInvalid(r, "targets[1]");
+  r.set_targets(1, "http://127.0.0.1:8001");
+  r.set_target("http://127.0.0.1:9999");  // disagrees with targets[0]
+  ExpectInvalid(r, "target");
+  r.set_target("http://127.0.0.1:8000");
+  r.set_endpoint_policy(static_cast<v1::EndpointPolicy>(99));
+  ExpectInvalid(r, "endpoint_policy");
+  r.set_endpoint_policy(v1::ENDPOINT_POLICY_P2C);
+  EXPECT_TRUE(ParseStepConfig(r).ok());
+}
+
 TEST(StepConfigTest, AcceptsIpv6AndAPathPrefix) {
   absl::StatusOr<HttpTarget> t = ParseHttpTarget("http://[::1]:9000/serving/", "target");
   ASSERT_TRUE(t.ok()) << t.status();

@@ -152,6 +152,36 @@ std::string GrpcAddress(const TargetAddress& address, int port) {
                 : absl::StrCat("ipv4:", ip->ToString(), ":", port);
 }
 
+// Every endpoint of `config` resolved and judged (ResolveAllowed); *refusal is the first
+// refusal, OK when none was refused.
+absl::StatusOr<std::vector<TargetAddress>> ResolveEndpoints(const TargetPolicy& policy,
+                                                            const StepConfig& config,
+                                                            absl::Status* refusal) {
+  *refusal = absl::OkStatus();
+  std::vector<TargetAddress> targets;
+  const std::vector<HttpTarget> single = {config.target};
+  const std::vector<HttpTarget>& endpoints = config.endpoints.empty() ? single : config.endpoints;
+  for (const HttpTarget& endpoint : endpoints) {
+    absl::Status why;
+    absl::StatusOr<TargetAddress> target = ResolveAllowed(policy, endpoint, &why);
+    if (!target.ok()) return target.status();
+    if (refusal->ok()) *refusal = why;
+    targets.push_back(*target);
+  }
+  return targets;
+}
+
+// Each endpoint's tally summed over the loops.
+std::vector<EndpointTally> MergeEndpoints(const std::vector<std::unique_ptr<LoadLoop>>& loops,
+                                          size_t endpoints) {
+  std::vector<EndpointTally> merged(endpoints);
+  for (const auto& loop : loops) {
+    const std::vector<EndpointTally>& tallies = loop->endpoint_accounting().tallies();
+    for (size_t i = 0; i < endpoints && i < tallies.size(); ++i) merged[i].Merge(tallies[i]);
+  }
+  return merged;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request,
@@ -165,31 +195,38 @@ absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request
 absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const WindowCallback& on_window,
                                                const CancelledCallback& is_cancelled) {
-  absl::StatusOr<TargetAddress> target = ResolveAllowed(policy_, config.target, &last_refusal_);
-  if (!target.ok()) return target.status();
+  absl::StatusOr<std::vector<TargetAddress>> targets =
+      ResolveEndpoints(policy_, config, &last_refusal_);
+  if (!targets.ok()) return targets.status();
   // Protocols with their own resolver connect to the judged address only.
   StepConfig pinned = config;
-  pinned.connect_to = GrpcAddress(*target, config.target.port);
+  pinned.connect_to = GrpcAddress(targets->front(), config.target.port);
   absl::StatusOr<ProtocolBinding> binding = BindProtocol(pinned);
   if (!binding.ok()) return binding.status();
-  return RunResolved(pinned, *binding, *target, on_window, is_cancelled);
+  return RunResolved(pinned, *binding, *targets, on_window, is_cancelled);
 }
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const StepConfig& config,
                                                const ProtocolBinding& binding,
                                                const WindowCallback& on_window,
                                                const CancelledCallback& is_cancelled) {
-  absl::StatusOr<TargetAddress> target = ResolveAllowed(policy_, config.target, &last_refusal_);
-  if (!target.ok()) return target.status();
-  return RunResolved(config, binding, *target, on_window, is_cancelled);
+  absl::StatusOr<std::vector<TargetAddress>> targets =
+      ResolveEndpoints(policy_, config, &last_refusal_);
+  if (!targets.ok()) return targets.status();
+  return RunResolved(config, binding, *targets, on_window, is_cancelled);
 }
 
 absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
                                                        const ProtocolBinding& binding,
-                                                       const TargetAddress& target,
+                                                       const std::vector<TargetAddress>& targets,
                                                        const WindowCallback& on_window,
                                                        const CancelledCallback& is_cancelled) {
   if (!binding.sources) return absl::InvalidArgumentError("protocol: no request source");
+  if (binding.transport && targets.size() > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "targets: several endpoints are supported over HTTP protocols only, not ",
+        v1::Protocol_Name(config.protocol), " (use endpoint_policy single and a router)"));
+  }
 
   const int shards = config.threads;
   // Loop t of this replayer is shard (config.shard * threads + t) of the whole step, so
@@ -212,7 +249,7 @@ absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
       if (!transport.ok()) return transport.status();
       parts.transport = *std::move(transport);
     }
-    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, target,
+    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, targets,
                                                std::move(parts),
                                                [&mailbox, shard](std::vector<WindowTally> windows) {
                                                  mailbox.Push(shard, std::move(windows));
@@ -274,6 +311,11 @@ absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
   v1::StepResult result = BuildStepResult(merged, config.rate_qps, config.duration);
   result.set_closed_loop(config.closed_loop());
   result.set_threads(shards);
+  const std::vector<std::string> single = {config.target_url};
+  AddEndpointTelemetry(MergeEndpoints(loops, targets.size()),
+                       config.endpoint_urls.empty() ? single : config.endpoint_urls,
+                       config.duration, &result);
+  result.set_endpoint_policy(config.endpoint_policy);
   return result;
 }
 

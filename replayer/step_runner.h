@@ -1,7 +1,9 @@
-// StepRunner: runs one replayer step end to end — validates the request, runs one LoadLoop
-// per configured thread (each its own shard of the schedule), merges their windows exactly
+// StepRunner: runs one replayer step end to end — validates the request, resolves its
+// endpoints, runs one LoadLoop per configured thread (each its own shard of the schedule,
+// spread over the endpoints by the step's endpoint policy), merges their windows exactly
 // (histograms merged, never averaged) and hands each merged window to the caller as soon as
-// every loop has closed it, and returns the merged StepResult. It is the whole replayer minus
+// every loop has closed it, and returns the merged StepResult with per-endpoint telemetry
+// (StepResult.endpoints, endpoint_imbalance). It is the whole replayer minus
 // transport: the gRPC service and the `vanguard-replayer run` command are thin adapters over it.
 //
 //   StepRunner runner;
@@ -23,6 +25,7 @@
 
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/target_policy.h"
@@ -50,7 +53,8 @@ class StepRunner {
   // Polled every few tens of milliseconds; true stops the step promptly.
   using CancelledCallback = std::function<bool()>;
 
-  // Errors: INVALID_ARGUMENT (naming the field) / UNIMPLEMENTED for a bad request,
+  // Errors: INVALID_ARGUMENT (naming the field) / UNIMPLEMENTED for a bad request (also:
+  // several endpoints with a protocol that brings its own transport, e.g. KServe v2 gRPC),
   // UNAVAILABLE when the target host does not resolve, CANCELLED when stopped by either
   // callback. Connection and HTTP failures are not errors of Run: they are counted in the
   // result. So is a target the policy refuses: the step runs its schedule, connects to
@@ -74,10 +78,10 @@ class StepRunner {
   const absl::Status& last_refusal() const { return last_refusal_; }
 
  private:
-  // Run after the target was resolved and judged.
+  // Run after the endpoints were resolved and judged (targets[i] is config.endpoints[i]).
   absl::StatusOr<v1::StepResult> RunResolved(const StepConfig& config,
                                              const ProtocolBinding& binding,
-                                             const TargetAddress& target,
+                                             const std::vector<TargetAddress>& targets,
                                              const WindowCallback& on_window,
                                              const CancelledCallback& is_cancelled);
 
