@@ -65,6 +65,17 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
 
   vanguard::v1::RunStepRequest request;
   request.set_target(model.endpoints(0));
+  request.set_endpoint_policy(spec.endpoint_policy());
+  // The replayer spreads over several endpoints on its own HTTP client only: a gRPC model
+  // keeps today's behaviour (its first endpoint) unless the spec asks for a policy.
+  if (model.protocol() == vanguard::v1::PROTOCOL_KSERVE_V2_GRPC &&
+      spec.endpoint_policy() == vanguard::v1::ENDPOINT_POLICY_UNSPECIFIED) {
+    request.set_endpoint_policy(vanguard::v1::ENDPOINT_POLICY_SINGLE);
+  }
+  if (model.endpoints_size() > 1 &&
+      request.endpoint_policy() != vanguard::v1::ENDPOINT_POLICY_SINGLE) {
+    for (const std::string& endpoint : model.endpoints()) request.add_targets(endpoint);
+  }
   request.set_protocol(model.protocol());
   request.set_model_name(model.served_name().empty() ? model.name() : model.served_name());
   request.set_request_body(model.request_template());

@@ -56,7 +56,10 @@ class StepExecutor {
                StepExecutorOptions options = {});
 
   // The request for step `step_index` of `test` at `rate_qps`: model endpoints[0] as
-  // target, served_name (or name) as model_name, request_template as body; duration,
+  // target and, when the model lists several, all of them as targets with the spec's
+  // endpoint_policy (unspecified: the replayer's default, round robin; for KServe v2 gRPC,
+  // which the replayer cannot spread, single on endpoints[0]); served_name (or name) as
+  // model_name, request_template as body; duration,
   // warmup (default: the model's), request timeout (default 10 s) and schedule from the
   // spec; a seed derived from the test id and step index. INVALID_ARGUMENT naming the
   // field when the test cannot be run (no endpoint, no step_duration, bad rate).

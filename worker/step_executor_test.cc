@@ -59,6 +59,43 @@ TEST(StepExecutorTest, BuildsRequestFromTheLeasedTest) {
   EXPECT_EQ(request->seed(), StepExecutor::StepSeed(42, 3));
 }
 
+TEST(StepExecutorTest, SeveralEndpointsGoAsTargetsWithTheSpecsPolicy) {
+  vanguard::v1::Test test = LeasedTest();  // two endpoints
+  auto request = StepExecutor::BuildRequest(test, 250, 3);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_THAT(request->targets(),
+              ::testing::ElementsAre("http://127.0.0.1:8000", "http://127.0.0.1:8001"));
+  EXPECT_EQ(request->endpoint_policy(), vanguard::v1::ENDPOINT_POLICY_UNSPECIFIED);
+
+  test.mutable_spec()->set_endpoint_policy(vanguard::v1::ENDPOINT_POLICY_P2C);
+  request = StepExecutor::BuildRequest(test, 250, 3);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->targets_size(), 2);
+  EXPECT_EQ(request->endpoint_policy(), vanguard::v1::ENDPOINT_POLICY_P2C);
+
+  test.mutable_spec()->set_endpoint_policy(vanguard::v1::ENDPOINT_POLICY_SINGLE);
+  request = StepExecutor::BuildRequest(test, 250, 3);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->targets_size(), 0);
+  EXPECT_EQ(request->target(), "http://127.0.0.1:8000");
+}
+
+TEST(StepExecutorTest, OneEndpointOrAGrpcModelKeepsTheSingleTarget) {
+  vanguard::v1::Test one = LeasedTest();
+  one.mutable_model()->mutable_endpoints()->RemoveLast();
+  auto request = StepExecutor::BuildRequest(one, 100, 1);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->targets_size(), 0);
+  EXPECT_EQ(request->target(), "http://127.0.0.1:8000");
+
+  vanguard::v1::Test grpc = LeasedTest();
+  grpc.mutable_model()->set_protocol(vanguard::v1::PROTOCOL_KSERVE_V2_GRPC);
+  request = StepExecutor::BuildRequest(grpc, 100, 1);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->targets_size(), 0);
+  EXPECT_EQ(request->endpoint_policy(), vanguard::v1::ENDPOINT_POLICY_SINGLE);
+}
+
 TEST(StepExecutorTest, ATestsRecordedTraceReplacesTheTemplate) {
   vanguard::v1::Test test = LeasedTest();
   auto synthetic = StepExecutor::BuildRequest(test, 100, 1);

@@ -81,6 +81,12 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
                                  ? r.measured()
                                  : executed.request.duration();
   step.set_latency_histogram(r.latency_histogram());
+  for (const vanguard::v1::EndpointTelemetry& endpoint : r.endpoints()) {
+    vanguard::v1::EndpointTelemetry* e = step.add_endpoints();
+    *e = endpoint;
+    e->clear_latency_histogram();  // the step keeps the merged one; percentiles stay
+  }
+  step.set_endpoint_imbalance(r.endpoint_imbalance());
   return step;
 }
 

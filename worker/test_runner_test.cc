@@ -768,5 +768,30 @@ TEST(StepOutcomeProtoTest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(from_old.goodput, -1);
 }
 
+TEST(BuildStepReportTest, CarriesEachEndpointsTelemetryAndTheImbalanceIntoTheStoredStep) {
+  ExecutedStep executed;
+  executed.request.set_rate_qps(100);
+  executed.result = MakeStepResult(100, 100, 5, 10);
+  for (const char* target : {"http://a:1", "http://b:2"}) {
+    vanguard::v1::EndpointTelemetry* e = executed.result.add_endpoints();
+    e->set_target(target);
+    e->set_dispatched(500);
+    e->set_completed(500);
+    e->mutable_latency()->set_p99_ms(12);
+    e->set_peak_in_flight(3);
+    e->set_latency_histogram("per-endpoint-bytes");
+  }
+  executed.result.set_endpoint_imbalance(1.0);
+  StepJudgement judgement;
+  vanguard::v1::Step step = BuildStepReport(2, 1, executed, judgement);
+  ASSERT_EQ(step.endpoints_size(), 2);
+  EXPECT_EQ(step.endpoints(1).target(), "http://b:2");
+  EXPECT_EQ(step.endpoints(1).completed(), 500);
+  EXPECT_EQ(step.endpoints(1).latency().p99_ms(), 12);
+  EXPECT_EQ(step.endpoints(1).peak_in_flight(), 3);
+  EXPECT_TRUE(step.endpoints(0).latency_histogram().empty());  // the step's own is merged
+  EXPECT_EQ(step.endpoint_imbalance(), 1.0);
+}
+
 }  // namespace
 }  // namespace vanguard::worker
