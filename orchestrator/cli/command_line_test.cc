@@ -166,6 +166,7 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
                                            {"step_warmup", "500ms"},
                                            {"request_timeout", "2s"},
                                            {"schedule", "poisson"},
+                                           {"endpoint_policy", "p2c"},
                                            {"trace", "/traces/mix.vtrace"},
                                            {"sustain_horizon", "10m"},
                                            {"priority", "-4"},
@@ -181,6 +182,7 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   EXPECT_EQ(spec.step_warmup().nanos(), 500'000'000);
   EXPECT_EQ(Millis(spec.request_timeout()), 2'000);
   EXPECT_EQ(spec.schedule(), v1::SCHEDULE_POISSON);
+  EXPECT_EQ(spec.endpoint_policy(), v1::ENDPOINT_POLICY_P2C);
   EXPECT_EQ(spec.trace(), "/traces/mix.vtrace");
   EXPECT_EQ(Millis(spec.sustain_horizon()), 600'000);
   EXPECT_EQ(spec.priority(), -4);
@@ -248,6 +250,8 @@ TEST(SubmitSpecTest, InvalidValuesNameTheFlag) {
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"request_timeout", "soon"}}),
                    "--request_timeout");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"schedule", "bursty"}}), "--schedule");
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"endpoint_policy", "least_conn"}}),
+                   "--endpoint_policy");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"sustain_horizon", "-5m"}}),
                    "--sustain_horizon");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"priority", "high"}}), "--priority");

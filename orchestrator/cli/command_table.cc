@@ -271,6 +271,12 @@ std::vector<FlagSpec> SubmitFlags() {
        .value = "SCHEDULE",
        .help = "Arrivals: constant (default) or poisson.",
        .choices = {"constant", "poisson"}},
+      {.name = "endpoint_policy",
+       .value = "POLICY",
+       .help = "How each step's requests are spread over the model's endpoints (replicas): "
+               "round_robin (default for several), random (seeded by the step), p2c (fewer in "
+               "flight of two drawn) or single (all to the first endpoint, e.g. a router).",
+       .choices = {"round_robin", "random", "p2c", "single"}},
       {.name = "trace",
        .value = "FILE",
        .help = "A recorded trace (a path on the replayer's host) to replay instead of the "

@@ -25,6 +25,11 @@ absl::StatusOr<v1::Schedule> ParseSchedule(absl::string_view text) {
                        "is not one of constant, poisson");
 }
 
+absl::StatusOr<v1::EndpointPolicy> ParseEndpointPolicy(absl::string_view text) {
+  return ParseEnumFlag("endpoint_policy", text, "ENDPOINT_POLICY_", &v1::EndpointPolicy_Parse,
+                       "is not one of round_robin, random, p2c, single");
+}
+
 // --strategy=binary|adaptive search between --min_qps and --max_qps; ladder climbs from
 // --min_qps (default 2) with --max_qps as the ceiling of its coarse ramp.
 absl::Status ParseSearch(const FlagSet& flags, const std::string& strategy, v1::TestSpec* spec) {
@@ -159,7 +164,8 @@ absl::StatusOr<std::optional<absl::Duration>> PositiveDuration(const FlagSet& fl
   return d;
 }
 
-// Step duration (default 10 s), warmup, request timeout, schedule, trace and horizon.
+// Step duration (default 10 s), warmup, request timeout, schedule, endpoint policy, trace
+// and horizon.
 absl::Status ParseStepSettings(const FlagSet& flags, v1::TestSpec& spec) {
   ASSIGN_OR_RETURN(std::optional<absl::Duration> step_duration,
                    PositiveDuration(flags, "step_duration"));
@@ -177,6 +183,10 @@ absl::Status ParseStepSettings(const FlagSet& flags, v1::TestSpec& spec) {
   if (std::optional<std::string> schedule = flags.Text("schedule"); schedule.has_value()) {
     ASSIGN_OR_RETURN(v1::Schedule parsed, ParseSchedule(*schedule));
     spec.set_schedule(parsed);
+  }
+  if (std::optional<std::string> policy = flags.Text("endpoint_policy"); policy.has_value()) {
+    ASSIGN_OR_RETURN(v1::EndpointPolicy parsed, ParseEndpointPolicy(*policy));
+    spec.set_endpoint_policy(parsed);
   }
   if (std::optional<std::string> trace = flags.Text("trace"); trace.has_value()) {
     if (trace->empty()) return BadValue("trace", *trace, "must name a trace file");
