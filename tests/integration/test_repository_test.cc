@@ -316,6 +316,34 @@ TEST_F(TestRepositoryTest, GetReturnsEachStepsWindowsAsReported) {
   EXPECT_EQ((*listed)[0].steps_size(), 0);
 }
 
+TEST_F(TestRepositoryTest, GetReturnsEachStepsEndpointTelemetryAsReported) {
+  int64_t id = Submit().id();
+  v1::Test t = Lease();
+  v1::Step step = ValidStep(0, 10);
+  for (int e = 0; e < 2; ++e) {
+    v1::EndpointTelemetry* endpoint = step.add_endpoints();
+    endpoint->set_target(e == 0 ? "http://10.0.0.5:8000" : "http://10.0.0.6:8000");
+    endpoint->set_dispatched(300 + e);
+    endpoint->set_completed(290 + e);
+    endpoint->set_errors(10);
+    endpoint->set_achieved_qps(29.5);
+    endpoint->mutable_latency()->set_p99_ms(42.5 + e);
+    endpoint->set_peak_in_flight(7);
+    endpoint->set_share(e == 0 ? 0.4992 : 0.5008);
+  }
+  step.set_endpoint_imbalance(1.0017);
+  ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step).ok());
+
+  v1::Test got = Get(id);
+  ASSERT_EQ(got.steps_size(), 1);
+  ASSERT_EQ(got.steps(0).endpoints_size(), 2);
+  for (int e = 0; e < 2; ++e) {
+    EXPECT_EQ(got.steps(0).endpoints(e).SerializeAsString(), step.endpoints(e).SerializeAsString())
+        << got.steps(0).endpoints(e).DebugString();
+  }
+  EXPECT_EQ(got.steps(0).endpoint_imbalance(), 1.0017);
+}
+
 TEST_F(TestRepositoryTest, GetRebuildsWindowsStoredBeforeTheirDetailWasKept) {
   int64_t id = Submit().id();
   v1::Test t = Lease();
