@@ -15,9 +15,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/grpc_tls.h"
 #include "common/port_file.h"
@@ -40,7 +42,11 @@ ABSL_FLAG(std::string, port_file, "",
           "serve: if set, write the chosen port and a newline to this file (atomically) once "
           "listening");
 ABSL_FLAG(std::string, target, "",
-          "run: base URL of the predictor, e.g. http://127.0.0.1:8000 (required)");
+          "run: base URL of the predictor, e.g. http://127.0.0.1:8000 (required); several "
+          "comma-separated: the replicas of one model, spread over by --endpoint_policy");
+ABSL_FLAG(std::string, endpoint_policy, "",
+          "run: round_robin (default for several targets), random, p2c or single "
+          "(docs/replicas.md)");
 ABSL_FLAG(std::string, model, "",
           "run: model name, the {model} in POST {target}/v2/models/{model}/infer (required)");
 ABSL_FLAG(double, rate, 0, "run: offered rate in requests per second (required, > 0)");
@@ -122,6 +128,7 @@ Usage:
                         [--threads=1] [--concurrency=0] [--max_connections=256]
                         [--max_in_flight=10000] [--slo_latency=D] [--slo_ttft=D]
                         [--output=table|json] [--allowed_targets=RULES]
+                        [--endpoint_policy=round_robin|random|p2c|single]
       Runs one step standalone (default: POST {target}/v2/models/{model}/infer over
       HTTP/1.1 keep-alive) and prints the StepResult with the client-validity gate.
       Open loop: latency is measured from each request's intended send time.
@@ -247,6 +254,19 @@ void PrintResultTable(const v1::StepResult& r) {
   for (const auto& [error_class, count] : r.errors_by_class()) {
     std::printf("error %-12s %lld\n", error_class.c_str(), static_cast<long long>(count));
   }
+  if (r.endpoints_size() > 1) {
+    std::printf("endpoints (%s, imbalance max/mean share %.3f)\n",
+                v1::EndpointPolicy_Name(r.endpoint_policy()).c_str(), r.endpoint_imbalance());
+    for (const v1::EndpointTelemetry& e : r.endpoints()) {
+      std::printf(
+          "  %s  share %.3f  sent %lld  completed %lld  errors %lld  timeouts %lld  %.2f qps  "
+          "p50 %.3f  p99 %.3f ms  peak in flight %lld\n",
+          e.target().c_str(), e.share(), static_cast<long long>(e.sent()),
+          static_cast<long long>(e.completed()), static_cast<long long>(e.errors()),
+          static_cast<long long>(e.timeouts()), e.achieved_qps(), e.latency().p50_ms(),
+          e.latency().p99_ms(), static_cast<long long>(e.peak_in_flight()));
+    }
+  }
   const v1::ClientConditions& c = r.client_conditions();
   std::printf(
       "client conditions: loops waited %.1f ms on the run queue, %lld involuntary switches; "
@@ -306,7 +326,22 @@ int RunOnce() {
   }
 
   v1::RunStepRequest request;
-  request.set_target(absl::GetFlag(FLAGS_target));
+  const std::vector<std::string> targets = absl::StrSplit(absl::GetFlag(FLAGS_target), ',');
+  if (targets.size() == 1) {
+    request.set_target(targets[0]);
+  } else {
+    for (const std::string& target : targets) request.add_targets(target);
+  }
+  if (std::string policy = absl::GetFlag(FLAGS_endpoint_policy); !policy.empty()) {
+    v1::EndpointPolicy parsed;
+    if (!v1::EndpointPolicy_Parse(absl::StrCat("ENDPOINT_POLICY_", absl::AsciiStrToUpper(policy)),
+                                  &parsed) ||
+        parsed == v1::ENDPOINT_POLICY_UNSPECIFIED) {
+      return UsageError(absl::StrCat(
+          "--endpoint_policy must be round_robin, random, p2c or single, got \"", policy, "\""));
+    }
+    request.set_endpoint_policy(parsed);
+  }
   request.set_protocol(protocol);
   request.set_model_name(absl::GetFlag(FLAGS_model));
   request.set_request_body(absl::GetFlag(FLAGS_body));
