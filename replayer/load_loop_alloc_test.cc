@@ -4,8 +4,10 @@
 // connection, never per request. Counts, not timings, so a slow machine cannot fail it.
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "replayer/load_loop.h"
@@ -34,22 +36,37 @@ struct Allocations {
   int64_t connections = 0;  // connections the step opened (each may allocate a little)
 };
 
-Allocations LoopAllocations(double rate) {
-  testing::FakeHttpServer server([](int64_t) { return testing::FakeHttpServer::Reply{}; });
+// `endpoints` > 1: spread over that many servers by p2c (the policy that reads in-flight
+// counts and draws random numbers per request).
+Allocations LoopAllocations(double rate, int endpoints = 1) {
+  std::vector<std::unique_ptr<testing::FakeHttpServer>> servers;
+  for (int i = 0; i < endpoints; ++i) {
+    servers.push_back(std::make_unique<testing::FakeHttpServer>(
+        [](int64_t) { return testing::FakeHttpServer::Reply{}; }));
+  }
   v1::RunStepRequest request;
-  request.set_target(server.url());
+  if (endpoints == 1) {
+    request.set_target(servers[0]->url());
+  } else {
+    for (const auto& server : servers) request.add_targets(server->url());
+    request.set_endpoint_policy(v1::ENDPOINT_POLICY_P2C);
+  }
   request.set_model_name("fake");
   request.set_rate_qps(rate);
   request.mutable_duration()->set_seconds(1);
   request.set_max_connections(2000);  // a slow machine opens connections, never queues
   absl::StatusOr<StepConfig> config = ParseStepConfig(request);
   EXPECT_TRUE(config.ok());
-  absl::StatusOr<TargetAddress> target = ResolveTarget(config->target);
-  EXPECT_TRUE(target.ok());
+  std::vector<TargetAddress> targets;
+  for (const HttpTarget& endpoint : config->endpoints) {
+    absl::StatusOr<TargetAddress> target = ResolveTarget(endpoint);
+    EXPECT_TRUE(target.ok());
+    targets.push_back(*target);
+  }
   LoopParts parts;
   parts.source = *SyntheticHttpBinding(*config).sources(0, 1);
   int64_t windows = 0;
-  LoadLoop loop(*config, 0, 1, *target, std::move(parts),
+  LoadLoop loop(*config, 0, 1, targets, std::move(parts),
                 [&windows](std::vector<WindowTally> w) { windows += w.size(); });
   absl::Status status;
   Allocations result;
@@ -64,22 +81,30 @@ Allocations LoopAllocations(double rate) {
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(windows, 1);
   EXPECT_EQ(loop.accounting().measured().completed, static_cast<int64_t>(rate));
-  result.connections = server.connections_accepted();
+  for (const auto& server : servers) result.connections += server->connections_accepted();
   return result;
 }
 
-TEST(LoadLoopAllocationTest, SendingMoreRequestsDoesNotAllocateMore) {
-  LoopAllocations(100);  // warm up process-wide lazies (the error-class table...)
-  Allocations few = LoopAllocations(200);
-  Allocations many = LoopAllocations(1000);
-  // Each connection costs at most a few allocations (object, read buffer, request bytes);
-  // 800 more requests with one allocation each anywhere would add >= 800 beyond that.
+// Each connection costs at most a few allocations (object, read buffer, request bytes);
+// 800 more requests with one allocation each anywhere would add >= 800 beyond that.
+void ExpectNoAllocationPerRequest(int endpoints) {
+  LoopAllocations(100, endpoints);  // warm up process-wide lazies (the error-class table...)
+  Allocations few = LoopAllocations(200, endpoints);
+  Allocations many = LoopAllocations(1000, endpoints);
   constexpr int64_t kPerConnection = 4;
   int64_t extra = (many.total - kPerConnection * many.connections) -
                   (few.total - kPerConnection * few.connections);
   EXPECT_LT(extra, 80) << "200 requests: " << few.total << " allocations on " << few.connections
                        << " connections; 1000 requests: " << many.total << " on "
                        << many.connections;
+}
+
+TEST(LoadLoopAllocationTest, SendingMoreRequestsDoesNotAllocateMore) {
+  ExpectNoAllocationPerRequest(1);
+}
+
+TEST(LoadLoopAllocationTest, SpreadingOverEndpointsDoesNotAllocatePerRequestEither) {
+  ExpectNoAllocationPerRequest(2);
 }
 
 }  // namespace
