@@ -16,7 +16,9 @@ bool IsReaderMethod(std::string_view method) {
 
 bool IsSubmitterMethod(std::string_view method) {
   return IsReaderMethod(method) || method == "SubmitTest" || method == "CancelTest" ||
-         method == "RegisterModel" || method == "DeprecateModel" || method == "AcceptBaseline";
+         method == "RegisterModel" || method == "DeprecateModel" || method == "AcceptBaseline" ||
+         method == "SetSchedule" || method == "ListSchedules" || method == "DeleteSchedule" ||
+         method == "AddWebhook" || method == "ListWebhooks" || method == "DeleteWebhook";
 }
 
 bool IsWorkerMethod(std::string_view method) {

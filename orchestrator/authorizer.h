@@ -9,8 +9,10 @@
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest,
 // ListRegressions, GetCapacityTrend, PlanCapacity, GetTeamQuota; submitter: reader's +
-// SubmitTest, CancelTest, RegisterModel, DeprecateModel, AcceptBaseline (on its team's models
-// and tests: the service checks the team, see orchestrator_service.h "Tenancy"); worker:
+// SubmitTest, CancelTest, RegisterModel, DeprecateModel, AcceptBaseline, SetSchedule,
+// ListSchedules, DeleteSchedule, AddWebhook, ListWebhooks, DeleteWebhook (on its team's models,
+// tests, schedules and webhooks: the service checks the team, see orchestrator_service.h
+// "Tenancy"); worker:
 // LeaseTest, Heartbeat, ReportStep, ReportProgress, CompleteTest, ReleaseTest, GetModel,
 // GetTest; admin: every method on every team, including CreateToken, RevokeToken,
 // ListTokens and SetTeamQuota.

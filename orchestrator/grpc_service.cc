@@ -349,4 +349,44 @@ grpc::Status OrchestratorGrpcService::GetTeamQuota(grpc::ServerContext* context,
                       response);
 }
 
+grpc::Status OrchestratorGrpcService::SetSchedule(grpc::ServerContext* context,
+                                                  const v1::SetScheduleRequest* request,
+                                                  v1::SetScheduleResponse* response) {
+  return CallAsHolder(context, "SetSchedule", &OrchestratorService::SetSchedule, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::ListSchedules(grpc::ServerContext* context,
+                                                    const v1::ListSchedulesRequest* request,
+                                                    v1::ListSchedulesResponse* response) {
+  return CallAsHolder(context, "ListSchedules", &OrchestratorService::ListSchedules, request,
+                      response);
+}
+
+grpc::Status OrchestratorGrpcService::DeleteSchedule(grpc::ServerContext* context,
+                                                     const v1::DeleteScheduleRequest* request,
+                                                     v1::DeleteScheduleResponse* response) {
+  return CallAsHolder(context, "DeleteSchedule", &OrchestratorService::DeleteSchedule, request,
+                      response);
+}
+
+grpc::Status OrchestratorGrpcService::AddWebhook(grpc::ServerContext* context,
+                                                 const v1::AddWebhookRequest* request,
+                                                 v1::AddWebhookResponse* response) {
+  return CallAsHolder(context, "AddWebhook", &OrchestratorService::AddWebhook, request, response);
+}
+
+grpc::Status OrchestratorGrpcService::ListWebhooks(grpc::ServerContext* context,
+                                                   const v1::ListWebhooksRequest* request,
+                                                   v1::ListWebhooksResponse* response) {
+  return CallAsHolder(context, "ListWebhooks", &OrchestratorService::ListWebhooks, request,
+                      response);
+}
+
+grpc::Status OrchestratorGrpcService::DeleteWebhook(grpc::ServerContext* context,
+                                                    const v1::DeleteWebhookRequest* request,
+                                                    v1::DeleteWebhookResponse* response) {
+  return CallAsHolder(context, "DeleteWebhook", &OrchestratorService::DeleteWebhook, request,
+                      response);
+}
+
 }  // namespace vanguard

@@ -15,9 +15,10 @@
 // the token. A worker-role token on a connection whose client presented a certificate (mTLS)
 // must be named by it (its common name or a subject alternative name equals the token's name);
 // any other pairing gets PERMISSION_DENIED on every call. RegisterModel, DeprecateModel,
-// SubmitTest, CancelTest, AcceptBaseline and GetTeamQuota also get the token, whose team they
-// check (orchestrator_service.h, "Tenancy"). When options.metrics is set, every RPC is counted
-// and timed. LeaseTest passes the call's deadline to the service, which long-polls up to it.
+// SubmitTest, CancelTest, AcceptBaseline, GetTeamQuota and the schedule and webhook calls also
+// get the token, whose team they check (orchestrator_service.h, "Tenancy"). When options.metrics is
+// set, every RPC is counted and timed. LeaseTest passes the call's deadline to the service, which
+// long-polls up to it.
 //
 // WatchTest sends the test at once, then polls the database every poll_interval and sends
 // it again whenever its state, attempt, step count, result or error changed; with
@@ -109,6 +110,19 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                             v1::SetTeamQuotaResponse* response) override;
   grpc::Status GetTeamQuota(grpc::ServerContext* context, const v1::GetTeamQuotaRequest* request,
                             v1::GetTeamQuotaResponse* response) override;
+  grpc::Status SetSchedule(grpc::ServerContext* context, const v1::SetScheduleRequest* request,
+                           v1::SetScheduleResponse* response) override;
+  grpc::Status ListSchedules(grpc::ServerContext* context, const v1::ListSchedulesRequest* request,
+                             v1::ListSchedulesResponse* response) override;
+  grpc::Status DeleteSchedule(grpc::ServerContext* context,
+                              const v1::DeleteScheduleRequest* request,
+                              v1::DeleteScheduleResponse* response) override;
+  grpc::Status AddWebhook(grpc::ServerContext* context, const v1::AddWebhookRequest* request,
+                          v1::AddWebhookResponse* response) override;
+  grpc::Status ListWebhooks(grpc::ServerContext* context, const v1::ListWebhooksRequest* request,
+                            v1::ListWebhooksResponse* response) override;
+  grpc::Status DeleteWebhook(grpc::ServerContext* context, const v1::DeleteWebhookRequest* request,
+                             v1::DeleteWebhookResponse* response) override;
 
  private:
   // Authorizes the call to `method`, runs `body(caller)` when allowed, and records metrics.

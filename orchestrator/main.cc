@@ -44,9 +44,14 @@
 #include "orchestrator/model_repository.h"
 #include "orchestrator/orchestrator_service.h"
 #include "orchestrator/queue_notifier.h"
+#include "orchestrator/schedule_enqueuer.h"
+#include "orchestrator/schedule_repository.h"
 #include "orchestrator/team_repository.h"
 #include "orchestrator/test_repository.h"
 #include "orchestrator/token_repository.h"
+#include "orchestrator/webhook_dispatcher.h"
+#include "orchestrator/webhook_repository.h"
+#include "orchestrator/webhook_sender.h"
 #include "prometheus/exposer.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -67,6 +72,14 @@ ABSL_FLAG(absl::Duration, reaper_outage_grace, absl::Seconds(10),
           "when the reaper reaches the database again after it could not (and when it starts), "
           "leases of running tests get this long to be renewed before any is reaped: their "
           "workers' heartbeats failed too, they did not die (0: reap at once)");
+ABSL_FLAG(absl::Duration, schedule_interval, absl::Seconds(10),
+          "how often interval schedules that fall due are queued (one replica at a time, under "
+          "the reaper's advisory lock); a schedule runs at most this late");
+ABSL_FLAG(absl::Duration, webhook_interval, absl::Seconds(5),
+          "how often new regressions are turned into webhook deliveries and due deliveries "
+          "are sent");
+ABSL_FLAG(absl::Duration, webhook_timeout, absl::Seconds(10),
+          "longest a webhook POST may take before the attempt counts as failed");
 ABSL_FLAG(int, db_pool_size, 16,
           "maximum number of PostgreSQL connections (the queue benchmark leases fastest with "
           "about one per concurrently calling worker, up to 16)");
@@ -120,6 +133,9 @@ struct Config {
   bool migrate_only = false;
   absl::Duration reaper_interval;
   absl::Duration reaper_outage_grace;
+  absl::Duration schedule_interval;
+  absl::Duration webhook_interval;
+  absl::Duration webhook_timeout;
   int db_pool_size = 8;
   absl::Duration db_connect_timeout;
   bool insecure_no_auth = false;
@@ -207,11 +223,14 @@ int Run(const Config& config) {
   TokenRepository tokens(pool->get());
   CapacityRepository capacity(pool->get());
   TeamRepository teams(pool->get());
+  ScheduleRepository schedules(pool->get());
+  WebhookRepository webhooks(pool->get());
   QueueNotifier queue({.conninfo = config.database_url});
   OrchestratorService::Options service_options;
   service_options.max_lease_wait = config.max_lease_wait;
   service_options.target_policy = config.target_policy;
-  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, &teams, service_options);
+  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, &teams, &schedules,
+                              &webhooks, service_options);
   OrchestratorMetrics metrics;
   Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
   OrchestratorGrpcService::Options grpc_options;
@@ -235,6 +254,13 @@ int Run(const Config& config) {
                       .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
                         metrics.RecordReaped(requeued, failed, cancelled);
                       }});
+  ScheduleEnqueuer enqueuer(&schedules, Clock::Real(), {.interval = config.schedule_interval});
+  HttpWebhookSender webhook_sender(
+      {.timeout = config.webhook_timeout, .policy = config.target_policy});
+  WebhookDispatcher dispatcher(
+      &webhooks, &webhook_sender, Clock::Real(),
+      {.interval = config.webhook_interval,
+       .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout)});
   // Set once the server exists; the sampler marks the server NOT_SERVING (gRPC health) while
   // the database does not answer.
   std::atomic<grpc::Server*> health_target{nullptr};
@@ -287,6 +313,8 @@ int Run(const Config& config) {
   health_target.store(server.get());
   queue.Start();
   reaper.Start();
+  enqueuer.Start();
+  dispatcher.Start();
   depth_sampler.Start();
 
   const std::string host = config.listen.substr(0, config.listen.rfind(':'));
@@ -307,6 +335,8 @@ int Run(const Config& config) {
   depth_sampler.Stop();  // it touches the server's health status
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   reaper.Stop();
+  enqueuer.Stop();
+  dispatcher.Stop();
   return 0;
 }
 
@@ -345,6 +375,9 @@ int main(int argc, char** argv) {
   config.migrate_only = absl::GetFlag(FLAGS_migrate_only);
   config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
   config.reaper_outage_grace = absl::GetFlag(FLAGS_reaper_outage_grace);
+  config.schedule_interval = absl::GetFlag(FLAGS_schedule_interval);
+  config.webhook_interval = absl::GetFlag(FLAGS_webhook_interval);
+  config.webhook_timeout = absl::GetFlag(FLAGS_webhook_timeout);
   config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
   config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
@@ -422,6 +455,14 @@ int main(int argc, char** argv) {
   }
   if (config.reaper_outage_grace < absl::ZeroDuration()) {
     std::cerr << "vanguard-orchestrator: --reaper_outage_grace must be >= 0" << std::endl;
+    return 2;
+  }
+  if (config.schedule_interval <= absl::ZeroDuration() ||
+      config.webhook_interval <= absl::ZeroDuration() ||
+      config.webhook_timeout <= absl::ZeroDuration()) {
+    std::cerr << "vanguard-orchestrator: --schedule_interval, --webhook_interval and "
+                 "--webhook_timeout must be > 0"
+              << std::endl;
     return 2;
   }
   if (config.reaper_interval <= absl::ZeroDuration()) {

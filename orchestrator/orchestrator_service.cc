@@ -477,3 +477,120 @@ absl::StatusOr<v1::PlanCapacityResponse> OrchestratorService::PlanCapacity(
 }
 
 }  // namespace vanguard
+
+namespace vanguard {
+
+absl::StatusOr<v1::TestSpec> OrchestratorService::CompleteScheduledSpec(
+    v1::TestSpec spec, const RegisteredModel& model, const Caller& caller) {
+  spec.set_model(model.model.name());
+  v1::SubmitTestRequest as_submitted;
+  *as_submitted.mutable_spec() = spec;
+  as_submitted.mutable_spec()->set_model_version(model.model.version());
+  RETURN_IF_ERROR(ValidateSubmit(as_submitted));
+  if (spec.max_attempts() == 0) spec.set_max_attempts(options_.default_max_attempts);
+  if (!spec.has_request_timeout() ||
+      FromProtoDuration(spec.request_timeout()) == absl::ZeroDuration()) {
+    *spec.mutable_request_timeout() = ToProtoDuration(options_.default_request_timeout);
+  }
+  // The quota judges the test as the newest version would run it today.
+  v1::TestSpec as_run = spec;
+  if (!as_run.has_step_warmup()) *as_run.mutable_step_warmup() = model.model.default_warmup();
+  const std::string& team = model.model.team();
+  ASSIGN_OR_RETURN(TeamLimits limits, LimitsOf(team));
+  RETURN_IF_ERROR(CheckTestQuota(limits, team, RoleOf(caller), as_run));
+  return spec;
+}
+
+absl::StatusOr<v1::SetScheduleResponse> OrchestratorService::SetSchedule(
+    const v1::SetScheduleRequest& request, const Caller& caller) {
+  if (schedules_ == nullptr) return absl::UnimplementedError("schedules are not configured");
+  v1::TestSchedule schedule = request.schedule();
+  RETURN_IF_ERROR(ValidateSchedule(schedule));
+  if (schedule.name().empty()) schedule.set_name("default");
+  ASSIGN_OR_RETURN(RegisteredModel model, models_->Get(schedule.model(), ""));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), model.model.team(),
+                           absl::StrCat("model ", schedule.model())));
+  ASSIGN_OR_RETURN(*schedule.mutable_spec(), CompleteScheduledSpec(schedule.spec(), model, caller));
+  schedule.mutable_spec()->clear_model_version();
+  ASSIGN_OR_RETURN(v1::TestSchedule stored,
+                   schedules_->Set(schedule, caller.has_value() ? caller->name : "", Now()));
+  v1::SetScheduleResponse response;
+  *response.mutable_schedule() = std::move(stored);
+  return response;
+}
+
+absl::StatusOr<v1::ListSchedulesResponse> OrchestratorService::ListSchedules(
+    const v1::ListSchedulesRequest& request, const Caller& caller) {
+  if (schedules_ == nullptr) return absl::UnimplementedError("schedules are not configured");
+  const std::string team = RoleOf(caller) == v1::ROLE_ADMIN ? "" : TeamOf(caller);
+  ASSIGN_OR_RETURN(std::vector<v1::TestSchedule> schedules,
+                   schedules_->List(request.model(), team));
+  v1::ListSchedulesResponse response;
+  for (v1::TestSchedule& s : schedules) *response.add_schedules() = std::move(s);
+  return response;
+}
+
+absl::StatusOr<v1::DeleteScheduleResponse> OrchestratorService::DeleteSchedule(
+    const v1::DeleteScheduleRequest& request, const Caller& caller) {
+  if (schedules_ == nullptr) return absl::UnimplementedError("schedules are not configured");
+  RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
+  ASSIGN_OR_RETURN(v1::TestSchedule schedule, schedules_->Get(request.id()));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), schedule.team(),
+                           absl::StrCat("schedule ", request.id())));
+  RETURN_IF_ERROR(schedules_->Delete(request.id()));
+  return v1::DeleteScheduleResponse();
+}
+
+absl::StatusOr<v1::AddWebhookResponse> OrchestratorService::AddWebhook(
+    const v1::AddWebhookRequest& request, const Caller& caller) {
+  if (webhooks_ == nullptr) return absl::UnimplementedError("webhooks are not configured");
+  v1::Webhook webhook = request.webhook();
+  RETURN_IF_ERROR(
+      ValidateWebhook(webhook, options_.target_policy ? &*options_.target_policy : nullptr));
+  if (!webhook.model().empty()) {
+    ASSIGN_OR_RETURN(RegisteredModel model, models_->Get(webhook.model(), ""));
+    if (!webhook.team().empty() && webhook.team() != model.model.team()) {
+      return Invalid("webhook.team", "must be empty or the model's team");
+    }
+    webhook.set_team(model.model.team());
+  } else if (webhook.team().empty()) {
+    webhook.set_team(TeamOf(caller));
+  }
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), webhook.team(),
+                           webhook.model().empty() ? absl::StrCat("team ", webhook.team())
+                                                   : absl::StrCat("model ", webhook.model())));
+  ASSIGN_OR_RETURN(v1::Webhook stored,
+                   webhooks_->Add(webhook, caller.has_value() ? caller->name : ""));
+  v1::AddWebhookResponse response;
+  *response.mutable_webhook() = std::move(stored);
+  return response;
+}
+
+absl::StatusOr<v1::ListWebhooksResponse> OrchestratorService::ListWebhooks(
+    const v1::ListWebhooksRequest& request, const Caller& caller) {
+  if (webhooks_ == nullptr) return absl::UnimplementedError("webhooks are not configured");
+  std::string team = request.team();
+  if (!team.empty()) {
+    RETURN_IF_ERROR(ValidateTeamName(team, "team"));
+    RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), team, absl::StrCat("team ", team)));
+  } else if (RoleOf(caller) != v1::ROLE_ADMIN) {
+    team = TeamOf(caller);
+  }
+  ASSIGN_OR_RETURN(std::vector<v1::Webhook> webhooks, webhooks_->List(team));
+  v1::ListWebhooksResponse response;
+  for (v1::Webhook& w : webhooks) *response.add_webhooks() = std::move(w);
+  return response;
+}
+
+absl::StatusOr<v1::DeleteWebhookResponse> OrchestratorService::DeleteWebhook(
+    const v1::DeleteWebhookRequest& request, const Caller& caller) {
+  if (webhooks_ == nullptr) return absl::UnimplementedError("webhooks are not configured");
+  RETURN_IF_ERROR(ValidateTestId(request.id(), "id"));
+  ASSIGN_OR_RETURN(v1::Webhook webhook, webhooks_->Get(request.id()));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), webhook.team(),
+                           absl::StrCat("webhook ", request.id())));
+  RETURN_IF_ERROR(webhooks_->Delete(request.id()));
+  return v1::DeleteWebhookResponse();
+}
+
+}  // namespace vanguard

@@ -34,14 +34,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/target_policy.h"
 #include "orchestrator/capacity_repository.h"
 #include "orchestrator/model_repository.h"
 #include "orchestrator/queue_notifier.h"
+#include "orchestrator/schedule_repository.h"
 #include "orchestrator/team_repository.h"
 #include "orchestrator/tenancy.h"
 #include "orchestrator/test_repository.h"
 #include "orchestrator/token_repository.h"
+#include "orchestrator/webhook_repository.h"
 #include "vanguard/v1/orchestrator.pb.h"
 
 namespace vanguard {
@@ -73,6 +76,8 @@ class OrchestratorService {
     // Where models' endpoints and metrics URLs and tests' controller URLs may point
     // (--allowed_targets); unset: only link-local and metadata targets are refused.
     std::optional<TargetPolicy> target_policy;
+    // Time for schedules (when an interval is next due); nullptr: Clock::Real().
+    Clock* clock = nullptr;
   };
 
   OrchestratorService(ModelRepository* models, TestRepository* tests)
@@ -93,12 +98,20 @@ class OrchestratorService {
   OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
                       QueueNotifier* queue, CapacityRepository* capacity, TeamRepository* teams,
                       Options options)
+      : OrchestratorService(models, tests, tokens, queue, capacity, teams, nullptr, nullptr,
+                            options) {}
+  // schedules, webhooks: back the continuous-regression-testing RPCs (UNIMPLEMENTED without).
+  OrchestratorService(ModelRepository* models, TestRepository* tests, TokenRepository* tokens,
+                      QueueNotifier* queue, CapacityRepository* capacity, TeamRepository* teams,
+                      ScheduleRepository* schedules, WebhookRepository* webhooks, Options options)
       : models_(models),
         tests_(tests),
         tokens_(tokens),
         queue_(queue),
         capacity_(capacity),
         teams_(teams),
+        schedules_(schedules),
+        webhooks_(webhooks),
         options_(options) {}
 
   // Model registry. RegisterModel: a new name becomes request.team's (admin, or no auth) or
@@ -191,6 +204,36 @@ class OrchestratorService {
   absl::StatusOr<v1::GetTeamQuotaResponse> GetTeamQuota(const v1::GetTeamQuotaRequest& request,
                                                         const Caller& caller = std::nullopt);
 
+  // Continuous regression testing (docs/planning.md; the gRPC adapter requires a submitter
+  // or admin). A schedule or webhook is its model's team's (a team webhook: its team's); a
+  // submitter acts on its own team's only, an admin on every team's (PERMISSION_DENIED
+  // otherwise, see "Tenancy"). UNIMPLEMENTED without the repositories.
+  //
+  // SetSchedule: ValidateSchedule, then the spec is validated and completed as SubmitTest
+  // does against the model's newest version that is not deprecated (NOT_FOUND without one),
+  // its team's quota included, and stored without a version; it replaces the schedule of
+  // the same (model, name). With an interval it is next due one interval from now.
+  absl::StatusOr<v1::SetScheduleResponse> SetSchedule(const v1::SetScheduleRequest& request,
+                                                      const Caller& caller = std::nullopt);
+  // request.model's schedules, or every model's of the caller's team (an admin's: all).
+  absl::StatusOr<v1::ListSchedulesResponse> ListSchedules(const v1::ListSchedulesRequest& request,
+                                                          const Caller& caller = std::nullopt);
+  // NOT_FOUND for an unknown id; the tests it queued stay.
+  absl::StatusOr<v1::DeleteScheduleResponse> DeleteSchedule(
+      const v1::DeleteScheduleRequest& request, const Caller& caller = std::nullopt);
+  // AddWebhook: ValidateWebhook against options.target_policy; a webhook with a model is
+  // that model's team's (webhook.team, if given, must be it; NOT_FOUND for a model with no
+  // version that is not deprecated), one without is webhook.team's (default: the caller's).
+  // The secret is stored and never returned.
+  absl::StatusOr<v1::AddWebhookResponse> AddWebhook(const v1::AddWebhookRequest& request,
+                                                    const Caller& caller = std::nullopt);
+  // request.team's webhooks (default: the caller's team; an admin's default: every team's).
+  absl::StatusOr<v1::ListWebhooksResponse> ListWebhooks(const v1::ListWebhooksRequest& request,
+                                                        const Caller& caller = std::nullopt);
+  // NOT_FOUND for an unknown id; its undelivered notifications are dropped with it.
+  absl::StatusOr<v1::DeleteWebhookResponse> DeleteWebhook(const v1::DeleteWebhookRequest& request,
+                                                          const Caller& caller = std::nullopt);
+
  private:
   absl::StatusOr<absl::Duration> LeaseDuration(const google::protobuf::Duration& requested) const;
   absl::StatusOr<int> PageSize(int requested) const;
@@ -198,6 +241,12 @@ class OrchestratorService {
   absl::StatusOr<TeamLimits> LimitsOf(const std::string& team);
   // The request's spec, validated (ValidateTestSpec, targets, not_before, request_id).
   absl::Status ValidateSubmit(const v1::SubmitTestRequest& request) const;
+  // `spec` with SubmitTest's defaults (against `model`) and the team's quota checked; the
+  // version and warmup left as the schedule gave them.
+  absl::StatusOr<v1::TestSpec> CompleteScheduledSpec(v1::TestSpec spec,
+                                                     const RegisteredModel& model,
+                                                     const Caller& caller);
+  absl::Time Now() const { return (options_.clock ? options_.clock : Clock::Real())->Now(); }
 
   ModelRepository* models_;
   TestRepository* tests_;
@@ -205,6 +254,8 @@ class OrchestratorService {
   QueueNotifier* queue_;
   CapacityRepository* capacity_;
   TeamRepository* teams_;
+  ScheduleRepository* schedules_;
+  WebhookRepository* webhooks_;
   const Options options_;
 };
 

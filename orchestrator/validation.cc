@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "orchestrator/proto_json.h"
+#include "orchestrator/webhook_sender.h"
 
 namespace vanguard {
 namespace {
@@ -540,6 +542,49 @@ absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* p
     return CheckTarget(controller.prometheus_url(), "spec.direct_controller.prometheus_url",
                        policy);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSchedule(const v1::TestSchedule& schedule) {
+  RETURN_IF_ERROR(ValidateName(schedule.model(), "schedule.model"));
+  if (!schedule.name().empty()) RETURN_IF_ERROR(ValidateName(schedule.name(), "schedule.name"));
+  if (schedule.has_interval()) {
+    RETURN_IF_ERROR(
+        ValidateDuration(schedule.interval(), "schedule.interval", DurationRule::kNonNegative));
+  }
+  const absl::Duration interval = FromProtoDuration(schedule.interval());
+  if (interval != absl::ZeroDuration() &&
+      (interval < absl::Minutes(1) || interval > absl::Hours(24 * 366))) {
+    return Invalid("schedule.interval", "must be from 1m to 366 days (or 0: none)");
+  }
+  if (!schedule.on_new_version() && interval == absl::ZeroDuration()) {
+    return Invalid("schedule", "set on_new_version, an interval, or both");
+  }
+  if (!schedule.spec().model().empty() && schedule.spec().model() != schedule.model()) {
+    return Invalid("schedule.spec.model", "must be empty or the schedule's model");
+  }
+  if (!schedule.spec().model_version().empty()) {
+    return Invalid("schedule.spec.model_version",
+                   "must be empty: each scheduled test pins the version it tests");
+  }
+  if (schedule.spec().has_not_before()) {
+    return Invalid("schedule.spec.not_before", "must be unset: a scheduled test runs when queued");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWebhook(const v1::Webhook& webhook, const TargetPolicy* policy) {
+  if (webhook.url().size() > kMaxEndpointBytes) {
+    return Invalid("webhook.url", absl::StrCat("must be at most ", kMaxEndpointBytes, " bytes"));
+  }
+  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(webhook.url());
+  if (!url.ok()) return Invalid("webhook.url", url.status().message());
+  RETURN_IF_ERROR(CheckTarget(webhook.url(), "webhook.url", policy));
+  if (webhook.secret().size() < 16 || webhook.secret().size() > 1024) {
+    return Invalid("webhook.secret", "must be 16 to 1024 bytes");
+  }
+  if (!webhook.model().empty()) RETURN_IF_ERROR(ValidateName(webhook.model(), "webhook.model"));
+  if (!webhook.team().empty()) RETURN_IF_ERROR(ValidateTeamName(webhook.team(), "webhook.team"));
   return absl::OkStatus();
 }
 

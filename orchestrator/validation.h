@@ -71,6 +71,18 @@ absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* po
 // "spec.direct_controller.").
 absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* policy);
 
+// A schedule to store (prefixed "schedule."), before its spec is validated as a TestSpec:
+// a plain name (empty: "default"), on_new_version or an interval from 1 minute to 366 days,
+// spec.model equal to schedule.model (or empty), and no spec.model_version or
+// spec.not_before (each queued test pins its own version and runs when queued).
+absl::Status ValidateSchedule(const v1::TestSchedule& schedule);
+
+// A webhook to add (prefixed "webhook."): an http:// url of at most 2048 bytes without
+// credentials whose host:port `policy` allows (null: only the never-allowed targets are
+// refused, as ValidateModelTargets), a secret of 16 to 1024 bytes, and a plain model and
+// team name where given. Messages never echo the url's path or query, nor the secret.
+absl::Status ValidateWebhook(const v1::Webhook& webhook, const TargetPolicy* policy);
+
 // A step a worker reports (prefixed "step.").
 absl::Status ValidateStep(const v1::Step& step);
 

@@ -1,0 +1,227 @@
+// Webhook POSTs over HTTP/1.1; see webhook_sender.h.
+#include "orchestrator/webhook_sender.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "boost/asio/connect.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
+
+namespace vanguard {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+namespace {
+
+absl::Status BadUrl(absl::string_view rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("webhook url must be http://host[:port][/path][?query]: ", rule));
+}
+
+bool IsUrlByte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u > 0x20 && u < 0x7f;
+}
+
+bool IsHostNameByte(char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_'; }
+
+bool IsIpv6Byte(char c) { return absl::ascii_isxdigit(c) || c == ':' || c == '.'; }
+
+// Splits "host[:port]" or "[v6][:port]" into url->host and url->port.
+absl::Status ParseAuthority(absl::string_view authority, WebhookUrl* url) {
+  if (absl::StrContains(authority, '@')) return BadUrl("user@ credentials are not allowed");
+  absl::string_view port;
+  if (absl::ConsumePrefix(&authority, "[")) {
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos) return BadUrl("unclosed [ in the host");
+    absl::string_view host = authority.substr(0, close);
+    if (host.empty() || !std::all_of(host.begin(), host.end(), IsIpv6Byte)) {
+      return BadUrl("malformed IPv6 host");
+    }
+    url->host = std::string(host);
+    authority.remove_prefix(close + 1);
+    if (!authority.empty() && !absl::ConsumePrefix(&authority, ":")) {
+      return BadUrl("malformed IPv6 host");
+    }
+    port = authority;
+  } else {
+    const size_t colon = authority.find(':');
+    absl::string_view host = authority.substr(0, colon);
+    if (host.empty() || !std::all_of(host.begin(), host.end(), IsHostNameByte)) {
+      return BadUrl("the host must be a name or an address");
+    }
+    url->host = std::string(host);
+    if (colon != absl::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (port.empty()) return absl::OkStatus();
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(port, &url->port) || url->port < 1 || url->port > 65535) {
+    return BadUrl("the port must be a number from 1 to 65535");
+  }
+  return absl::OkStatus();
+}
+
+std::string HostHeader(const WebhookUrl& url) {
+  if (url.port != 80) return url.HostPort();
+  return absl::StrContains(url.host, ':') ? absl::StrCat("[", url.host, "]") : url.host;
+}
+
+// One POST on one connection, as a chain of async steps under a single deadline: resolve,
+// connect (to allowed addresses only), write, read the status line and headers. Lives on
+// the caller's stack; the io_context runs its handlers on the caller's thread.
+class PostExchange {
+ public:
+  PostExchange(boost::asio::io_context& io, const WebhookUrl& url, const TargetPolicy& policy,
+               http::request<http::string_body> request)
+      : url_(url), policy_(policy), resolver_(io), stream_(io), request_(std::move(request)) {}
+
+  void Start(std::chrono::steady_clock::time_point deadline) {
+    deadline_ = deadline;
+    resolver_.async_resolve(url_.host, absl::StrCat(url_.port),
+                            [this](beast::error_code e, tcp::resolver::results_type results) {
+                              if (!Failed(e)) Connect(results);
+                            });
+  }
+
+  beast::error_code ec;  // the first failure, if any
+  absl::Status refusal;  // the policy refused every address: nothing was connected
+  int status = 0;
+
+ private:
+  bool Failed(beast::error_code e) {
+    if (e) ec = e;
+    return static_cast<bool>(e);
+  }
+
+  void Connect(const tcp::resolver::results_type& results) {
+    for (const auto& entry : results) {
+      const tcp::endpoint& endpoint = entry.endpoint();
+      std::optional<IpAddress> ip = IpAddress::FromSockaddr(endpoint.data(), endpoint.size());
+      absl::Status verdict =
+          ip ? policy_.AllowsResolved(url_.host, *ip, url_.port)
+             : absl::PermissionDeniedError(absl::StrCat("target ", url_.HostPort(),
+                                                        " resolved to an address that is not IP"));
+      if (verdict.ok()) {
+        allowed_.push_back(endpoint);
+      } else if (refusal.ok()) {
+        refusal = verdict;
+      }
+    }
+    if (allowed_.empty()) return;  // refusal says why; the io_context runs out of work
+    refusal = absl::OkStatus();
+    stream_.expires_at(deadline_);
+    stream_.async_connect(allowed_, [this](beast::error_code e, const tcp::endpoint&) {
+      if (!Failed(e)) Write();
+    });
+  }
+
+  void Write() {
+    http::async_write(stream_, request_, [this](beast::error_code e, size_t) {
+      if (!Failed(e)) ReadHeader();
+    });
+  }
+
+  void ReadHeader() {
+    http::async_read_header(stream_, buffer_, parser_, [this](beast::error_code e, size_t) {
+      if (Failed(e)) return;
+      status = static_cast<int>(parser_.get().result_int());
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    });
+  }
+
+  const WebhookUrl& url_;
+  const TargetPolicy& policy_;
+  std::chrono::steady_clock::time_point deadline_;
+  tcp::resolver resolver_;
+  std::vector<tcp::endpoint> allowed_;
+  beast::tcp_stream stream_;
+  http::request<http::string_body> request_;
+  beast::flat_buffer buffer_;
+  http::response_parser<http::empty_body> parser_;
+};
+
+// Every address, no name: what no policy allows is still refused.
+TargetPolicy NeverAllowedOnly() { return *TargetPolicy::Parse("0.0.0.0/0,::/0"); }
+
+}  // namespace
+
+std::string WebhookUrl::HostPort() const {
+  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)
+                                      : absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url) {
+  constexpr absl::string_view kScheme = "http://";
+  if (!absl::StartsWith(url, kScheme)) return BadUrl("the scheme must be http://");
+  if (!std::all_of(url.begin(), url.end(), IsUrlByte)) {
+    return BadUrl("only printable ASCII without spaces is allowed (percent-encode the rest)");
+  }
+  absl::string_view rest(url);
+  rest.remove_prefix(kScheme.size());
+  const size_t authority_end = rest.find_first_of("/?#");
+  WebhookUrl parsed;
+  if (absl::Status s = ParseAuthority(rest.substr(0, authority_end), &parsed); !s.ok()) return s;
+  absl::string_view target =
+      authority_end == absl::string_view::npos ? "" : rest.substr(authority_end);
+  target = target.substr(0, target.find('#'));
+  parsed.target = absl::StrCat(absl::StartsWith(target, "/") ? "" : "/", target);
+  return parsed;
+}
+
+HttpWebhookSender::HttpWebhookSender(Options options)
+    : options_(options), policy_(options.policy ? *options.policy : NeverAllowedOnly()) {}
+
+absl::StatusOr<int> HttpWebhookSender::Post(const std::string& url, const std::string& body,
+                                            const HttpHeaders& headers) {
+  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  if (!parsed.ok()) return parsed.status();
+  // The name first: a refused name (metadata.google.internal) is not even looked up.
+  if (absl::Status verdict = policy_.MayResolve(parsed->host, parsed->port); !verdict.ok()) {
+    return verdict;
+  }
+  http::request<http::string_body> request(http::verb::post, parsed->target, 11);
+  request.set(http::field::host, HostHeader(*parsed));
+  request.set(http::field::user_agent, "vanguard-orchestrator");
+  request.set(http::field::content_type, "application/json");
+  request.set(http::field::connection, "close");
+  for (const auto& [name, value] : headers) request.set(name, value);
+  request.body() = body;
+  request.prepare_payload();
+
+  boost::asio::io_context io;
+  PostExchange exchange(io, *parsed, policy_, std::move(request));
+  const auto deadline =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.timeout);
+  exchange.Start(deadline);
+  io.run_until(deadline);
+  if (!io.stopped()) {
+    io.stop();
+    exchange.ec = beast::error::timeout;
+  }
+  if (!exchange.refusal.ok()) return exchange.refusal;
+  if (exchange.ec == beast::error::timeout) {
+    return absl::DeadlineExceededError(absl::StrCat("POST ", parsed->HostPort(),
+                                                    ": no answer within ",
+                                                    absl::FormatDuration(options_.timeout)));
+  }
+  if (exchange.ec) {
+    // The system's and Beast's fixed texts (e.g. "Connection refused"), never server bytes.
+    return absl::UnavailableError(
+        absl::StrCat("POST ", parsed->HostPort(), ": ", exchange.ec.message()));
+  }
+  return exchange.status;
+}
+
+}  // namespace vanguard

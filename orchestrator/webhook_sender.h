@@ -1,0 +1,78 @@
+// Sends one webhook POST and reports the HTTP status it got: the transport of
+// WebhookDispatcher, behind an interface so tests substitute a fake.
+//
+//   HttpWebhookSender sender({.timeout = absl::Seconds(10), .policy = policy});
+//   absl::StatusOr<int> status = sender.Post(url, body, {{"X-Vanguard-Signature", sig}});
+//
+// HttpWebhookSender speaks HTTP/1.1 over plain TCP (http:// URLs; https:// is not supported
+// yet, see docs/planning.md). The host is judged by the target policy before it is looked
+// up (MayResolve) and each address it resolves to before it is connected to
+// (AllowsResolved), so a name cannot be pointed at a link-local or metadata address after
+// the webhook was accepted. Only the response's status line and headers are read; its body
+// is never read, kept or shown.
+//
+// Errors carry fixed texts and the target's host:port only (never the URL's path or query,
+// the body sent or anything the server sent): INVALID_ARGUMENT for a URL it cannot send to,
+// PERMISSION_DENIED when the policy refuses the target, DEADLINE_EXCEEDED after `timeout`,
+// UNAVAILABLE when the exchange failed. Post blocks the calling thread (any thread) for at
+// most `timeout`; the sender is immutable and may be shared.
+#ifndef VANGUARD_ORCHESTRATOR_WEBHOOK_SENDER_H_
+#define VANGUARD_ORCHESTRATOR_WEBHOOK_SENDER_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/target_policy.h"
+
+namespace vanguard {
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+class WebhookSender {
+ public:
+  virtual ~WebhookSender() = default;
+  // POSTs `body` (application/json) to `url` with `headers`; the response's status code.
+  virtual absl::StatusOr<int> Post(const std::string& url, const std::string& body,
+                                   const HttpHeaders& headers) = 0;
+};
+
+// The parts of an http:// URL a POST needs.
+struct WebhookUrl {
+  std::string host;  // a name or IPv4 address; an IPv6 address without brackets
+  int port = 80;
+  std::string target;  // path and query, at least "/"
+
+  std::string HostPort() const;  // "host:port", "[::1]:80"
+};
+
+// Splits an http:// URL. INVALID_ARGUMENT (a fixed message that does not echo the URL) for
+// another scheme, user@ credentials, a malformed host or port, or a byte outside printable
+// ASCII.
+absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url);
+
+class HttpWebhookSender final : public WebhookSender {
+ public:
+  struct Options {
+    absl::Duration timeout = absl::Seconds(10);  // the whole exchange
+    // Where webhooks may go (--allowed_targets); unset: anywhere but the never-allowed
+    // targets (link-local, cloud metadata).
+    std::optional<TargetPolicy> policy;
+  };
+
+  explicit HttpWebhookSender(Options options);
+
+  absl::StatusOr<int> Post(const std::string& url, const std::string& body,
+                           const HttpHeaders& headers) override;
+
+ private:
+  const Options options_;
+  const TargetPolicy policy_;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_WEBHOOK_SENDER_H_
