@@ -20,6 +20,7 @@
 #include "orchestrator/cli/model_flags.h"
 #include "orchestrator/cli/planning_commands.h"
 #include "orchestrator/cli/report_command.h"
+#include "orchestrator/cli/schedule_commands.h"
 #include "orchestrator/cli/submit_flags.h"
 #include "orchestrator/cli/team_commands.h"
 #include "orchestrator/cli/usage.h"
@@ -438,7 +439,7 @@ std::vector<CommandSpec> ToolCommands() {
 std::vector<CommandSpec> BuildTable() {
   std::vector<CommandSpec> table;
   for (auto* group : {&ModelCommands, &TestCommands, &PlanningCommands, &TokenCommands,
-                      &TeamCommands, &ToolCommands}) {
+                      &TeamCommands, &ScheduleCommands, &ToolCommands}) {
     for (CommandSpec& spec : (*group)()) table.push_back(std::move(spec));
   }
   // `help COMMAND` completes to every command's first word, known only now.
