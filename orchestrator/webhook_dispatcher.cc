@@ -50,12 +50,11 @@ absl::Status WebhookDispatcher::Deliver(const WebhookDelivery& delivery, Pass* p
   const absl::Time now = clock_->Now();
   if (status.ok() && *status >= 200 && *status < 300) {
     ++pass->delivered;
-    return webhooks_->MarkDelivered(delivery.id, *status, now);
+    return webhooks_->MarkDelivered(delivery, *status, now);
   }
   const std::optional<absl::Time> retry_at = options_.retry.NextAttempt(delivery.attempts, now);
   ++(retry_at.has_value() ? pass->retrying : pass->failed);
-  return webhooks_->MarkFailed(delivery.id,
-                               status.ok() ? std::optional<int>(*status) : std::nullopt,
+  return webhooks_->MarkFailed(delivery, status.ok() ? std::optional<int>(*status) : std::nullopt,
                                FailureText(status), retry_at, now);
 }
 

@@ -149,7 +149,8 @@ absl::StatusOr<std::optional<WebhookDelivery>> WebhookRepository::Claim(absl::Ti
   });
 }
 
-absl::Status WebhookRepository::MarkDelivered(int64_t id, int http_status, absl::Time now) {
+absl::Status WebhookRepository::MarkDelivered(const WebhookDelivery& delivery, int http_status,
+                                              absl::Time now) {
   return pool_
       ->Run([&](pqxx::connection& conn) -> absl::StatusOr<bool> {
         pqxx::nontransaction txn(conn);
@@ -157,15 +158,15 @@ absl::Status WebhookRepository::MarkDelivered(int64_t id, int http_status, absl:
             "UPDATE webhook_deliveries SET state = 'delivered', last_status = $2,"
             "   last_error = NULL, claimed_until = NULL,"
             "   finished_at = to_timestamp($3::bigint / 1e6)"
-            " WHERE id = $1",
-            id, http_status, Micros(now));
+            " WHERE id = $1 AND attempts = $4 AND state = 'pending'",
+            delivery.id, http_status, Micros(now), delivery.attempts);
         return true;
       })
       .status();
 }
 
-absl::Status WebhookRepository::MarkFailed(int64_t id, std::optional<int> http_status,
-                                           const std::string& error,
+absl::Status WebhookRepository::MarkFailed(const WebhookDelivery& delivery,
+                                           std::optional<int> http_status, const std::string& error,
                                            std::optional<absl::Time> retry_at, absl::Time now) {
   const std::optional<int64_t> retry_us =
       retry_at.has_value() ? std::optional<int64_t>(Micros(*retry_at)) : std::nullopt;
@@ -179,8 +180,8 @@ absl::Status WebhookRepository::MarkFailed(int64_t id, std::optional<int> http_s
             "   finished_at = CASE WHEN $4::bigint IS NULL"
             "                      THEN to_timestamp($5::bigint / 1e6) END,"
             "   last_status = $2, last_error = $3, claimed_until = NULL"
-            " WHERE id = $1",
-            id, http_status, error, retry_us, Micros(now));
+            " WHERE id = $1 AND attempts = $6 AND state = 'pending'",
+            delivery.id, http_status, error, retry_us, Micros(now), delivery.attempts);
         return true;
       })
       .status();

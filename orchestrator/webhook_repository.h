@@ -8,7 +8,7 @@
 //   ASSIGN_OR_RETURN(int created, webhooks.CreateDeliveries(clock->Now()));
 //   ASSIGN_OR_RETURN(std::optional<WebhookDelivery> d, webhooks.Claim(now, absl::Minutes(2)));
 //   ... POST d->body to d->url ...
-//   RETURN_IF_ERROR(webhooks.MarkDelivered(d->id, 204, clock->Now()));
+//   RETURN_IF_ERROR(webhooks.MarkDelivered(*d, 204, clock->Now()));
 //
 // Stores what it is given: validation and the team check are the service's. Thread-safe
 // (all state is in Postgres); any thread may call. Database errors map as in
@@ -76,13 +76,16 @@ class WebhookRepository {
   // holds: counts the attempt and holds it until now + claim_for. nullopt when none is due.
   // Concurrent claimers never get the same delivery.
   absl::StatusOr<std::optional<WebhookDelivery>> Claim(absl::Time now, absl::Duration claim_for);
-  // The claimed delivery was answered 2xx with `http_status`.
-  absl::Status MarkDelivered(int64_t id, int http_status, absl::Time now);
-  // The claimed attempt failed: `http_status` (nullopt: no response) and `error` (a fixed
-  // message, never the response body) are kept; it is tried again at `retry_at`, or given
-  // up (state failed) when nullopt.
-  absl::Status MarkFailed(int64_t id, std::optional<int> http_status, const std::string& error,
-                          std::optional<absl::Time> retry_at, absl::Time now);
+  // Record the outcome of `delivery`'s claimed attempt. Fenced by its attempt count: when
+  // another sender claimed it since (this one overran its claim), nothing is changed.
+  // MarkDelivered: answered 2xx with `http_status`.
+  absl::Status MarkDelivered(const WebhookDelivery& delivery, int http_status, absl::Time now);
+  // MarkFailed: `http_status` (nullopt: no response) and `error` (a fixed message, never the
+  // response body) are kept; it is tried again at `retry_at`, or given up (state failed) when
+  // nullopt.
+  absl::Status MarkFailed(const WebhookDelivery& delivery, std::optional<int> http_status,
+                          const std::string& error, std::optional<absl::Time> retry_at,
+                          absl::Time now);
 
   // webhook_id's deliveries, by id.
   absl::StatusOr<std::vector<WebhookDeliveryState>> Deliveries(int64_t webhook_id);

@@ -459,6 +459,16 @@ TEST_F(RegressionTestingTest, ADeliveryClaimedByADispatcherThatDiedIsClaimedAgai
   EXPECT_EQ((*again)->id, (*first)->id);
   EXPECT_EQ((*again)->attempts, 2);
   EXPECT_EQ((*again)->body, (*first)->body);
+
+  // The first claimer, back late, cannot record over the live claim; the live one can.
+  ASSERT_TRUE(webhooks_->MarkDelivered(**first, 200, clock_.Now()).ok());
+  absl::StatusOr<std::vector<WebhookDeliveryState>> state = webhooks_->Deliveries(webhook.id());
+  ASSERT_TRUE(state.ok() && state->size() == 1u);
+  EXPECT_EQ((*state)[0].state, "pending");
+  ASSERT_TRUE(webhooks_->MarkDelivered(**again, 200, clock_.Now()).ok());
+  state = webhooks_->Deliveries(webhook.id());
+  ASSERT_TRUE(state.ok() && state->size() == 1u);
+  EXPECT_EQ((*state)[0].state, "delivered");
 }
 
 TEST_F(RegressionTestingTest, WebhooksHearOnlyOfTheirTeamsRegressionsRecordedAfterThem) {
