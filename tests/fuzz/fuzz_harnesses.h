@@ -36,6 +36,8 @@ int FuzzOpenAiStream(const uint8_t* data, size_t size);
 int FuzzChunkedBody(const uint8_t* data, size_t size);
 // The bytes: a TestSpec in protobuf JSON (a submitter's spec file).
 int FuzzSpecJson(const uint8_t* data, size_t size);
+// The bytes: a webhook URL for AddWebhook.
+int FuzzWebhookUrl(const uint8_t* data, size_t size);
 
 struct FuzzHarness {
   std::string_view name;  // fuzz_<name> is its fuzzer, corpus/<name>/ its seeds
@@ -49,6 +51,7 @@ inline constexpr FuzzHarness kFuzzHarnesses[] = {
     {"trace_reader", &FuzzTraceReader},       {"http_url", &FuzzHttpUrl},
     {"sse_stream", &FuzzSseStream},           {"openai_stream", &FuzzOpenAiStream},
     {"chunked_body", &FuzzChunkedBody},       {"spec_json", &FuzzSpecJson},
+    {"webhook_url", &FuzzWebhookUrl},
 };
 
 // A marker the seeds place in answers and URLs (as a field value, an error text, a query):
