@@ -255,10 +255,14 @@ int Run(const Config& config) {
                         metrics.RecordReaped(requeued, failed, cancelled);
                       }});
   ScheduleEnqueuer enqueuer(&schedules, Clock::Real(), {.interval = config.schedule_interval});
-  HttpWebhookSender webhook_sender(
+  absl::StatusOr<std::unique_ptr<HttpWebhookSender>> webhook_sender = HttpWebhookSender::Create(
       {.timeout = config.webhook_timeout, .policy = config.target_policy});
+  if (!webhook_sender.ok()) {
+    std::cerr << "vanguard-orchestrator: " << webhook_sender.status().message() << std::endl;
+    return 1;
+  }
   WebhookDispatcher dispatcher(
-      &webhooks, &webhook_sender, Clock::Real(),
+      &webhooks, webhook_sender->get(), Clock::Real(),
       {.interval = config.webhook_interval,
        .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout)});
   // Set once the server exists; the sampler marks the server NOT_SERVING (gRPC health) while

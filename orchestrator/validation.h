@@ -77,7 +77,7 @@ absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* p
 // spec.not_before (each queued test pins its own version and runs when queued).
 absl::Status ValidateSchedule(const v1::TestSchedule& schedule);
 
-// A webhook to add (prefixed "webhook."): an http:// url of at most 2048 bytes without
+// A webhook to add (prefixed "webhook."): an http:// or https:// url of at most 2048 bytes without
 // credentials whose host:port `policy` allows (null: only the never-allowed targets are
 // refused, as ValidateModelTargets), a secret of 16 to 1024 bytes, and a plain model and
 // team name where given. Messages never echo the url's path or query, nor the secret.

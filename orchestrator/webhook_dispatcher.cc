@@ -24,7 +24,7 @@ std::string FailureText(const absl::StatusOr<int>& status) {
     case absl::StatusCode::kDeadlineExceeded:
       return "no answer within the timeout";
     default:
-      return "could not connect or the connection failed";
+      return "could not connect, or the connection or its TLS handshake failed";
   }
 }
 

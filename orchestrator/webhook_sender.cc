@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -13,8 +15,12 @@
 #include "boost/asio/connect.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "boost/asio/ssl/host_name_verification.hpp"
+#include "boost/asio/ssl/stream.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "boost/beast/ssl.hpp"
 
 namespace vanguard {
 
@@ -26,7 +32,7 @@ namespace {
 
 absl::Status BadUrl(absl::string_view rule) {
   return absl::InvalidArgumentError(
-      absl::StrCat("webhook url must be http://host[:port][/path][?query]: ", rule));
+      absl::StrCat("webhook url must be http(s)://host[:port][/path][?query]: ", rule));
 }
 
 bool IsUrlByte(char c) {
@@ -73,18 +79,25 @@ absl::Status ParseAuthority(absl::string_view authority, WebhookUrl* url) {
 }
 
 std::string HostHeader(const WebhookUrl& url) {
-  if (url.port != 80) return url.HostPort();
+  if (url.port != (url.tls ? 443 : 80)) return url.HostPort();
   return absl::StrContains(url.host, ':') ? absl::StrCat("[", url.host, "]") : url.host;
 }
 
 // One POST on one connection, as a chain of async steps under a single deadline: resolve,
-// connect (to allowed addresses only), write, read the status line and headers. Lives on
-// the caller's stack; the io_context runs its handlers on the caller's thread.
+// connect (to allowed addresses only), the TLS handshake (https://), write, read the status
+// line and headers. Lives on the caller's stack; the io_context runs its handlers on the
+// caller's thread. Stream: beast::tcp_stream, or beast::ssl_stream over one.
+template <typename Stream>
 class PostExchange {
  public:
+  template <typename... StreamArgs>
   PostExchange(boost::asio::io_context& io, const WebhookUrl& url, const TargetPolicy& policy,
-               http::request<http::string_body> request)
-      : url_(url), policy_(policy), resolver_(io), stream_(io), request_(std::move(request)) {}
+               http::request<http::string_body> request, StreamArgs&&... stream_args)
+      : url_(url),
+        policy_(policy),
+        resolver_(io),
+        stream_(io, std::forward<StreamArgs>(stream_args)...),
+        request_(std::move(request)) {}
 
   void Start(std::chrono::steady_clock::time_point deadline) {
     deadline_ = deadline;
@@ -99,6 +112,8 @@ class PostExchange {
   int status = 0;
 
  private:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
   bool Failed(beast::error_code e) {
     if (e) ec = e;
     return static_cast<bool>(e);
@@ -120,10 +135,27 @@ class PostExchange {
     }
     if (allowed_.empty()) return;  // refusal says why; the io_context runs out of work
     refusal = absl::OkStatus();
-    stream_.expires_at(deadline_);
-    stream_.async_connect(allowed_, [this](beast::error_code e, const tcp::endpoint&) {
-      if (!Failed(e)) Write();
-    });
+    beast::get_lowest_layer(stream_).expires_at(deadline_);
+    beast::get_lowest_layer(stream_).async_connect(
+        allowed_, [this](beast::error_code e, const tcp::endpoint&) {
+          if (!Failed(e)) Handshake();
+        });
+  }
+
+  void Handshake() {
+    if constexpr (kTls) {
+      // The certificate must name the URL's host (a DNS or IP subject alternative name).
+      stream_.set_verify_mode(boost::asio::ssl::verify_peer);
+      stream_.set_verify_callback(boost::asio::ssl::host_name_verification(url_.host));
+      if (!IpAddress::Parse(url_.host).has_value()) {
+        SSL_set_tlsext_host_name(stream_.native_handle(), url_.host.c_str());  // SNI
+      }
+      stream_.async_handshake(boost::asio::ssl::stream_base::client, [this](beast::error_code e) {
+        if (!Failed(e)) Write();
+      });
+    } else {
+      Write();
+    }
   }
 
   void Write() {
@@ -136,8 +168,8 @@ class PostExchange {
     http::async_read_header(stream_, buffer_, parser_, [this](beast::error_code e, size_t) {
       if (Failed(e)) return;
       status = static_cast<int>(parser_.get().result_int());
-      beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      beast::error_code ignored;  // the body is never read: close at once
+      beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     });
   }
 
@@ -146,11 +178,36 @@ class PostExchange {
   std::chrono::steady_clock::time_point deadline_;
   tcp::resolver resolver_;
   std::vector<tcp::endpoint> allowed_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   http::request<http::string_body> request_;
   beast::flat_buffer buffer_;
   http::response_parser<http::empty_body> parser_;
 };
+
+// Runs `exchange` on `io` until it ends or `timeout` passes; the POST's status or error.
+template <typename Exchange>
+absl::StatusOr<int> Run(boost::asio::io_context& io, Exchange& exchange, const WebhookUrl& url,
+                        absl::Duration timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  exchange.Start(deadline);
+  io.run_until(deadline);
+  if (!io.stopped()) {
+    io.stop();
+    exchange.ec = beast::error::timeout;
+  }
+  if (!exchange.refusal.ok()) return exchange.refusal;
+  if (exchange.ec == beast::error::timeout) {
+    return absl::DeadlineExceededError(absl::StrCat("POST ", url.HostPort(), ": no answer within ",
+                                                    absl::FormatDuration(timeout)));
+  }
+  if (exchange.ec) {
+    // The system's, OpenSSL's and Beast's fixed texts (e.g. "Connection refused",
+    // "certificate verify failed"), never server bytes.
+    return absl::UnavailableError(
+        absl::StrCat("POST ", url.HostPort(), ": ", exchange.ec.message()));
+  }
+  return exchange.status;
+}
 
 // Every address, no name: what no policy allows is still refused.
 TargetPolicy NeverAllowedOnly() { return *TargetPolicy::Parse("0.0.0.0/0,::/0"); }
@@ -163,15 +220,18 @@ std::string WebhookUrl::HostPort() const {
 }
 
 absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url) {
-  constexpr absl::string_view kScheme = "http://";
-  if (!absl::StartsWith(url, kScheme)) return BadUrl("the scheme must be http://");
+  WebhookUrl parsed;
+  absl::string_view rest(url);
+  if (absl::ConsumePrefix(&rest, "https://")) {
+    parsed.tls = true;
+    parsed.port = 443;
+  } else if (!absl::ConsumePrefix(&rest, "http://")) {
+    return BadUrl("the scheme must be http:// or https://");
+  }
   if (!std::all_of(url.begin(), url.end(), IsUrlByte)) {
     return BadUrl("only printable ASCII without spaces is allowed (percent-encode the rest)");
   }
-  absl::string_view rest(url);
-  rest.remove_prefix(kScheme.size());
   const size_t authority_end = rest.find_first_of("/?#");
-  WebhookUrl parsed;
   if (absl::Status s = ParseAuthority(rest.substr(0, authority_end), &parsed); !s.ok()) return s;
   absl::string_view target =
       authority_end == absl::string_view::npos ? "" : rest.substr(authority_end);
@@ -180,8 +240,32 @@ absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url) {
   return parsed;
 }
 
-HttpWebhookSender::HttpWebhookSender(Options options)
-    : options_(options), policy_(options.policy ? *options.policy : NeverAllowedOnly()) {}
+struct HttpWebhookSender::TlsContext {
+  boost::asio::ssl::context context{boost::asio::ssl::context::tls_client};
+};
+
+absl::StatusOr<std::unique_ptr<HttpWebhookSender>> HttpWebhookSender::Create(Options options) {
+  auto tls = std::make_unique<TlsContext>();
+  beast::error_code ec;
+  if (options.tls_ca_file.empty()) {
+    tls->context.set_default_verify_paths(ec);
+  } else {
+    tls->context.load_verify_file(options.tls_ca_file, ec);
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load the CA certificates for https:// webhooks: ", ec.message()));
+  }
+  return std::unique_ptr<HttpWebhookSender>(
+      new HttpWebhookSender(std::move(options), std::move(tls)));
+}
+
+HttpWebhookSender::HttpWebhookSender(Options options, std::unique_ptr<TlsContext> tls)
+    : options_(std::move(options)),
+      policy_(options_.policy ? *options_.policy : NeverAllowedOnly()),
+      tls_(std::move(tls)) {}
+
+HttpWebhookSender::~HttpWebhookSender() = default;
 
 absl::StatusOr<int> HttpWebhookSender::Post(const std::string& url, const std::string& body,
                                             const HttpHeaders& headers) {
@@ -201,27 +285,13 @@ absl::StatusOr<int> HttpWebhookSender::Post(const std::string& url, const std::s
   request.prepare_payload();
 
   boost::asio::io_context io;
-  PostExchange exchange(io, *parsed, policy_, std::move(request));
-  const auto deadline =
-      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.timeout);
-  exchange.Start(deadline);
-  io.run_until(deadline);
-  if (!io.stopped()) {
-    io.stop();
-    exchange.ec = beast::error::timeout;
+  if (parsed->tls) {
+    PostExchange<beast::ssl_stream<beast::tcp_stream>> exchange(io, *parsed, policy_,
+                                                                std::move(request), tls_->context);
+    return Run(io, exchange, *parsed, options_.timeout);
   }
-  if (!exchange.refusal.ok()) return exchange.refusal;
-  if (exchange.ec == beast::error::timeout) {
-    return absl::DeadlineExceededError(absl::StrCat("POST ", parsed->HostPort(),
-                                                    ": no answer within ",
-                                                    absl::FormatDuration(options_.timeout)));
-  }
-  if (exchange.ec) {
-    // The system's and Beast's fixed texts (e.g. "Connection refused"), never server bytes.
-    return absl::UnavailableError(
-        absl::StrCat("POST ", parsed->HostPort(), ": ", exchange.ec.message()));
-  }
-  return exchange.status;
+  PostExchange<beast::tcp_stream> exchange(io, *parsed, policy_, std::move(request));
+  return Run(io, exchange, *parsed, options_.timeout);
 }
 
 }  // namespace vanguard

@@ -1,15 +1,16 @@
 // Sends one webhook POST and reports the HTTP status it got: the transport of
 // WebhookDispatcher, behind an interface so tests substitute a fake.
 //
-//   HttpWebhookSender sender({.timeout = absl::Seconds(10), .policy = policy});
-//   absl::StatusOr<int> status = sender.Post(url, body, {{"X-Vanguard-Signature", sig}});
+//   ASSIGN_OR_RETURN(std::unique_ptr<HttpWebhookSender> sender,
+//                    HttpWebhookSender::Create({.timeout = absl::Seconds(10), .policy = policy}));
+//   absl::StatusOr<int> status = sender->Post(url, body, {{"X-Vanguard-Signature", sig}});
 //
-// HttpWebhookSender speaks HTTP/1.1 over plain TCP (http:// URLs; https:// is not supported
-// yet, see docs/planning.md). The host is judged by the target policy before it is looked
-// up (MayResolve) and each address it resolves to before it is connected to
-// (AllowsResolved), so a name cannot be pointed at a link-local or metadata address after
-// the webhook was accepted. Only the response's status line and headers are read; its body
-// is never read, kept or shown.
+// HttpWebhookSender speaks HTTP/1.1 over TCP (http://) or TLS (https://: the server's
+// certificate must chain to a trusted CA and name the URL's host). The host is judged by the target
+// policy before it is looked up (MayResolve) and each address it resolves to before it is connected
+// to (AllowsResolved), so a name cannot be pointed at a link-local or metadata address after the
+// webhook was accepted. Only the response's status line and headers are read; its body is never
+// read, kept or shown.
 //
 // Errors carry fixed texts and the target's host:port only (never the URL's path or query,
 // the body sent or anything the server sent): INVALID_ARGUMENT for a URL it cannot send to,
@@ -19,6 +20,7 @@
 #ifndef VANGUARD_ORCHESTRATOR_WEBHOOK_SENDER_H_
 #define VANGUARD_ORCHESTRATOR_WEBHOOK_SENDER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,17 +42,18 @@ class WebhookSender {
                                    const HttpHeaders& headers) = 0;
 };
 
-// The parts of an http:// URL a POST needs.
+// The parts of an http:// or https:// URL a POST needs.
 struct WebhookUrl {
-  std::string host;  // a name or IPv4 address; an IPv6 address without brackets
-  int port = 80;
+  bool tls = false;    // https://
+  std::string host;    // a name or IPv4 address; an IPv6 address without brackets
+  int port = 80;       // 443 by default for https://
   std::string target;  // path and query, at least "/"
 
   std::string HostPort() const;  // "host:port", "[::1]:80"
 };
 
-// Splits an http:// URL. INVALID_ARGUMENT (a fixed message that does not echo the URL) for
-// another scheme, user@ credentials, a malformed host or port, or a byte outside printable
+// Splits an http:// or https:// URL. INVALID_ARGUMENT (a fixed message that does not echo the URL)
+// for another scheme, user@ credentials, a malformed host or port, or a byte outside printable
 // ASCII.
 absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url);
 
@@ -61,16 +64,24 @@ class HttpWebhookSender final : public WebhookSender {
     // Where webhooks may go (--allowed_targets); unset: anywhere but the never-allowed
     // targets (link-local, cloud metadata).
     std::optional<TargetPolicy> policy;
+    // PEM CA certificates https:// servers must chain to; empty: the system's trusted CAs.
+    std::string tls_ca_file;
   };
 
-  explicit HttpWebhookSender(Options options);
+  // INVALID_ARGUMENT when tls_ca_file cannot be loaded.
+  static absl::StatusOr<std::unique_ptr<HttpWebhookSender>> Create(Options options);
+  ~HttpWebhookSender() override;
 
   absl::StatusOr<int> Post(const std::string& url, const std::string& body,
                            const HttpHeaders& headers) override;
 
  private:
+  struct TlsContext;  // boost::asio::ssl::context, kept out of this header
+  HttpWebhookSender(Options options, std::unique_ptr<TlsContext> tls);
+
   const Options options_;
   const TargetPolicy policy_;
+  std::unique_ptr<TlsContext> tls_;
 };
 
 }  // namespace vanguard

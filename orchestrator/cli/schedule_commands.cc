@@ -235,15 +235,16 @@ std::vector<CommandSpec> ScheduleCommands() {
       Command<v1::AddWebhookRequest>(
           {.words = {"webhooks", "add"},
            .summary = "POST every regressed verdict of a model or a team to a URL, signed.",
-           .details = "The body is signed with HMAC-SHA256 under the secret "
-                      "(X-Vanguard-Signature: sha256=<hex>). The URL must be http:// and "
-                      "within the orchestrator's --allowed_targets. docs/planning.md.",
+           .details =
+               "The body is signed with HMAC-SHA256 under the secret "
+               "(X-Vanguard-Signature: sha256=<hex>). The URL must be http:// or https:// and "
+               "within the orchestrator's --allowed_targets. docs/planning.md.",
            .flags = {{.name = "model", .value = "M", .help = "Announce this model's regressions."},
                      {.name = "team",
                       .value = "T",
                       .help = "Announce every model of this team (default: your team)."},
                      {.name = "url",
-                      .value = "http://HOST:PORT/PATH",
+                      .value = "https://HOST[:PORT]/PATH",
                       .help = "Where to POST.",
                       .required = true},
                      {.name = "secret_file",

@@ -59,9 +59,10 @@ int FuzzWebhookUrl(const uint8_t* data, size_t size) {
   VANGUARD_FUZZ_CHECK(kName, PrintableWithoutSpaces(parsed->target));
   VANGUARD_FUZZ_CHECK(kName, parsed->port >= 1 && parsed->port <= 65535);
   absl::StatusOr<WebhookUrl> again =
-      ParseWebhookUrl("http://" + parsed->HostPort() + parsed->target);
+      ParseWebhookUrl((parsed->tls ? "https://" : "http://") + parsed->HostPort() + parsed->target);
   VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
-                                 again->port == parsed->port && again->target == parsed->target);
+                                 again->port == parsed->port && again->target == parsed->target &&
+                                 again->tls == parsed->tls);
   if (IsLinkLocalV4(parsed->host)) VANGUARD_FUZZ_CHECK(kName, !valid.ok());
   return 0;
 }

@@ -344,8 +344,9 @@ TEST_F(RegressionTestingTest, ARegressedResultIsPostedSignedAndRetriedUntilAnswe
   const v1::Webhook webhook = AddWebhook(server.Url("/hooks/vanguard?team=default"), "resnet50");
   const int64_t regressed = StoreRegression();
 
-  HttpWebhookSender sender({.timeout = absl::Seconds(10)});
-  WebhookDispatcher dispatcher(webhooks_.get(), &sender, &clock_,
+  std::unique_ptr<HttpWebhookSender> sender =
+      *HttpWebhookSender::Create({.timeout = absl::Seconds(10)});
+  WebhookDispatcher dispatcher(webhooks_.get(), sender.get(), &clock_,
                                {.retry = {.initial_backoff = absl::Seconds(30),
                                           .max_backoff = absl::Hours(1),
                                           .max_attempts = 3}});
@@ -410,9 +411,10 @@ TEST_F(RegressionTestingTest, ADeliveryIsGivenUpAfterItsAttemptsWithTheStatusOnl
   RecordingHttpServer server({503, 503});
   const v1::Webhook webhook = AddWebhook(server.Url("/hook"));  // the team's webhook
   StoreRegression();
-  HttpWebhookSender sender({.timeout = absl::Seconds(10)});
+  std::unique_ptr<HttpWebhookSender> sender =
+      *HttpWebhookSender::Create({.timeout = absl::Seconds(10)});
   WebhookDispatcher dispatcher(
-      webhooks_.get(), &sender, &clock_,
+      webhooks_.get(), sender.get(), &clock_,
       {.retry = {.initial_backoff = absl::Seconds(10), .max_attempts = 2}});
   ASSERT_EQ(dispatcher.RunOnce()->retrying, 1);
   clock_.Advance(absl::Seconds(10));

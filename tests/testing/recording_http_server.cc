@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 
@@ -17,10 +18,15 @@ using tcp = boost::asio::ip::tcp;
 struct RecordingHttpServer::Io {
   boost::asio::io_context context;
   tcp::acceptor acceptor{context};
+  boost::asio::ssl::context tls{boost::asio::ssl::context::tls_server};
 };
 
-RecordingHttpServer::RecordingHttpServer(std::deque<int> statuses)
-    : io_(std::make_unique<Io>()), statuses_(std::move(statuses)) {
+RecordingHttpServer::RecordingHttpServer(std::deque<int> statuses, std::optional<Tls> tls)
+    : io_(std::make_unique<Io>()), tls_(tls.has_value()), statuses_(std::move(statuses)) {
+  if (tls.has_value()) {
+    io_->tls.use_certificate_chain_file(tls->cert);
+    io_->tls.use_private_key_file(tls->key, boost::asio::ssl::context::pem);
+  }
   io_->acceptor.open(tcp::v4());
   io_->acceptor.set_option(tcp::acceptor::reuse_address(true));
   io_->acceptor.bind(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
@@ -38,7 +44,7 @@ RecordingHttpServer::~RecordingHttpServer() {
 }
 
 std::string RecordingHttpServer::Url(const std::string& path) const {
-  return absl::StrCat("http://127.0.0.1:", port_, path);
+  return absl::StrCat(tls_ ? "https" : "http", "://127.0.0.1:", port_, path);
 }
 
 std::vector<RecordingHttpServer::Request> RecordingHttpServer::requests() {
@@ -60,31 +66,43 @@ void RecordingHttpServer::Serve() {
     beast::error_code ec;
     io_->acceptor.accept(socket, ec);
     if (ec || stop_) continue;
-    beast::flat_buffer buffer;
-    http::request<http::string_body> request;
-    http::read(socket, buffer, request, ec);
-    if (ec) continue;
-    Request recorded{
-        std::string(request.method_string()), std::string(request.target()), {}, request.body()};
-    for (const auto& field : request) {
-      recorded.headers[absl::AsciiStrToLower(std::string(field.name_string()))] =
-          std::string(field.value());
+    if (tls_) {
+      boost::asio::ssl::stream<tcp::socket&> stream(socket, io_->tls);
+      stream.handshake(boost::asio::ssl::stream_base::server, ec);
+      if (!ec) Exchange(stream);
+    } else {
+      Exchange(socket);
     }
-    int status = 204;
-    {
-      absl::MutexLock lock(&mu_);
-      requests_.push_back(std::move(recorded));
-      if (!statuses_.empty()) {
-        status = statuses_.front();
-        statuses_.pop_front();
-      }
-    }
-    http::response<http::string_body> response(static_cast<http::status>(status), 11);
-    if (status != 204 && status != 304 && status >= 200) response.body() = kResponseBody;
-    response.prepare_payload();
-    http::write(socket, response, ec);
     socket.shutdown(tcp::socket::shutdown_both, ec);
   }
+}
+
+template <typename Stream>
+void RecordingHttpServer::Exchange(Stream& stream) {
+  beast::error_code ec;
+  beast::flat_buffer buffer;
+  http::request<http::string_body> request;
+  http::read(stream, buffer, request, ec);
+  if (ec) return;
+  Request recorded{
+      std::string(request.method_string()), std::string(request.target()), {}, request.body()};
+  for (const auto& field : request) {
+    recorded.headers[absl::AsciiStrToLower(std::string(field.name_string()))] =
+        std::string(field.value());
+  }
+  int status = 204;
+  {
+    absl::MutexLock lock(&mu_);
+    requests_.push_back(std::move(recorded));
+    if (!statuses_.empty()) {
+      status = statuses_.front();
+      statuses_.pop_front();
+    }
+  }
+  http::response<http::string_body> response(static_cast<http::status>(status), 11);
+  if (status != 204 && status != 304 && status >= 200) response.body() = kResponseBody;
+  response.prepare_payload();
+  http::write(stream, response, ec);
 }
 
 }  // namespace vanguard::testing

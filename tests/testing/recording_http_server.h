@@ -4,6 +4,7 @@
 // keep.
 //
 //   RecordingHttpServer server({500});            // refuse the first request, accept later
+//   RecordingHttpServer tls_server({}, RecordingHttpServer::Tls{cert_file, key_file});
 //   std::string url = server.Url("/hook");
 //   ... the code under test POSTs ...
 //   std::vector<RecordingHttpServer::Request> got = server.WaitForRequests(2, absl::Seconds(10));
@@ -17,6 +18,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,7 +41,14 @@ class RecordingHttpServer {
     std::string body;
   };
 
-  explicit RecordingHttpServer(std::deque<int> statuses = {});
+  // PEM files of the certificate it serves https:// with.
+  struct Tls {
+    std::string cert;
+    std::string key;
+  };
+
+  // With `tls`, it speaks HTTPS (a client that fails the handshake is recorded as nothing).
+  explicit RecordingHttpServer(std::deque<int> statuses = {}, std::optional<Tls> tls = {});
   ~RecordingHttpServer();
   RecordingHttpServer(const RecordingHttpServer&) = delete;
   RecordingHttpServer& operator=(const RecordingHttpServer&) = delete;
@@ -53,9 +62,13 @@ class RecordingHttpServer {
  private:
   struct Io;
   void Serve();
+  // Reads one request from `stream`, records it, answers it.
+  template <typename Stream>
+  void Exchange(Stream& stream);
 
   std::unique_ptr<Io> io_;
   int port_ = 0;
+  bool tls_ = false;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   absl::Mutex mu_;
