@@ -254,17 +254,22 @@ int Run(const Config& config) {
                       .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
                         metrics.RecordReaped(requeued, failed, cancelled);
                       }});
-  ScheduleEnqueuer enqueuer(&schedules, Clock::Real(), {.interval = config.schedule_interval});
+  ScheduleEnqueuer enqueuer(
+      &schedules, Clock::Real(),
+      {.interval = config.schedule_interval,
+       .on_queued = [&metrics](int queued) { metrics.RecordScheduled(queued); }});
   absl::StatusOr<std::unique_ptr<HttpWebhookSender>> webhook_sender = HttpWebhookSender::Create(
       {.timeout = config.webhook_timeout, .policy = config.target_policy});
   if (!webhook_sender.ok()) {
     std::cerr << "vanguard-orchestrator: " << webhook_sender.status().message() << std::endl;
     return 1;
   }
-  WebhookDispatcher dispatcher(
-      &webhooks, webhook_sender->get(), Clock::Real(),
-      {.interval = config.webhook_interval,
-       .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout)});
+  WebhookDispatcher dispatcher(&webhooks, webhook_sender->get(), Clock::Real(),
+                               {.interval = config.webhook_interval,
+                                .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout),
+                                .on_attempts = [&metrics](int delivered, int retrying, int failed) {
+                                  metrics.RecordWebhookAttempts(delivered, retrying, failed);
+                                }});
   // Set once the server exists; the sampler marks the server NOT_SERVING (gRPC health) while
   // the database does not answer.
   std::atomic<grpc::Server*> health_target{nullptr};

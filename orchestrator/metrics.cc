@@ -66,7 +66,17 @@ OrchestratorMetrics::OrchestratorMetrics()
                     .Name("vanguard_orchestrator_released_leases_total")
                     .Help("Leases workers gave back (ReleaseTest) through this replica, by "
                           "outcome: requeued, cancelled")
-                    .Register(*registry_)) {}
+                    .Register(*registry_)),
+      scheduled_(prometheus::BuildCounter()
+                     .Name("vanguard_orchestrator_scheduled_tests_total")
+                     .Help("Tests interval schedules queued through this replica")
+                     .Register(*registry_)
+                     .Add({})),
+      webhook_attempts_(prometheus::BuildCounter()
+                            .Name("vanguard_orchestrator_webhook_attempts_total")
+                            .Help("Webhook POSTs made by this replica, by outcome: delivered, "
+                                  "retrying, failed (given up)")
+                            .Register(*registry_)) {}
 
 void OrchestratorMetrics::RecordRpc(const std::string& method, grpc::StatusCode code,
                                     absl::Duration latency) {
@@ -97,6 +107,14 @@ void OrchestratorMetrics::RecordReaped(int requeued, int failed, int cancelled) 
 
 void OrchestratorMetrics::RecordReleased(bool cancelled) {
   released_.Add({{"outcome", cancelled ? "cancelled" : "requeued"}}).Increment();
+}
+
+void OrchestratorMetrics::RecordScheduled(int queued) { scheduled_.Increment(queued); }
+
+void OrchestratorMetrics::RecordWebhookAttempts(int delivered, int retrying, int failed) {
+  webhook_attempts_.Add({{"outcome", "delivered"}}).Increment(delivered);
+  webhook_attempts_.Add({{"outcome", "retrying"}}).Increment(retrying);
+  webhook_attempts_.Add({{"outcome", "failed"}}).Increment(failed);
 }
 
 void OrchestratorMetrics::SetQueueDepth(

@@ -9,13 +9,18 @@
 //   vanguard_orchestrator_released_leases_total{outcome}     leases workers gave back
 //                                                            (ReleaseTest): requeued,
 //                                                            cancelled
+//   vanguard_orchestrator_scheduled_tests_total              tests queued by interval
+//                                                            schedules (ScheduleEnqueuer)
+//   vanguard_orchestrator_webhook_attempts_total{outcome}    webhook POSTs: delivered,
+//                                                            retrying, failed (given up)
 //
 //   OrchestratorMetrics metrics;
 //   metrics.RecordRpc("LeaseTest", grpc::StatusCode::OK, absl::Milliseconds(3));
 //   exposer.RegisterCollectable(metrics.registry());
 //
-// Thread-safe: gRPC threads record RPCs, the reaper thread reaped leases, the sampler thread
-// the queue depth; Prometheus scrapes from its own thread. Tests read registry() directly.
+// Thread-safe: gRPC threads record RPCs, the reaper thread reaped leases, the enqueuer and
+// dispatcher threads scheduled tests and webhook attempts, the sampler thread the queue depth;
+// Prometheus scrapes from its own thread. Tests read registry() directly.
 #ifndef VANGUARD_ORCHESTRATOR_METRICS_H_
 #define VANGUARD_ORCHESTRATOR_METRICS_H_
 
@@ -51,6 +56,10 @@ class OrchestratorMetrics {
   void RecordReaped(int requeued, int failed, int cancelled);
   // A ReleaseTest that succeeded: the test was requeued, or ended cancelled.
   void RecordReleased(bool cancelled);
+  // Tests an interval schedule queued through this replica.
+  void RecordScheduled(int queued);
+  // A dispatcher pass's webhook attempts by outcome.
+  void RecordWebhookAttempts(int delivered, int retrying, int failed);
   // Replaces the queue depth gauges with these (state, priority, count) rows; states or
   // priorities that are gone read 0.
   void SetQueueDepth(const std::vector<std::tuple<std::string, int, int64_t>>& rows);
@@ -65,6 +74,8 @@ class OrchestratorMetrics {
   prometheus::Family<prometheus::Gauge>& queue_tests_;
   prometheus::Family<prometheus::Counter>& reaped_;
   prometheus::Family<prometheus::Counter>& released_;
+  prometheus::Counter& scheduled_;
+  prometheus::Family<prometheus::Counter>& webhook_attempts_;
 
   absl::Mutex mu_;  // guards the label lookups below (Family::Add is thread-safe, but
                     // caching the pointers saves its map lookup on the hot path)

@@ -74,5 +74,23 @@ TEST(OrchestratorMetricsTest, ReapedLeasesAndLeaseWait) {
       << text;
 }
 
+TEST(OrchestratorMetricsTest, ScheduledTestsAndWebhookAttempts) {
+  OrchestratorMetrics metrics;
+  metrics.RecordScheduled(3);
+  metrics.RecordWebhookAttempts(1, 2, 0);
+  metrics.RecordWebhookAttempts(1, 0, 1);
+  const std::string text = Scrape(metrics);
+  EXPECT_NE(text.find("vanguard_orchestrator_scheduled_tests_total 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("vanguard_orchestrator_webhook_attempts_total{outcome=\"delivered\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vanguard_orchestrator_webhook_attempts_total{outcome=\"retrying\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vanguard_orchestrator_webhook_attempts_total{outcome=\"failed\"} 1"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace vanguard

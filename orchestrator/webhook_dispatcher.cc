@@ -65,6 +65,8 @@ void WebhookDispatcher::Start() {
       if (!pass.ok()) {
         std::cerr << "webhook dispatcher: " << pass.status() << std::endl;
       } else if (pass->delivered + pass->retrying + pass->failed > 0) {
+        if (options_.on_attempts)
+          options_.on_attempts(pass->delivered, pass->retrying, pass->failed);
         std::cerr << "webhook dispatcher: " << pass->delivered << " delivered, " << pass->retrying
                   << " to retry, " << pass->failed << " given up" << std::endl;
       }

@@ -17,6 +17,7 @@
 #ifndef VANGUARD_ORCHESTRATOR_WEBHOOK_DISPATCHER_H_
 #define VANGUARD_ORCHESTRATOR_WEBHOOK_DISPATCHER_H_
 
+#include <functional>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,9 @@ class WebhookDispatcher {
     absl::Duration claim_for = absl::Minutes(2);
     WebhookRetryPolicy retry;
     int max_per_pass = 50;  // deliveries sent in one pass at most
+    // Told each background pass's outcomes (e.g. for metrics); called on the dispatcher
+    // thread.
+    std::function<void(int delivered, int retrying, int failed)> on_attempts;
   };
 
   struct Pass {
