@@ -68,6 +68,12 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"ListTokens", Unary(&Stub::ListTokens)},
       {"SetTeamQuota", Unary(&Stub::SetTeamQuota)},
       {"GetTeamQuota", Unary(&Stub::GetTeamQuota)},
+      {"SetSchedule", Unary(&Stub::SetSchedule)},
+      {"ListSchedules", Unary(&Stub::ListSchedules)},
+      {"DeleteSchedule", Unary(&Stub::DeleteSchedule)},
+      {"AddWebhook", Unary(&Stub::AddWebhook)},
+      {"ListWebhooks", Unary(&Stub::ListWebhooks)},
+      {"DeleteWebhook", Unary(&Stub::DeleteWebhook)},
   };
 }
 
