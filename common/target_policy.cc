@@ -64,6 +64,14 @@ bool IsNeverAllowedAddress(const IpAddress& address) {
   return b == kAwsMetadataV6;
 }
 
+// The last address of network/bits: the host bits set.
+IpAddress LastInPrefix(const IpAddress& network, int bits) {
+  IpAddress last = network;
+  const int total = network.v6 ? 128 : 32;
+  for (int bit = bits; bit < total; ++bit) last.bytes[bit / 8] |= (0x80 >> (bit % 8));
+  return last;
+}
+
 bool InPrefix(const IpAddress& ip, const IpAddress& network, int bits) {
   if (ip.v6 != network.v6) return false;
   const int whole = bits / 8;
@@ -307,7 +315,33 @@ TargetPolicy TargetPolicy::Default() {
 
 absl::StatusOr<TargetPolicy> TargetPolicy::FromFlag(std::string_view spec) {
   if (spec.empty()) return Default();
-  return Parse(spec);
+  absl::StatusOr<TargetPolicy> policy = Parse(spec);
+  if (!policy.ok()) return policy.status();
+  for (const Rule& r : policy->rules_) {
+    if (absl::Status s = RefuseNeverAllowedRule(r); !s.ok()) return s;
+  }
+  return policy;
+}
+
+absl::Status TargetPolicy::RefuseNeverAllowedRule(const Rule& r) {
+  bool never = false;
+  switch (r.kind) {
+    case Rule::Kind::kName:
+      never = IsNeverAllowedName(r.name);
+      break;
+    case Rule::Kind::kNameSuffix:
+      break;  // a pattern also names other hosts; its never-allowed ones are refused at check
+    case Rule::Kind::kNetwork:
+      // The never-allowed ranges are contiguous: the prefix lies inside one when both of
+      // its ends do. A wider prefix (0.0.0.0/0) is fine; its never-allowed part is not.
+      never = IsNeverAllowedAddress(r.network) &&
+              IsNeverAllowedAddress(LastInPrefix(r.network, r.prefix_bits));
+      break;
+  }
+  if (!never) return absl::OkStatus();
+  return BadRule(r.text, absl::StrCat(kNeverAllowed,
+                                      "; such a rule would be refused at every connect anyway, "
+                                      "so it is refused here: remove it"));
 }
 
 bool TargetPolicy::NameRuleMatches(std::string_view normalized_host, int port) const {

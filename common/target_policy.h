@@ -74,6 +74,11 @@ class TargetPolicy {
   // Loopback only: 127.0.0.0/8 and ::1, any port.
   static TargetPolicy Default();
   // `spec` when it is not empty, else Default(): what a binary's --allowed_targets means.
+  // Unlike Parse, also INVALID_ARGUMENT for a rule that names only never-allowed targets
+  // (169.254.169.254/32, 169.254.0.0/16, fe80::/10, [fd00:ec2::254], metadata), so an
+  // operator's mistake stops the binary at start; a wider rule (0.0.0.0/0) is accepted and
+  // its never-allowed part refused at check time. Parse is the grammar alone: a policy it
+  // builds may list such rules, and the checks below still refuse them.
   static absl::StatusOr<TargetPolicy> FromFlag(std::string_view spec);
 
   // Without resolving (the orchestrator's check at registration): OK when a name rule
@@ -119,6 +124,8 @@ class TargetPolicy {
   static absl::Status ParseNetwork(std::string_view rule, std::string_view address, bool v6,
                                    Rule* r);
   static absl::Status ParseName(std::string_view rule, std::string_view name, Rule* r);
+  // INVALID_ARGUMENT when every target `r` admits is never allowed.
+  static absl::Status RefuseNeverAllowedRule(const Rule& r);
   bool NameRuleMatches(std::string_view normalized_host, int port) const;
   bool AddressRuleMatches(const IpAddress& ip, int port) const;
   absl::Status NotAllowed(std::string_view host, const IpAddress* ip, int port) const;

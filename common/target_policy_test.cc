@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -129,6 +130,32 @@ TEST(TargetPolicyTest, MetadataAndLinkLocalAreNeverAllowed) {
   absl::Status rebound = p.AllowsResolved("innocent.internal", "169.254.169.254", 80);
   EXPECT_THAT(rebound.message(),
               AllOf(HasSubstr("innocent.internal:80"), HasSubstr("169.254.169.254")));
+}
+
+TEST(TargetPolicyTest, TheFlagRefusesRulesThatNameOnlyNeverAllowedTargets) {
+  for (const char* rule :
+       {"169.254.169.254/32", "169.254.169.254", "169.254.0.0/16", "169.254.169.0/24:80",
+        "fe80::/10", "fe80::1", "[fe80::/64]:8000", "fd00:ec2::254", "[fd00:ec2::254/128]",
+        "::ffff:169.254.169.254", "::ffff:169.254.0.0/112", "metadata.google.internal",
+        "METADATA.google.internal.:80", "metadata"}) {
+    absl::StatusOr<TargetPolicy> p = TargetPolicy::FromFlag(absl::StrCat("10.0.0.0/8,", rule));
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << rule;
+    EXPECT_THAT(p.status().message(), AllOf(HasSubstr("never allowed"), HasSubstr("remove it")))
+        << rule;
+  }
+  // A rule wider than a never-allowed range is accepted, and the range is still refused at
+  // check time.
+  for (const char* rules : {"0.0.0.0/0,::/0", "169.0.0.0/8", "169.254.0.0/15", "fe80::/9",
+                            "fd00::/8", "*.google.internal", "*.internal"}) {
+    absl::StatusOr<TargetPolicy> p = TargetPolicy::FromFlag(rules);
+    ASSERT_TRUE(p.ok()) << rules << ": " << p.status();
+    EXPECT_FALSE(p->Allows("169.254.169.254", 80).ok()) << rules;
+    EXPECT_FALSE(p->Allows("fe80::1", 80).ok()) << rules;
+    EXPECT_FALSE(p->Allows("fd00:ec2::254", 80).ok()) << rules;
+    EXPECT_FALSE(p->Allows("metadata.google.internal", 80).ok()) << rules;
+  }
+  EXPECT_TRUE(AllowsIp(*TargetPolicy::FromFlag("169.254.0.0/15"), "169.255.0.1", 80));
+  EXPECT_TRUE(AllowsIp(*TargetPolicy::FromFlag("fd00::/8"), "fd00:ec2::253", 80));
 }
 
 TEST(TargetPolicyTest, LegacyIpv4FormsAreJudgedAsTheAddressTheyName) {

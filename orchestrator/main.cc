@@ -121,7 +121,8 @@ ABSL_FLAG(std::string, allowed_targets, "",
           "*.svc.cluster.local), an address only through an address rule. Empty (default): only "
           "link-local and cloud metadata targets "
           "(169.254.0.0/16, fe80::/10, fd00:ec2::254, metadata.google.internal) are refused, "
-          "which no list can allow. See docs/security.md");
+          "which no list can allow: a rule naming only such targets (169.254.169.254/32, "
+          "fe80::/10, metadata) stops the orchestrator at start. See docs/security.md");
 
 namespace vanguard {
 namespace {
@@ -400,7 +401,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (const std::string rules = absl::GetFlag(FLAGS_allowed_targets); !rules.empty()) {
-    absl::StatusOr<vanguard::TargetPolicy> policy = vanguard::TargetPolicy::Parse(rules);
+    absl::StatusOr<vanguard::TargetPolicy> policy = vanguard::TargetPolicy::FromFlag(rules);
     if (!policy.ok()) {
       std::cerr << "vanguard-orchestrator: --allowed_targets: " << policy.status().message()
                 << std::endl;

@@ -24,6 +24,7 @@
 namespace vanguard {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::RunBinary;
@@ -51,6 +52,17 @@ TEST(OrchestratorBinaryTest, HelpListsEveryFlag) {
   for (const char* flag : {"--listen", "--port_file", "--database_url", "--migrate_only",
                            "--reaper_interval", "--db_pool_size", "--db_connect_timeout"}) {
     EXPECT_THAT(help, HasSubstr(flag));
+  }
+}
+
+TEST(OrchestratorBinaryTest, ALinkLocalOrMetadataAllowedTargetStopsItAtStart) {
+  for (const char* rules : {"10.0.0.0/8,169.254.169.254/32", "fe80::/10", "metadata"}) {
+    absl::StatusOr<testing::RunResult> r =
+        RunBinary(kBinary, {absl::StrCat("--allowed_targets=", rules), "--listen=127.0.0.1:0",
+                            "--database_url=postgresql://127.0.0.1:1/none"});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->exit_code, 2) << rules << ": " << r->err;
+    EXPECT_THAT(r->err, AllOf(HasSubstr("--allowed_targets"), HasSubstr("never allowed"))) << rules;
   }
 }
 
