@@ -17,13 +17,25 @@
 // GetTest; admin: every method on every team, including CreateToken, RevokeToken,
 // ListTokens and SetTeamQuota.
 //
-// Lookups are cached by secret hash for cache_ttl (positive and negative answers), so the
-// hot worker path costs no database round trip; a revocation through this replica clears
-// the cache at once, one through another replica takes effect within cache_ttl.
+// Lookups are cached by secret hash for cache_ttl, so the hot worker path costs no database
+// round trip; a revocation through this replica clears the cache at once, one through
+// another replica takes effect within cache_ttl.
+//
+// A flood of unknown secrets (guesses, a misconfigured client) is bounded two ways:
+//  - Valid and unknown answers are cached apart, each holding at most max_cached entries
+//    and dropping the one stored longest ago (with one TTL for all, the first to expire)
+//    when full; unknown secrets can never push a valid token's entry out.
+//  - A database lookup of a secret not known to be valid takes a token from one bucket
+//    shared by every caller (unknown_lookups_per_second, unknown_lookup_burst); with the
+//    bucket empty the call is UNAVAILABLE with a retry hint and nothing is looked up. A
+//    secret cached as valid is answered from the cache, and re-checked when its entry has
+//    expired, without the bucket: valid tokens keep working through a flood.
 // Thread-safe; gRPC server threads call Check.
 #ifndef VANGUARD_ORCHESTRATOR_AUTHORIZER_H_
 #define VANGUARD_ORCHESTRATOR_AUTHORIZER_H_
 
+#include <functional>
+#include <list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,20 +54,56 @@ namespace vanguard {
 // Whether `role` may call Orchestrator method `method` (e.g. "LeaseTest").
 bool RoleAllows(v1::Role role, std::string_view method);
 
+// Answers by secret hash, at most `capacity` of them: storing into a full cache drops the
+// entry stored (or refreshed) longest ago. Not thread-safe; Authorizer guards it.
+class TokenAnswerCache {
+ public:
+  struct Answer {
+    std::optional<TokenIdentity> token;  // nullopt: no such (unrevoked) token
+    absl::Duration expires;              // on the clock's Monotonic() scale
+  };
+
+  explicit TokenAnswerCache(size_t capacity) : capacity_(capacity) {}
+
+  // The answer stored for `secret_sha256`, expired or not; nullptr when none.
+  const Answer* Find(const std::string& secret_sha256) const;
+  void Store(const std::string& secret_sha256, Answer answer);
+  void Erase(const std::string& secret_sha256);
+  void Clear();
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    Answer answer;
+    std::list<std::string>::iterator position;
+  };
+  const size_t capacity_;
+  std::list<std::string> order_;  // oldest first
+  absl::flat_hash_map<std::string, Entry> entries_;
+};
+
 class Authorizer {
  public:
   struct Options {
     absl::Duration cache_ttl = absl::Seconds(2);
+    // Entries per cache: valid tokens, and (apart) unknown or revoked secrets.
     size_t max_cached = 10000;
+    // The shared budget of database lookups of secrets not cached as valid.
+    double unknown_lookups_per_second = 100;
+    double unknown_lookup_burst = 200;
   };
+  // The unrevoked token whose secret hashes to the argument; nullopt if none.
+  using IdentityLookup =
+      std::function<absl::StatusOr<std::optional<TokenIdentity>>(const std::string& secret_sha256)>;
 
   Authorizer(TokenRepository* tokens, Clock* clock) : Authorizer(tokens, clock, Options()) {}
-  Authorizer(TokenRepository* tokens, Clock* clock, Options options)
-      : tokens_(tokens), clock_(clock), options_(options) {}
+  Authorizer(TokenRepository* tokens, Clock* clock, Options options);
+  Authorizer(IdentityLookup lookup, Clock* clock, Options options);
 
   // The caller's token from the "authorization" metadata value ("Bearer <secret>").
   // UNAUTHENTICATED when missing, malformed, unknown or revoked; UNAVAILABLE when the
-  // database cannot be asked.
+  // database cannot be asked, or when the secret is not cached and the lookup budget is
+  // spent (the message says when to retry).
   absl::StatusOr<TokenIdentity> Authenticate(std::string_view authorization);
 
   // Authenticate, then PERMISSION_DENIED unless the token's role may call `method`.
@@ -65,16 +113,25 @@ class Authorizer {
   void ClearCache();
 
  private:
-  struct Cached {
-    std::optional<TokenIdentity> token;  // nullopt: no such (unrevoked) token
-    absl::Time expires;
-  };
+  enum class Cached { kValid, kUnknown, kKnownValidExpired, kNone };
 
-  TokenRepository* tokens_;
+  // What the caches say of `secret_sha256` at `now`; *token set for kValid.
+  Cached FromCache(const std::string& secret_sha256, absl::Duration now,
+                   std::optional<TokenIdentity>* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes one lookup from the shared bucket; UNAVAILABLE with a retry hint when empty.
+  absl::Status TakeLookup(absl::Duration now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Looks `secret_sha256` up in the database and caches the answer.
+  absl::StatusOr<std::optional<TokenIdentity>> LookUp(const std::string& secret_sha256,
+                                                      absl::Duration now);
+
+  IdentityLookup lookup_;
   Clock* clock_;
   const Options options_;
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);  // by secret hash
+  TokenAnswerCache valid_ ABSL_GUARDED_BY(mu_);
+  TokenAnswerCache unknown_ ABSL_GUARDED_BY(mu_);
+  double bucket_ ABSL_GUARDED_BY(mu_);  // lookups left
+  absl::Duration bucket_filled_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace vanguard

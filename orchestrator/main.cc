@@ -93,6 +93,14 @@ ABSL_FLAG(std::string, admin_token_file, "",
 ABSL_FLAG(absl::Duration, auth_cache_ttl, absl::Seconds(2),
           "how long a token lookup is cached; a revocation through another replica takes "
           "effect within this time");
+ABSL_FLAG(double, auth_unknown_lookups_per_second, 100,
+          "database lookups per second of bearer secrets not cached as valid (unknown, "
+          "revoked or new tokens), shared by every caller: over it such a call is UNAVAILABLE "
+          "with a retry hint, so a flood of bad tokens cannot load the database; tokens "
+          "cached as valid are not counted");
+ABSL_FLAG(double, auth_unknown_lookup_burst, 200,
+          "how many such lookups may happen at once before --auth_unknown_lookups_per_second "
+          "paces them");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain file: serve gRPC over TLS (without it bearer tokens cross the "
           "network in clear; a warning says so)");
@@ -142,6 +150,8 @@ struct Config {
   bool insecure_no_auth = false;
   std::string bootstrap_admin_secret;  // empty: none
   absl::Duration auth_cache_ttl;
+  double auth_unknown_lookups_per_second = 100;
+  double auth_unknown_lookup_burst = 200;
   ServerTls tls;  // --tls_cert/--tls_key/--tls_client_ca; empty: plaintext
   std::string metrics_listen;
   absl::Duration max_lease_wait;
@@ -233,7 +243,10 @@ int Run(const Config& config) {
   OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, &teams, &schedules,
                               &webhooks, service_options);
   OrchestratorMetrics metrics;
-  Authorizer authorizer(&tokens, Clock::Real(), {.cache_ttl = config.auth_cache_ttl});
+  Authorizer authorizer(&tokens, Clock::Real(),
+                        {.cache_ttl = config.auth_cache_ttl,
+                         .unknown_lookups_per_second = config.auth_unknown_lookups_per_second,
+                         .unknown_lookup_burst = config.auth_unknown_lookup_burst});
   OrchestratorGrpcService::Options grpc_options;
   grpc_options.metrics = &metrics;
   if (config.insecure_no_auth) {
@@ -392,6 +405,14 @@ int main(int argc, char** argv) {
   config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
   config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
   config.auth_cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
+  config.auth_unknown_lookups_per_second = absl::GetFlag(FLAGS_auth_unknown_lookups_per_second);
+  config.auth_unknown_lookup_burst = absl::GetFlag(FLAGS_auth_unknown_lookup_burst);
+  if (!(config.auth_unknown_lookups_per_second > 0) || !(config.auth_unknown_lookup_burst >= 1)) {
+    std::cerr << "vanguard-orchestrator: --auth_unknown_lookups_per_second must be > 0 and "
+                 "--auth_unknown_lookup_burst >= 1"
+              << std::endl;
+    return 2;
+  }
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
   config.grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);
