@@ -43,6 +43,18 @@ absl::Status CheckWorkerCertificate(const TokenIdentity& token,
 
 }  // namespace
 
+OrchestratorGrpcService::OrchestratorGrpcService(OrchestratorService* service, Options options,
+                                                 Clock* clock)
+    : service_(service),
+      options_(options),
+      clock_(clock),
+      watch_streams_(
+          {.max_streams = options.max_watch_streams,
+           .max_per_token = options.max_watch_streams_per_token},
+          options.metrics == nullptr
+              ? std::function<void(int)>()
+              : [metrics = options.metrics](int open) { metrics->SetOpenWatchStreams(open); }) {}
+
 absl::StatusOr<Caller> OrchestratorGrpcService::Authorize(grpc::ServerContext* context,
                                                           const char* method) {
   if (options_.authorizer == nullptr) return Caller();
@@ -163,8 +175,12 @@ grpc::Status OrchestratorGrpcService::CancelTest(grpc::ServerContext* context,
 grpc::Status OrchestratorGrpcService::WatchTest(grpc::ServerContext* context,
                                                 const v1::WatchTestRequest* request,
                                                 grpc::ServerWriter<v1::WatchTestResponse>* writer) {
-  return Handle(context, "WatchTest",
-                [&](const Caller&) { return Watch(context, request, writer); });
+  return Handle(context, "WatchTest", [&](const Caller& caller) -> grpc::Status {
+    absl::StatusOr<WatchStreamLimiter::Slot> slot = watch_streams_.Acquire(
+        caller.has_value() ? std::optional<int64_t>(caller->id) : std::nullopt);
+    if (!slot.ok()) return ToGrpcStatus(slot.status());
+    return Watch(context, request, writer);  // `slot` is given back on return
+  });
 }
 
 namespace {

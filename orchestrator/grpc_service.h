@@ -26,6 +26,11 @@
 // (OrchestratorService::LiveProgress), with only the windows the stream has not sent yet.
 // It finishes after sending a finished test, when the client cancels, or with UNAVAILABLE
 // once BeginShutdown() was called (so server shutdown does not wait for open watches).
+// Each open stream holds a server thread, so at most options.max_watch_streams are open at
+// once and at most options.max_watch_streams_per_token for one caller token (without an
+// authorizer only the first applies); a watch over either cap is RESOURCE_EXHAUSTED naming
+// the cap and its flag (WatchStreamLimiter), and a stream's place is given back when it
+// ends, however it ends. options.metrics, when set, shows the open streams as a gauge.
 // Called on gRPC's server threads; BeginShutdown from any thread.
 #ifndef VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_GRPC_SERVICE_H_
@@ -37,6 +42,7 @@
 #include "orchestrator/authorizer.h"
 #include "orchestrator/metrics.h"
 #include "orchestrator/orchestrator_service.h"
+#include "orchestrator/watch_stream_limiter.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
 namespace vanguard {
@@ -47,12 +53,13 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
     absl::Duration watch_poll_interval = absl::Milliseconds(200);
     Authorizer* authorizer = nullptr;        // nullptr: no authentication (insecure)
     OrchestratorMetrics* metrics = nullptr;  // nullptr: no metrics
+    int max_watch_streams = 256;             // --max_watch_streams
+    int max_watch_streams_per_token = 16;    // --max_watch_streams_per_token
   };
 
   explicit OrchestratorGrpcService(OrchestratorService* service)
       : OrchestratorGrpcService(service, Options(), Clock::Real()) {}
-  OrchestratorGrpcService(OrchestratorService* service, Options options, Clock* clock)
-      : service_(service), options_(options), clock_(clock) {}
+  OrchestratorGrpcService(OrchestratorService* service, Options options, Clock* clock);
 
   // Ends open WatchTest streams at their next poll; call before grpc::Server::Shutdown.
   void BeginShutdown() { shutting_down_.store(true); }
@@ -151,6 +158,7 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
   const Options options_;
   Clock* clock_;
   std::atomic<bool> shutting_down_{false};
+  WatchStreamLimiter watch_streams_;
 };
 
 }  // namespace vanguard

@@ -118,6 +118,19 @@ ABSL_FLAG(absl::Duration, health_interval, absl::Seconds(5),
           "how often the database is probed (queue depth metrics); the gRPC health service "
           "reports NOT_SERVING while it does not answer");
 ABSL_FLAG(int, grpc_max_pollers, 4, "most gRPC sync-server threads polling for new calls");
+ABSL_FLAG(int, grpc_max_receive_bytes, 4 << 20,
+          "largest gRPC request message accepted, in bytes; a larger one is refused with "
+          "RESOURCE_EXHAUSTED before it is parsed");
+ABSL_FLAG(int, grpc_max_concurrent_streams, 100,
+          "most concurrent calls (HTTP/2 streams) one client connection may have open; "
+          "further calls on that connection wait for one to end");
+ABSL_FLAG(int, max_watch_streams, 256,
+          "most WatchTest streams open at once on this orchestrator (each holds a server "
+          "thread and polls the database); one more is RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_watch_streams_per_token, 16,
+          "most WatchTest streams one token may have open at once on this orchestrator; one "
+          "more is RESOURCE_EXHAUSTED (not applied with --insecure_no_auth: no token to count "
+          "by)");
 ABSL_FLAG(std::string, allowed_targets, "",
           "where models' endpoints and metrics.url labels and tests' direct_controller URLs "
           "may point, checked at RegisterModel and SubmitTest (INVALID_ARGUMENT naming the "
@@ -156,9 +169,38 @@ struct Config {
   std::string metrics_listen;
   absl::Duration max_lease_wait;
   int grpc_max_pollers = 4;
+  int grpc_max_receive_bytes = 4 << 20;
+  int grpc_max_concurrent_streams = 100;
+  int max_watch_streams = 256;
+  int max_watch_streams_per_token = 16;
   absl::Duration health_interval;
   std::optional<TargetPolicy> target_policy;  // --allowed_targets; unset: none given
 };
+
+// The flags that bound what callers may cost (token lookups, watch streams, gRPC messages and
+// streams) into *config; false after printing which one is out of range.
+bool ReadCallerLimits(Config* config) {
+  config->auth_unknown_lookups_per_second = absl::GetFlag(FLAGS_auth_unknown_lookups_per_second);
+  config->auth_unknown_lookup_burst = absl::GetFlag(FLAGS_auth_unknown_lookup_burst);
+  config->grpc_max_receive_bytes = absl::GetFlag(FLAGS_grpc_max_receive_bytes);
+  config->grpc_max_concurrent_streams = absl::GetFlag(FLAGS_grpc_max_concurrent_streams);
+  config->max_watch_streams = absl::GetFlag(FLAGS_max_watch_streams);
+  config->max_watch_streams_per_token = absl::GetFlag(FLAGS_max_watch_streams_per_token);
+  const char* bad = nullptr;
+  if (!(config->auth_unknown_lookups_per_second > 0)) {
+    bad = "--auth_unknown_lookups_per_second must be > 0";
+  } else if (!(config->auth_unknown_lookup_burst >= 1)) {
+    bad = "--auth_unknown_lookup_burst must be >= 1";
+  } else if (config->grpc_max_receive_bytes < 1024) {
+    bad = "--grpc_max_receive_bytes must be >= 1024";
+  } else if (config->grpc_max_concurrent_streams < 1) {
+    bad = "--grpc_max_concurrent_streams must be >= 1";
+  } else if (config->max_watch_streams < 1 || config->max_watch_streams_per_token < 1) {
+    bad = "--max_watch_streams and --max_watch_streams_per_token must be >= 1";
+  }
+  if (bad != nullptr) std::cerr << "vanguard-orchestrator: " << bad << std::endl;
+  return bad == nullptr;
+}
 
 // The whole file, or nullopt if it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path) {
@@ -249,6 +291,8 @@ int Run(const Config& config) {
                          .unknown_lookup_burst = config.auth_unknown_lookup_burst});
   OrchestratorGrpcService::Options grpc_options;
   grpc_options.metrics = &metrics;
+  grpc_options.max_watch_streams = config.max_watch_streams;
+  grpc_options.max_watch_streams_per_token = config.max_watch_streams_per_token;
   if (config.insecure_no_auth) {
     std::cerr << "vanguard-orchestrator: WARNING: --insecure_no_auth: every RPC is accepted "
                  "without a token; do not expose this server"
@@ -327,6 +371,8 @@ int Run(const Config& config) {
   builder.AddListeningPort(config.listen, ServerCredentials(config.tls), &port);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
                               config.grpc_max_pollers);
+  builder.SetMaxReceiveMessageSize(config.grpc_max_receive_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config.grpc_max_concurrent_streams);
   builder.RegisterService(&grpc_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -405,14 +451,7 @@ int main(int argc, char** argv) {
   config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
   config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
   config.auth_cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
-  config.auth_unknown_lookups_per_second = absl::GetFlag(FLAGS_auth_unknown_lookups_per_second);
-  config.auth_unknown_lookup_burst = absl::GetFlag(FLAGS_auth_unknown_lookup_burst);
-  if (!(config.auth_unknown_lookups_per_second > 0) || !(config.auth_unknown_lookup_burst >= 1)) {
-    std::cerr << "vanguard-orchestrator: --auth_unknown_lookups_per_second must be > 0 and "
-                 "--auth_unknown_lookup_burst >= 1"
-              << std::endl;
-    return 2;
-  }
+  if (!ReadCallerLimits(&config)) return 2;
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
   config.grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);

@@ -76,7 +76,17 @@ OrchestratorMetrics::OrchestratorMetrics()
                             .Name("vanguard_orchestrator_webhook_attempts_total")
                             .Help("Webhook POSTs made by this replica, by outcome: delivered, "
                                   "retrying, failed (given up)")
-                            .Register(*registry_)) {}
+                            .Register(*registry_)),
+      watch_streams_(prometheus::BuildGauge()
+                         .Name("vanguard_orchestrator_watch_streams")
+                         .Help("WatchTest streams open on this replica (capped by "
+                               "--max_watch_streams and --max_watch_streams_per_token)")
+                         .Register(*registry_)
+                         .Add({})) {}
+
+void OrchestratorMetrics::SetOpenWatchStreams(int open) {
+  watch_streams_.Set(static_cast<double>(open));
+}
 
 void OrchestratorMetrics::RecordRpc(const std::string& method, grpc::StatusCode code,
                                     absl::Duration latency) {

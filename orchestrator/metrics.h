@@ -13,14 +13,15 @@
 //                                                            schedules (ScheduleEnqueuer)
 //   vanguard_orchestrator_webhook_attempts_total{outcome}    webhook POSTs: delivered,
 //                                                            retrying, failed (given up)
+//   vanguard_orchestrator_watch_streams                      open WatchTest streams
 //
 //   OrchestratorMetrics metrics;
 //   metrics.RecordRpc("LeaseTest", grpc::StatusCode::OK, absl::Milliseconds(3));
 //   exposer.RegisterCollectable(metrics.registry());
 //
-// Thread-safe: gRPC threads record RPCs, the reaper thread reaped leases, the enqueuer and
-// dispatcher threads scheduled tests and webhook attempts, the sampler thread the queue depth;
-// Prometheus scrapes from its own thread. Tests read registry() directly.
+// Thread-safe: gRPC threads record RPCs and open watch streams, the reaper thread reaped leases,
+// the enqueuer and dispatcher threads scheduled tests and webhook attempts, the sampler thread the
+// queue depth; Prometheus scrapes from its own thread. Tests read registry() directly.
 #ifndef VANGUARD_ORCHESTRATOR_METRICS_H_
 #define VANGUARD_ORCHESTRATOR_METRICS_H_
 
@@ -60,6 +61,8 @@ class OrchestratorMetrics {
   void RecordScheduled(int queued);
   // A dispatcher pass's webhook attempts by outcome.
   void RecordWebhookAttempts(int delivered, int retrying, int failed);
+  // WatchTest streams open on this replica now (WatchStreamLimiter's count).
+  void SetOpenWatchStreams(int open);
   // Replaces the queue depth gauges with these (state, priority, count) rows; states or
   // priorities that are gone read 0.
   void SetQueueDepth(const std::vector<std::tuple<std::string, int, int64_t>>& rows);
@@ -76,6 +79,7 @@ class OrchestratorMetrics {
   prometheus::Family<prometheus::Counter>& released_;
   prometheus::Counter& scheduled_;
   prometheus::Family<prometheus::Counter>& webhook_attempts_;
+  prometheus::Gauge& watch_streams_;
 
   absl::Mutex mu_;  // guards the label lookups below (Family::Add is thread-safe, but
                     // caching the pointers saves its map lookup on the hot path)

@@ -31,6 +31,15 @@ TEST(OrchestratorMetricsTest, CountsRpcsByMethodAndCodeAndTimesThem) {
       << text;
 }
 
+TEST(OrchestratorMetricsTest, OpenWatchStreamsIsAGauge) {
+  OrchestratorMetrics metrics;
+  EXPECT_NE(Scrape(metrics).find("vanguard_orchestrator_watch_streams 0"), std::string::npos);
+  metrics.SetOpenWatchStreams(3);
+  metrics.SetOpenWatchStreams(2);
+  const std::string text = Scrape(metrics);
+  EXPECT_NE(text.find("vanguard_orchestrator_watch_streams 2"), std::string::npos) << text;
+}
+
 TEST(OrchestratorMetricsTest, QueueDepthGaugesDropToZeroWhenARowDisappears) {
   OrchestratorMetrics metrics;
   metrics.SetQueueDepth({{"queued", 5, 7}, {"running", 0, 2}});

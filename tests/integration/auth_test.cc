@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "database_test_base.h"
 #include "gmock/gmock.h"
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "orchestrator/authorizer.h"
 #include "orchestrator/grpc_service.h"
+#include "orchestrator/metrics.h"
 #include "orchestrator/team_repository.h"
 #include "orchestrator/token_repository.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
@@ -307,6 +309,110 @@ TEST_F(AuthTest, ATokensTeamIsEnforcedOnEveryCallThatActsOnATeam) {
 
   ASSERT_TRUE(stub_->CancelTest(As(vision).get(), cancel, &cancelled).ok());
   EXPECT_EQ(cancelled.test().state(), v1::TEST_STATE_CANCELLED);
+}
+
+// An open WatchTest stream, or the status that refused it.
+struct Watch {
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReader<v1::WatchTestResponse>> reader;
+  grpc::Status refused;
+};
+
+Watch OpenWatch(Stub& stub, const std::string& secret, int64_t test_id) {
+  Watch w;
+  w.context = std::make_unique<grpc::ClientContext>();
+  w.context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  w.context->AddMetadata("authorization", "Bearer " + secret);
+  v1::WatchTestRequest request;
+  request.set_id(test_id);
+  w.reader = stub.WatchTest(w.context.get(), request);
+  v1::WatchTestResponse first;
+  if (!w.reader->Read(&first)) {  // an admitted stream sends the test at once
+    w.refused = w.reader->Finish();
+    w.reader.reset();
+  }
+  return w;
+}
+
+double OpenWatchStreams(const OrchestratorMetrics& metrics) {
+  for (const auto& family : metrics.registry()->Collect()) {
+    if (family.name == "vanguard_orchestrator_watch_streams") return family.metric[0].gauge.value;
+  }
+  return -1;
+}
+
+TEST_F(AuthTest, WatchStreamsAreCappedPerTokenAndInAllAndEndingOneFreesItsPlace) {
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(stub_->RegisterModel(As(secrets_[v1::ROLE_ADMIN]).get(), reg, &registered).ok());
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  v1::SubmitTestResponse submitted;
+  ASSERT_TRUE(stub_->SubmitTest(As(secrets_[v1::ROLE_ADMIN]).get(), submit, &submitted).ok());
+  const int64_t id = submitted.test().id();
+
+  OrchestratorMetrics metrics;
+  OrchestratorGrpcService capped(service_.get(),
+                                 {.watch_poll_interval = absl::Milliseconds(20),
+                                  .authorizer = authorizer_.get(),
+                                  .metrics = &metrics,
+                                  .max_watch_streams = 3,
+                                  .max_watch_streams_per_token = 2},
+                                 Clock::Real());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&capped);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Orchestrator::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  const std::string reader = secrets_[v1::ROLE_READER];
+
+  std::vector<Watch> open;
+  for (int i = 0; i < 2; ++i) {
+    open.push_back(OpenWatch(*stub, reader, id));
+    ASSERT_TRUE(open.back().reader != nullptr) << open.back().refused.error_message();
+  }
+  // The third from the same token is refused; another token's is admitted.
+  Watch third = OpenWatch(*stub, reader, id);
+  EXPECT_EQ(third.refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third.refused.error_message(),
+              ::testing::HasSubstr("--max_watch_streams_per_token=2"));
+  open.push_back(OpenWatch(*stub, secrets_[v1::ROLE_SUBMITTER], id));
+  ASSERT_TRUE(open.back().reader != nullptr) << open.back().refused.error_message();
+  EXPECT_EQ(OpenWatchStreams(metrics), 3);
+  // The replica's cap now refuses every token.
+  Watch fourth = OpenWatch(*stub, secrets_[v1::ROLE_ADMIN], id);
+  EXPECT_EQ(fourth.refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(fourth.refused.error_message(), ::testing::HasSubstr("--max_watch_streams=3"));
+
+  // A cancelled stream gives its place back once the server notices (its next poll).
+  open[0].context->TryCancel();
+  v1::WatchTestResponse update;
+  while (open[0].reader->Read(&update)) {
+  }
+  EXPECT_EQ(open[0].reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (OpenWatchStreams(metrics) != 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(OpenWatchStreams(metrics), 2);
+  Watch again = OpenWatch(*stub, reader, id);
+  EXPECT_TRUE(again.reader != nullptr) << again.refused.error_message();
+  EXPECT_EQ(OpenWatchStreams(metrics), 3);
+
+  for (Watch* w : {&open[1], &open[2], &again}) {
+    if (w->reader == nullptr) continue;
+    w->context->TryCancel();
+    while (w->reader->Read(&update)) {
+    }
+    w->reader->Finish();
+  }
+  capped.BeginShutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(OpenWatchStreams(metrics), 0);
 }
 
 }  // namespace

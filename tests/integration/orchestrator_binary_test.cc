@@ -50,7 +50,10 @@ TEST(OrchestratorBinaryTest, HelpListsEveryFlag) {
   ASSERT_TRUE(r.ok()) << r.status();
   const std::string help = r->out + r->err;
   for (const char* flag : {"--listen", "--port_file", "--database_url", "--migrate_only",
-                           "--reaper_interval", "--db_pool_size", "--db_connect_timeout"}) {
+                           "--reaper_interval", "--db_pool_size", "--db_connect_timeout",
+                           "--max_watch_streams", "--max_watch_streams_per_token",
+                           "--grpc_max_receive_bytes", "--grpc_max_concurrent_streams",
+                           "--auth_unknown_lookups_per_second", "--auth_unknown_lookup_burst"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
 }
@@ -187,6 +190,30 @@ TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
   EXPECT_THAT(page,
               HasSubstr("vanguard_orchestrator_rpcs_total{code=\"OK\",method=\"ListModels\"} 1"));
   EXPECT_THAT(page, HasSubstr("vanguard_orchestrator_lease_wait_seconds_count 0"));
+}
+
+TEST(OrchestratorBinaryTest, RefusesARequestLargerThanGrpcMaxReceiveBytes) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  absl::StatusOr<std::unique_ptr<Subprocess>> server =
+      Subprocess::StartServer(kBinary, {"--listen=127.0.0.1:0", "--database_url=" + db->conninfo(),
+                                        "--grpc_max_receive_bytes=4096", "--insecure_no_auth"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::Orchestrator::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  v1::ListModelsResponse listed;
+  for (const size_t bytes : {size_t{100}, size_t{8192}}) {
+    v1::ListModelsRequest request;
+    request.set_name(std::string(bytes, 'x'));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    const grpc::StatusCode code = stub->ListModels(&ctx, request, &listed).error_code();
+    if (bytes > 4096) {
+      EXPECT_EQ(code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+    } else {
+      EXPECT_NE(code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+    }
+  }
 }
 
 TEST(OrchestratorBinaryTest, ServesOverTlsWithCertAndKeyFlags) {
