@@ -43,6 +43,16 @@ void LeaseLoop::Wait(absl::Duration d) {
   }
 }
 
+TestRunOutcome LeaseLoop::RunLeased(const vanguard::v1::LeaseTestResponse& lease) {
+  if (options_.metrics != nullptr) {
+    options_.metrics->RecordLeaseTaken();
+    options_.metrics->RecordTestStarted(lease.test().id());
+  }
+  const TestRunOutcome outcome = runner_->Run(lease);
+  if (options_.metrics != nullptr) options_.metrics->RecordTestFinished(outcome);
+  return outcome;
+}
+
 void LeaseLoop::Run() {
   vanguard::v1::LeaseTestRequest request;
   request.set_worker_id(options_.worker_id);
@@ -57,7 +67,7 @@ void LeaseLoop::Run() {
     if (stopped()) {
       // A test leased just as Stop() came: the stopped runner gives it straight back.
       if (lease.ok() && lease->has_test()) {
-        const TestRunOutcome outcome = runner_->Run(*lease);
+        const TestRunOutcome outcome = RunLeased(*lease);
         if (options_.log) {
           options_.log(
               absl::StrCat("test ", lease->test().id(), ": ", TestRunOutcomeName(outcome)));
@@ -86,7 +96,7 @@ void LeaseLoop::Run() {
       continue;
     }
 
-    const TestRunOutcome outcome = runner_->Run(*lease);
+    const TestRunOutcome outcome = RunLeased(*lease);
     int tests_run;
     {
       absl::MutexLock lock(&mu_);

@@ -26,6 +26,7 @@
 #include "worker/cancellation.h"
 #include "worker/orchestrator_client.h"
 #include "worker/test_runner.h"
+#include "worker/worker_metrics.h"
 
 namespace vanguard::worker {
 
@@ -43,6 +44,9 @@ struct LeaseLoopOptions {
   absl::Duration initial_backoff = absl::Seconds(1);
   absl::Duration max_backoff = absl::Seconds(30);
   std::function<void(const std::string&)> log;  // nullable
+  // Leases taken, tests run (by outcome) and the test in flight are recorded here; nullptr:
+  // no metrics. Must outlive the loop.
+  WorkerMetrics* metrics = nullptr;
 };
 
 class LeaseLoop {
@@ -60,6 +64,8 @@ class LeaseLoop {
   bool stopped() const;
   // Sleeps on the clock in small slices so Stop() is honoured promptly.
   void Wait(absl::Duration d);
+  // Runs a leased test (lease.test set) on the runner, counting it in the metrics, if any.
+  TestRunOutcome RunLeased(const vanguard::v1::LeaseTestResponse& lease);
 
   OrchestratorClient* const orchestrator_;
   TestRunner* const runner_;

@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -29,6 +31,7 @@
 #include "common/target_policy.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "prometheus/exposer.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 #include "vanguard/v1/replayer.grpc.pb.h"
 #include "worker/controller_rate_source.h"
@@ -38,6 +41,7 @@
 #include "worker/step_executor.h"
 #include "worker/test_runner.h"
 #include "worker/token_file.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
           "Orchestrator gRPC address (host:port) to lease tests from");
@@ -66,6 +70,10 @@ ABSL_FLAG(std::string, tls_client_cert, "",
           "worker token only if the certificate's common name or a subject alternative name is "
           "the token's name");
 ABSL_FLAG(std::string, tls_client_key, "", "PEM private key file for --tls_client_cert");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus /metrics on (vanguard_worker_*: leases, tests, steps, "
+          "the test in flight, the last step's rates and p99, replayer errors), e.g. "
+          "0.0.0.0:9091; port 0 picks a free one (logged). Empty (default): no metrics endpoint");
 ABSL_FLAG(bool, once, false, "Exit after running one test");
 ABSL_FLAG(int, max_tests, 0, "Exit after running this many tests; 0: no limit");
 ABSL_FLAG(bool, scrape_metrics, true,
@@ -157,6 +165,7 @@ struct WorkerConfig {
   vanguard::TargetPolicy target_policy;
   vanguard::ChannelTls orchestrator_tls, replayer_tls;
   std::string bearer_token;
+  std::string metrics_listen;
 };
 
 // The bearer token from --token_file, else $VANGUARD_TOKEN (empty: none); an error naming
@@ -201,6 +210,7 @@ absl::StatusOr<WorkerConfig> ConfigFromFlags() {
   if (absl::Status tls = ChannelsTlsFromFlags(&c.orchestrator_tls, &c.replayer_tls); !tls.ok()) {
     return tls;
   }
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.worker_id = absl::GetFlag(FLAGS_worker_id);
   if (c.worker_id.empty()) c.worker_id = DefaultWorkerId();
   absl::StatusOr<std::string> token = BearerTokenFromFlags();
@@ -228,6 +238,24 @@ vanguard::worker::TestRunnerOptions RunnerOptions(const WorkerConfig& c) {
   }
   o.controller_fetcher = vanguard::worker::PolicyHttpFetcher(c.target_policy);
   return o;
+}
+
+// The /metrics endpoint on `listen` serving `metrics` (nullptr when `listen` is empty); an
+// error naming the address when it cannot be bound.
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
+    const std::string& listen, const vanguard::worker::WorkerMetrics& metrics) {
+  if (listen.empty()) return nullptr;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("--metrics_listen: cannot serve metrics on ", listen, ": ", e.what()));
+  }
+  exposer->RegisterCollectable(metrics.registry());
+  LogLine(absl::StrCat("metrics on http://", listen, "/metrics (port ",
+                       exposer->GetListeningPorts().front(), ")"));
+  return exposer;
 }
 
 // The signal thread's loop until `done`: the first SIGTERM/SIGINT stops `loop` (the step in
@@ -309,10 +337,20 @@ int main(int argc, char** argv) {
   auto replayer_stub = vanguard::v1::Replayer::NewStub(grpc::CreateChannel(
       absl::GetFlag(FLAGS_replayer), vanguard::ChannelCredentials(c.replayer_tls)));
 
+  vanguard::worker::WorkerMetrics metrics;
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      ServeMetrics(c.metrics_listen, metrics);
+  if (!exposer.ok()) {
+    LogLine(std::string(exposer.status().message()));
+    return 1;
+  }
+
   vanguard::Clock* clock = vanguard::Clock::Real();
   vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
   vanguard::worker::StepExecutor executor(replayer_stub.get(), clock);
-  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, RunnerOptions(c));
+  vanguard::worker::TestRunnerOptions runner_options = RunnerOptions(c);
+  runner_options.metrics = &metrics;
+  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, std::move(runner_options));
 
   vanguard::worker::LeaseLoopOptions loop_options;
   loop_options.worker_id = c.worker_id;
@@ -320,6 +358,7 @@ int main(int argc, char** argv) {
   loop_options.poll_interval = c.poll_interval;
   loop_options.max_tests = c.max_tests;
   loop_options.log = LogLine;
+  loop_options.metrics = &metrics;
   vanguard::worker::LeaseLoop loop(&orchestrator, &runner, clock, loop_options);
 
   std::atomic<bool> done{false};

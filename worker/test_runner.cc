@@ -507,6 +507,9 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
       run.keeper->MaybeBeat();
       continue;
     }
+    if (!executed.ok() && !run.step_cancel.IsCancelled() && options_.metrics != nullptr) {
+      options_.metrics->RecordReplayerError(executed.status());
+    }
     if (executed.ok() || run.step_cancel.IsCancelled() || !IsTransient(executed.status()) ||
         retry >= options_.max_step_retries) {
       return executed;
@@ -518,6 +521,25 @@ absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
     backoff *= 2;
     run.keeper->MaybeBeat();
   }
+}
+
+void TestRunner::CountStep(const TestRun& run, absl::Duration began,
+                           const absl::StatusOr<MeasuredStep>& executed) {
+  WorkerMetrics* metrics = options_.metrics;
+  if (metrics == nullptr) return;
+  const absl::Duration took = clock_->Monotonic() - began;
+  if (!executed.ok()) {
+    const bool interrupted = run.step_cancel.IsCancelled() || stopped();
+    metrics->RecordStepFinished(interrupted ? StepVerdict::kInterrupted : StepVerdict::kError,
+                                took);
+    return;
+  }
+  const vanguard::v1::StepResult& result = executed->executed.result;
+  metrics->RecordStepMeasured(executed->executed.request.rate_qps(), result.achieved_qps(),
+                              absl::Microseconds(result.latency().p99_ms() * 1000),
+                              FromProtoDuration(run.test.model().slo().p99_latency()));
+  metrics->RecordStepFinished(
+      executed->judgement.passed ? StepVerdict::kPassed : StepVerdict::kFailed, took);
 }
 
 bool TestRunner::DisturbedFromOutside(const MeasuredStep& step) {
@@ -635,11 +657,14 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
     run.progress->StartStep(run.index, step.rate_qps, planned, run.strategy->StepsLeft(),
                             run.steps_taken);
   }
+  if (options_.metrics != nullptr) options_.metrics->RecordStepStarted(run.index);
+  const absl::Duration began = clock_->Monotonic();
   absl::Time step_start;
   std::vector<vanguard::v1::StepWindow> windows_so_far;
   absl::StatusOr<MeasuredStep> executed =
       MeasureWithRetries(run, *request, step.hold, &step_start, &windows_so_far);
   if (run.progress) run.progress->EndStep();
+  CountStep(run, began, executed);
   if (!executed.ok()) {
     return StepFailed(run, executed.status(), step.rate_qps, step_start, windows_so_far);
   }

@@ -57,6 +57,7 @@
 #include "worker/progress_reporter.h"
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
+#include "worker/worker_metrics.h"
 
 namespace vanguard::worker {
 
@@ -98,6 +99,9 @@ struct TestRunnerOptions {
   std::function<MetricsCollector::Fetcher(const vanguard::v1::Model&)> metrics_fetcher;
   // Fetches an autoscaler's target rate (direct controller); null: HttpFetch.
   UrlFetcher controller_fetcher;
+  // Steps run and replayer errors are counted here; nullptr: no metrics. Must outlive the
+  // runner.
+  WorkerMetrics* metrics = nullptr;
 };
 
 // Every step wants one of these in addition to the report: what the strategy saw.
@@ -208,6 +212,10 @@ class TestRunner {
   absl::StatusOr<MeasuredStep> MeasureWithRetries(
       TestRun& run, const vanguard::v1::RunStepRequest& request, double hold,
       absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far);
+  // Counts a step that ended (its verdict, its time since `began` on the monotonic clock and,
+  // when measured, its rates and p99) in options_.metrics, if any.
+  void CountStep(const TestRun& run, absl::Duration began,
+                 const absl::StatusOr<MeasuredStep>& executed);
   // A step that could not be measured: after Stop() reported interrupted and the lease given
   // back, else the test completed with the error.
   static bool DisturbedFromOutside(const MeasuredStep& step);

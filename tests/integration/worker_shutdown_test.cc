@@ -3,9 +3,12 @@
 // worker, auth on (the worker runs with a worker-role token). The worker must report the step
 // in flight as interrupted, give its lease back and exit 0 within a few seconds, and the test
 // must be queued again at once -- a second worker leases it long before the 30 s lease of the
-// first would have expired.
+// first would have expired. While its step runs, the first worker's /metrics page
+// (--metrics_listen) shows the test in flight.
 #include <signal.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "tests/testing/postgres_fixture.h"
 #include "tests/testing/subprocess.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
+#include "worker/http_get.h"
 
 namespace vanguard {
 namespace {
@@ -81,13 +85,17 @@ class WorkerShutdownTest : public ::testing::Test {
     return ctx;
   }
 
-  std::unique_ptr<Subprocess> StartWorker(const std::string& id) {
-    auto worker = Subprocess::Start(
-        "vanguard-worker",
-        {absl::StrCat("--orchestrator=", orch_->address()),
-         absl::StrCat("--replayer=", replayer_->address()), absl::StrCat("--worker_id=", id),
-         "--poll_interval=100ms", "--steady_state_detection=false", "--scrape_metrics=false"},
-        {absl::StrCat("VANGUARD_TOKEN=", worker_token_)});
+  std::unique_ptr<Subprocess> StartWorker(const std::string& id,
+                                          const std::vector<std::string>& extra_args = {}) {
+    std::vector<std::string> args = {absl::StrCat("--orchestrator=", orch_->address()),
+                                     absl::StrCat("--replayer=", replayer_->address()),
+                                     absl::StrCat("--worker_id=", id),
+                                     "--poll_interval=100ms",
+                                     "--steady_state_detection=false",
+                                     "--scrape_metrics=false"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    auto worker = Subprocess::Start("vanguard-worker", args,
+                                    {absl::StrCat("VANGUARD_TOKEN=", worker_token_)});
     EXPECT_TRUE(worker.ok()) << worker.status();
     return worker.ok() ? std::move(*worker) : nullptr;
   }
@@ -111,6 +119,20 @@ class WorkerShutdownTest : public ::testing::Test {
       test = GetTest(id);
     }
     return test;
+  }
+
+  // The worker's /metrics page: the port from its "/metrics (port N)" log line, then a GET;
+  // empty when either fails.
+  static std::string ScrapeWorker(const Subprocess& worker) {
+    constexpr char kMarker[] = "/metrics (port ";
+    const std::string err = worker.Stderr();
+    const size_t at = err.find(kMarker);
+    if (at == std::string::npos) return "";
+    const int port = std::atoi(err.c_str() + at + std::strlen(kMarker));
+    absl::StatusOr<worker::HttpResponse> page =
+        worker::HttpGet(absl::StrCat("http://127.0.0.1:", port, "/metrics"), absl::Seconds(5));
+    if (!page.ok() || page->status != 200) return "";
+    return page->body;
   }
 
   std::unique_ptr<TestDatabase> db_;
@@ -143,7 +165,7 @@ TEST_F(WorkerShutdownTest, SigtermReportsTheInterruptedStepAndGivesTheLeaseBack)
   ASSERT_TRUE(s.ok()) << s.error_message();
   const int64_t id = submitted.test().id();
 
-  first_worker_ = StartWorker("first");
+  first_worker_ = StartWorker("first", {"--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(first_worker_, nullptr);
   v1::Test running = WaitForTest(
       id, absl::Seconds(30), [](const v1::Test& t) { return t.state() == v1::TEST_STATE_RUNNING; });
@@ -152,6 +174,18 @@ TEST_F(WorkerShutdownTest, SigtermReportsTheInterruptedStepAndGivesTheLeaseBack)
   ASSERT_EQ(running.attempt(), 1);
   // Let the first step send load for a few windows.
   absl::SleepFor(absl::Seconds(2));
+  const std::string page = ScrapeWorker(*first_worker_);
+  EXPECT_THAT(page, HasSubstr("vanguard_worker_test_in_flight 1")) << first_worker_->Stderr();
+  EXPECT_THAT(page, HasSubstr(absl::StrCat("vanguard_worker_current_test_id ", id)));
+  EXPECT_THAT(page, HasSubstr("vanguard_worker_current_step 1"));
+  EXPECT_THAT(page, HasSubstr("vanguard_worker_leases_total{event=\"taken\"} 1"));
+  for (const char* name :
+       {"vanguard_worker_tests_total", "vanguard_worker_steps_total",
+        "vanguard_worker_step_duration_seconds", "vanguard_worker_last_step_offered_qps",
+        "vanguard_worker_last_step_achieved_qps", "vanguard_worker_last_step_p99_seconds",
+        "vanguard_worker_replayer_errors_total"}) {
+    EXPECT_THAT(page, HasSubstr(absl::StrCat("# TYPE ", name, " "))) << name;
+  }
 
   ASSERT_EQ(kill(first_worker_->pid(), SIGTERM), 0);
   absl::StatusOr<int> exit_code = first_worker_->Wait(absl::Seconds(10));
