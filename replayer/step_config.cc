@@ -131,21 +131,22 @@ absl::Status ParseEndpoints(const v1::RunStepRequest& request, StepConfig* confi
 
 }  // namespace
 
-absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
-  StepConfig config;
+namespace {
 
+// Where and what to send: protocol, endpoints, model name and request body.
+absl::Status ParseTarget(const v1::RunStepRequest& request, StepConfig* config) {
   if (!v1::Protocol_IsValid(request.protocol())) {
     return Invalid("protocol", absl::StrCat("unknown value ", request.protocol()));
   }
-  config.protocol = request.protocol() == v1::PROTOCOL_UNSPECIFIED ? v1::PROTOCOL_KSERVE_V2_REST
-                                                                   : request.protocol();
+  config->protocol = request.protocol() == v1::PROTOCOL_UNSPECIFIED ? v1::PROTOCOL_KSERVE_V2_REST
+                                                                    : request.protocol();
 
-  RETURN_IF_ERROR(ParseEndpoints(request, &config));
+  RETURN_IF_ERROR(ParseEndpoints(request, config));
 
-  if (request.model_name().empty() && config.protocol != v1::PROTOCOL_HTTP &&
+  if (request.model_name().empty() && config->protocol != v1::PROTOCOL_HTTP &&
       request.trace_path().empty()) {
     return Invalid("model_name",
-                   absl::StrCat("must not be empty for ", v1::Protocol_Name(config.protocol)));
+                   absl::StrCat("must not be empty for ", v1::Protocol_Name(config->protocol)));
   }
   for (char c : request.model_name()) {
     if (!IsModelNameChar(c)) {
@@ -154,36 +155,40 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
                      "segment)");
     }
   }
-  config.model_name = request.model_name();
+  config->model_name = request.model_name();
 
   if (request.request_body().size() > kMaxRequestBodyBytes) {
     return Invalid("request_body",
                    absl::StrCat("must be at most ", kMaxRequestBodyBytes, " bytes"));
   }
-  config.request_body = request.request_body();
-  if (config.request_body.empty() && config.protocol == v1::PROTOCOL_KSERVE_V2_REST) {
-    config.request_body = std::string(kDefaultKServeV2Body);
+  config->request_body = request.request_body();
+  if (config->request_body.empty() && config->protocol == v1::PROTOCOL_KSERVE_V2_REST) {
+    config->request_body = std::string(kDefaultKServeV2Body);
   }
+  return absl::OkStatus();
+}
 
+// How much to send: closed-loop concurrency, threads, shard, rate and schedule, seed.
+absl::Status ParseLoad(const v1::RunStepRequest& request, StepConfig* config) {
   if (request.concurrency() < 0 || request.concurrency() > kMaxConcurrency) {
     return Invalid("concurrency", absl::StrCat("must be in [0, ", kMaxConcurrency, "]"));
   }
-  config.concurrency = request.concurrency();
+  config->concurrency = request.concurrency();
   if (request.threads() < 0 || request.threads() > kMaxThreads) {
     return Invalid("threads", absl::StrCat("must be in [0, ", kMaxThreads, "]"));
   }
-  config.threads = request.threads() == 0 ? 1 : request.threads();
+  config->threads = request.threads() == 0 ? 1 : request.threads();
   if (request.shard_count() < 0 || request.shard_count() > 10'000) {
     return Invalid("shard_count", "must be in [0, 10000]");
   }
-  config.shard_count = request.shard_count() == 0 ? 1 : request.shard_count();
-  if (request.shard() < 0 || request.shard() >= config.shard_count) {
+  config->shard_count = request.shard_count() == 0 ? 1 : request.shard_count();
+  if (request.shard() < 0 || request.shard() >= config->shard_count) {
     return Invalid("shard",
-                   absl::StrCat("must be in [0, shard_count) = [0, ", config.shard_count, ")"));
+                   absl::StrCat("must be in [0, shard_count) = [0, ", config->shard_count, ")"));
   }
-  config.shard = request.shard();
+  config->shard = request.shard();
 
-  if (config.closed_loop()) {
+  if (config->closed_loop()) {
     if (request.rate_qps() != 0) {
       return Invalid("rate_qps", "must be 0 when concurrency > 0 (closed loop has no rate)");
     }
@@ -192,29 +197,29 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
     return Invalid("rate_qps",
                    absl::StrCat("must be > 0 and <= ", kMaxRateQps, ", got ", request.rate_qps()));
   }
-  config.rate_qps = request.rate_qps();
-  config.trace_path = request.trace_path();
+  config->rate_qps = request.rate_qps();
+  config->trace_path = request.trace_path();
 
   switch (request.schedule()) {
     case v1::SCHEDULE_UNSPECIFIED:
     case v1::SCHEDULE_CONSTANT:
-      config.schedule = v1::SCHEDULE_CONSTANT;
+      config->schedule = v1::SCHEDULE_CONSTANT;
       break;
     case v1::SCHEDULE_POISSON:
-      config.schedule = v1::SCHEDULE_POISSON;
+      config->schedule = v1::SCHEDULE_POISSON;
       break;
     case v1::SCHEDULE_RAMP:
-      config.schedule = v1::SCHEDULE_RAMP;
+      config->schedule = v1::SCHEDULE_RAMP;
       if (!std::isfinite(request.ramp_end_qps()) || request.ramp_end_qps() <= 0 ||
           request.ramp_end_qps() > kMaxRateQps) {
         return Invalid("ramp_end_qps",
                        absl::StrCat("must be > 0 and <= ", kMaxRateQps, " for SCHEDULE_RAMP, got ",
                                     request.ramp_end_qps()));
       }
-      config.ramp_end_qps = request.ramp_end_qps();
+      config->ramp_end_qps = request.ramp_end_qps();
       break;
     case v1::SCHEDULE_TRACE:
-      config.schedule = v1::SCHEDULE_TRACE;
+      config->schedule = v1::SCHEDULE_TRACE;
       if (request.trace_path().empty()) {
         return Invalid("trace_path", "must name a trace file for SCHEDULE_TRACE");
       }
@@ -222,16 +227,20 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
     default:
       return Invalid("schedule", absl::StrCat("unknown value ", request.schedule()));
   }
-  config.seed = request.seed();
+  config->seed = request.seed();
+  return absl::OkStatus();
+}
 
+// When: warmup, duration (and the step's length), request timeout and window.
+absl::Status ParseTiming(const v1::RunStepRequest& request, StepConfig* config) {
   auto warmup = NonNegativeDuration(request.warmup(), "warmup");
   if (!warmup.ok()) return warmup.status();
-  config.warmup = *warmup;
+  config->warmup = *warmup;
   auto duration = NonNegativeDuration(request.duration(), "duration");
   if (!duration.ok()) return duration.status();
   if (*duration <= absl::ZeroDuration()) return Invalid("duration", "must be > 0");
-  config.duration = *duration;
-  if (config.total() > kMaxStepLength) {
+  config->duration = *duration;
+  if (config->total() > kMaxStepLength) {
     return Invalid("duration", absl::StrCat("warmup + duration must be at most ",
                                             absl::FormatDuration(kMaxStepLength)));
   }
@@ -242,41 +251,56 @@ absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
     return Invalid("request_timeout",
                    absl::StrCat("must be at most ", absl::FormatDuration(kMaxRequestTimeout)));
   }
-  config.request_timeout = *timeout == absl::ZeroDuration() ? kDefaultRequestTimeout : *timeout;
+  config->request_timeout = *timeout == absl::ZeroDuration() ? kDefaultRequestTimeout : *timeout;
 
   auto window = NonNegativeDuration(request.window(), "window");
   if (!window.ok()) return window.status();
-  config.window = *window == absl::ZeroDuration() ? kDefaultWindow : *window;
-  if (config.window < kMinWindow) {
+  config->window = *window == absl::ZeroDuration() ? kDefaultWindow : *window;
+  if (config->window < kMinWindow) {
     return Invalid("window", absl::StrCat("must be at least ", absl::FormatDuration(kMinWindow)));
   }
-  int64_t windows = absl::Ceil(config.warmup, config.window) / config.window +
-                    absl::Ceil(config.duration, config.window) / config.window;
+  int64_t windows = absl::Ceil(config->warmup, config->window) / config->window +
+                    absl::Ceil(config->duration, config->window) / config->window;
   if (windows > kMaxWindows) {
     return Invalid("window", absl::StrCat("cuts the step into ", windows, " windows; at most ",
                                           kMaxWindows, " allowed"));
   }
+  return absl::OkStatus();
+}
 
+// In-flight and connection caps, and the per-request SLO for goodput.
+absl::Status ParseLimits(const v1::RunStepRequest& request, StepConfig* config) {
   if (request.max_in_flight() < 0 || request.max_in_flight() > kMaxMaxInFlight) {
     return Invalid("max_in_flight", absl::StrCat("must be in [0, ", kMaxMaxInFlight, "]"));
   }
-  config.max_in_flight =
+  config->max_in_flight =
       request.max_in_flight() == 0 ? kDefaultMaxInFlight : request.max_in_flight();
   if (request.max_connections() < 0 || request.max_connections() > kMaxMaxConnections) {
     return Invalid("max_connections", absl::StrCat("must be in [0, ", kMaxMaxConnections, "]"));
   }
-  config.max_connections =
+  config->max_connections =
       request.max_connections() == 0 ? kDefaultMaxConnections : request.max_connections();
-  if (config.concurrency > config.max_in_flight) {
+  if (config->concurrency > config->max_in_flight) {
     return Invalid("concurrency", "must not exceed max_in_flight");
   }
 
   auto slo_latency = NonNegativeDuration(request.slo_latency(), "slo_latency");
   if (!slo_latency.ok()) return slo_latency.status();
-  config.slo_latency = *slo_latency;
+  config->slo_latency = *slo_latency;
   auto slo_ttft = NonNegativeDuration(request.slo_ttft(), "slo_ttft");
   if (!slo_ttft.ok()) return slo_ttft.status();
-  config.slo_ttft = *slo_ttft;
+  config->slo_ttft = *slo_ttft;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
+  StepConfig config;
+  RETURN_IF_ERROR(ParseTarget(request, &config));
+  RETURN_IF_ERROR(ParseLoad(request, &config));
+  RETURN_IF_ERROR(ParseTiming(request, &config));
+  RETURN_IF_ERROR(ParseLimits(request, &config));
   return config;
 }
 
