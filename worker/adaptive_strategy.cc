@@ -732,17 +732,20 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const HoldReading h = PooledHold();
   const double ratio = h.ratio;
   const bool rising = last.outcome.backlog_rising;
-  const double horizon_parts = horizon_s_ / StepSeconds();
+  const double part_s = PartSecondsAt(*hold_rate_);
+  const double horizon_parts = horizon_s_ / part_s;
   const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
   const bool enough_requests = h.requests * kTailAllowedFraction >= kHoldTailEvents;
   // Without tail samples the chunks' own verdicts are all there is. A confident reading
   // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header); a hold
   // with no request over the limit at all is never confident (its standard error is 0 because
-  // no episode landed in it, which says nothing about episodes rarer than the hold so far).
+  // no episode landed in it, which says nothing about episodes rarer than the hold so far),
+  // nor is one with fewer requests than kHoldTailEvents at the limit would need (its batch
+  // means count a handful of requests over the limit; episodes cluster them).
   const double min_cover = std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
-  const bool confident_pass =
-      h.others_held && !rising && ratio <= 1 &&
-      (h.se_known ? ratio > 0 && ratio + 2 * h.se < 1 : enough_requests || h.requests == 0);
+  const bool confident_pass = h.others_held && !rising && ratio <= 1 &&
+                              (h.se_known ? ratio > 0 && ratio + 2 * h.se < 1 && enough_requests
+                                          : enough_requests || h.requests == 0);
   const bool sure_pass = confident_pass && hold_parts_ >= min_cover - 1e-9;
   const bool sure_fail =
       !h.others_held || (h.se_known ? ratio - 2 * h.se > 1 : ratio > 1 && enough_requests);
@@ -753,7 +756,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   verification_ = absl::StrFormat(
       "held %.4g req/s for %.3g parts (%.0f s, horizon %.0f s): tail ratio %.3g%s over %.0f "
       "requests%s",
-      *hold_rate_, hold_parts_, hold_parts_ * StepSeconds(), horizon_s_, ratio,
+      *hold_rate_, hold_parts_, hold_parts_ * part_s, horizon_s_, ratio,
       h.se_known ? absl::StrFormat(" +- %.2g", h.se) : std::string(), h.requests,
       rising ? ", backlog rising" : "");
   if (sure_pass || (at_horizon && passes_at_horizon)) {
@@ -1029,8 +1032,26 @@ double AdaptiveStrategy::HoldChunk(double rate) const {
   if (per_part > 0) {
     parts = std::clamp(kHoldTailEvents / kTailAllowedFraction / per_part, kMinHold, kMaxHoldChunk);
   }
-  const double horizon_parts = horizon_s_ / StepSeconds();
+  const double horizon_parts = horizon_s_ / PartSecondsAt(rate);
   return std::max(1.0, std::min(parts, horizon_parts - hold_parts_));
+}
+
+double AdaptiveStrategy::PartSecondsAt(double rate) const {
+  // The short steps at the rate say what one part lasts there (a hold's chunks never size
+  // themselves).
+  std::vector<double> seconds;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    if (j.is_hold || j.hold != 1 || !SameRate(o.rate_qps, rate) || o.tail_samples <= 0 ||
+        offered <= 0) {
+      continue;
+    }
+    seconds.push_back(static_cast<double>(o.tail_samples) / offered);
+  }
+  if (seconds.empty()) return StepSeconds();
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 bool AdaptiveStrategy::SameRate(double a, double b) const {

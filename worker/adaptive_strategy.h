@@ -329,6 +329,10 @@ class AdaptiveStrategy : public Strategy {
   double Resolution() const;
   // Measured seconds of a usual part (requests / rate), else kAssumedStepS.
   double StepSeconds() const;
+  // Measured seconds of a usual part at `rate` (the median of the short steps there: a slow
+  // model's steps are stretched to a minimum of requests, so a part lasts longer at a lower
+  // rate), else StepSeconds(). The hold's horizon is counted in these.
+  double PartSecondsAt(double rate) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
   // Readings in force at the same rate as `rate` (kSameRate).

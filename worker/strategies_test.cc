@@ -788,6 +788,39 @@ TEST(AdaptiveStrategyTest, AHoldSearchWhereNoHoldHoldsIsNotConverged) {
   }
 }
 
+TEST(AdaptiveStrategyTest, AHoldAtASlowModelsRateCoversTheHorizonInItsOwnSeconds) {
+  // A slow model (capacity 10 req/s) searched from 0.1 req/s: the runner stretches a part to
+  // 200 requests, at most 62 s, so most of the search's parts last 62 s and those near the
+  // capacity 20-25 s. Growth is slow (WARN, no limit ratio). Near the limit the tail reads
+  // 0.8 +- 0.15 (never confident), so the hold runs to the horizon: 300 s at its own rate, not
+  // 300 s counted in the long parts of the slow steps below it (under 2 minutes).
+  auto s = Adaptive(0.1, 40);
+  ASSERT_TRUE(s);
+  const auto part_s = [](double rate) { return std::min(62.0, 200 / rate); };
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& r) {
+    const auto samples = static_cast<int64_t>(r.rate_qps * part_s(r.rate_qps) * r.hold);
+    const double ratio = r.rate_qps <= 10 ? (r.rate_qps < 8 ? 0.2 : 0.8) : 3;
+    StepOutcome o = WithTail(r.rate_qps, 10, ratio, samples);
+    o.tail_units = 10;
+    o.tail_ratio_se = r.rate_qps < 8 ? 0.05 : 0.15;
+    o.offered_qps = r.rate_qps;
+    if (r.rate_qps < 8) {
+      o.limit_ratio = 0;
+      o.health_state = o.window_state = vanguard::v1::HEALTH_STATE_WARN;
+    }
+    return o;
+  });
+  double held_s = 0;
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    if (run.verifications[i] && run.rates[i] == run.done.max_sustainable_qps) {
+      held_s += part_s(run.rates[i]) * run.holds[i];
+    }
+  }
+  EXPECT_GT(run.done.max_sustainable_qps, 8) << run.done.summary;
+  EXPECT_GE(held_s, 300 - part_s(run.done.max_sustainable_qps)) << run.done.summary;
+  EXPECT_NE(run.done.verification.find(": held"), std::string::npos) << run.done.verification;
+}
+
 TEST(AdaptiveStrategyTest, AHoldCutShortByTheStepLimitOverTheLimitSoFarIsNoEstimate) {
   // Short steps pass up to 800; the hold at the best reads its chunks at `hold_ratio` with a
   // standard error too wide to decide (an episodic tail). The step limit comes in the hold's
