@@ -1011,18 +1011,23 @@ double AdaptiveStrategy::Resolution() const {
   return n > 0 ? std::max(epsilon_, 1 / std::sqrt(static_cast<double>(n))) : epsilon_;
 }
 
-double AdaptiveStrategy::StepSeconds() const {
+double AdaptiveStrategy::MedianPartSeconds(const std::function<bool(const Judged&)>& counts) const {
   std::vector<double> seconds;
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
-    const double rate = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
-    if (o.tail_samples > 0 && rate > 0) {
-      seconds.push_back(static_cast<double>(o.tail_samples) / rate / j.hold);
+    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    if (o.tail_samples > 0 && offered > 0 && counts(j)) {
+      seconds.push_back(static_cast<double>(o.tail_samples) / offered / j.hold);
     }
   }
-  if (seconds.empty()) return kAssumedStepS;
+  if (seconds.empty()) return 0;
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
   return seconds[seconds.size() / 2];
+}
+
+double AdaptiveStrategy::StepSeconds() const {
+  const double seconds = MedianPartSeconds([](const Judged&) { return true; });
+  return seconds > 0 ? seconds : kAssumedStepS;
 }
 
 double AdaptiveStrategy::HoldChunk(double rate) const {
@@ -1039,19 +1044,10 @@ double AdaptiveStrategy::HoldChunk(double rate) const {
 double AdaptiveStrategy::PartSecondsAt(double rate) const {
   // The short steps at the rate say what one part lasts there (a hold's chunks never size
   // themselves).
-  std::vector<double> seconds;
-  for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
-    if (j.is_hold || j.hold != 1 || !SameRate(o.rate_qps, rate) || o.tail_samples <= 0 ||
-        offered <= 0) {
-      continue;
-    }
-    seconds.push_back(static_cast<double>(o.tail_samples) / offered);
-  }
-  if (seconds.empty()) return StepSeconds();
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+  const double seconds = MedianPartSeconds([&](const Judged& j) {
+    return !j.is_hold && j.hold == 1 && SameRate(j.outcome.rate_qps, rate);
+  });
+  return seconds > 0 ? seconds : StepSeconds();
 }
 
 bool AdaptiveStrategy::SameRate(double a, double b) const {

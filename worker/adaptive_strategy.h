@@ -327,6 +327,9 @@ class AdaptiveStrategy : public Strategy {
   int64_t RequestsPerStepAt(double rate) const;
   // The relative bracket a short step at the best can resolve: epsilon, or 1 / sqrt(requests).
   double Resolution() const;
+  // The median measured seconds of a usual part (requests / rate / hold) over the readings
+  // `counts` accepts; 0 when none.
+  double MedianPartSeconds(const std::function<bool(const Judged&)>& counts) const;
   // Measured seconds of a usual part (requests / rate), else kAssumedStepS.
   double StepSeconds() const;
   // Measured seconds of a usual part at `rate` (the median of the short steps there: a slow
