@@ -938,7 +938,10 @@ std::optional<int> AdaptiveStrategy::StepsLeft() const {
   if (done_) return 0;
   if (!started_) return std::nullopt;
   const int budget = std::max(0, max_steps_ - steps_ - 1);
-  const double horizon_parts = horizon_s_ / StepSeconds();
+  // A hold in progress counts its horizon in parts at its own rate, as AfterHoldChunk does.
+  const double horizon_parts =
+      horizon_s_ /
+      (purpose_ == Purpose::kHold && hold_rate_ ? PartSecondsAt(*hold_rate_) : StepSeconds());
   // Chunks doubling from kMinHold until the hold covers its share of the horizon (a
   // confident hold stops there; an undecided one runs on to the horizon).
   const auto chunks = [&](double from_parts, double done_parts) {
