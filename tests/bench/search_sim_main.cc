@@ -93,6 +93,14 @@ ABSL_FLAG(int, truth_noise, 0,
           "independent horizons (other arrival and model seeds) and print how far it lands "
           "from the model's truth: the error of a perfect search that verifies over that many "
           "horizons");
+ABSL_FLAG(uint64_t, gen_min_judged_requests, vanguard::sim::GeneratorOptions().min_judged_requests,
+          "--generated: judged requests at least, at each rate the truth evaluates (more "
+          "horizons at low rates)");
+ABSL_FLAG(bool, retruth, false,
+          "--generated with --models_dir: compute each model's truth again with this "
+          "binary's generator options where it was judged on fewer than "
+          "--gen_min_judged_requests requests, rewrite DIR/models.tsv (the old one kept as "
+          "models.tsv.before_retruth), print how far each truth moved, and exit");
 ABSL_FLAG(std::string, variants, "adaptive,binary",
           "--generated: comma-separated searches: adaptive, binary, and the ablations "
           "no_warmup, closed_loop, p99_only, template, no_batching_awareness");
@@ -786,6 +794,43 @@ int PrintTruthNoise(const std::vector<sim::GeneratedModel>& models,
   return 0;
 }
 
+// --retruth: each model's truth from `options`, models.tsv rewritten (the old one kept).
+int Retruth(std::vector<sim::GeneratedModel>& models, const sim::GeneratorOptions& options,
+            const std::string& dir, int threads) {
+  std::vector<double> before;
+  for (const sim::GeneratedModel& m : models) before.push_back(m.truth_rps);
+  std::atomic<bool> failed = false;
+  // A truth already judged on options.min_judged_requests at its rate is kept: computing it
+  // again would only draw it anew on the same yardstick.
+  const double judged_per_rps = absl::ToDoubleSeconds(options.horizon) * options.replications;
+  ParallelFor(static_cast<int>(models.size()), threads, [&](int i) {
+    if (models[i].truth_rps * judged_per_rps >= options.min_judged_requests) return;
+    failed = failed || !sim::RecomputeTruth(models[i], options).ok();
+  });
+  if (failed) {
+    std::fprintf(stderr, "%s: cannot compute a truth again\n", dir.c_str());
+    return 1;
+  }
+  for (size_t i = 0; i < models.size(); ++i) {
+    std::printf("  retruth %s: %.2f -> %.2f (%+.1f%%)%s\n", models[i].profile.name.c_str(),
+                before[i], models[i].truth_rps, 100 * (models[i].truth_rps / before[i] - 1),
+                FlatTail(models[i]) ? " (flat tail)" : "");
+  }
+  const Agreement a = Agree(before, [&] {
+    std::vector<double> t;
+    for (const sim::GeneratedModel& m : models) t.push_back(m.truth_rps);
+    return t;
+  }());
+  std::printf("retruth_models=%zu old_vs_new_mae_pct=%.2f old_vs_new_p95_abs_err_pct=%.2f\n",
+              models.size(), a.mae, a.p95);
+  if (std::rename((dir + "/models.tsv").c_str(), (dir + "/models.tsv.before_retruth").c_str()) !=
+      0) {
+    std::fprintf(stderr, "cannot keep %s/models.tsv\n", dir.c_str());
+    return 1;
+  }
+  return WriteProfiles(models, dir);
+}
+
 int RunGenerated() {
   int n = absl::GetFlag(FLAGS_generated);
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
@@ -797,6 +842,7 @@ int RunGenerated() {
   sim::GeneratorOptions options;
   options.horizon = absl::Seconds(absl::GetFlag(FLAGS_horizon_s));
   options.replications = absl::GetFlag(FLAGS_gen_replications);
+  options.min_judged_requests = absl::GetFlag(FLAGS_gen_min_judged_requests);
   std::vector<sim::GeneratedModel> models(n);
   if (const std::string dir = absl::GetFlag(FLAGS_models_dir); !dir.empty()) {
     absl::StatusOr<std::vector<sim::GeneratedModel>> read = ReadModels(dir, n, options, threads);
@@ -806,6 +852,7 @@ int RunGenerated() {
     }
     models = *std::move(read);
     n = static_cast<int>(models.size());
+    if (absl::GetFlag(FLAGS_retruth)) return Retruth(models, options, dir, threads);
   } else {
     ParallelFor(n, threads, [&](int i) {
       absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);

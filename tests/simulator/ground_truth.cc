@@ -56,15 +56,23 @@ struct Observations {
   std::vector<int64_t> ttfts;
 };
 
-void Judge(const Slo& slo, const GroundTruthOptions& options, std::vector<int64_t>& latencies,
-           std::vector<int64_t>* ttfts, RateEvaluation* result) {
+// The replications EvaluateRate runs at `rate`: options.replications, or more when those
+// would judge fewer than options.min_judged_requests arrivals (at most 1000).
+int ReplicationsAt(double rate, const GroundTruthOptions& options) {
+  const double per_horizon = rate * absl::ToDoubleSeconds(options.measure);
+  const double wanted = std::ceil(static_cast<double>(options.min_judged_requests) / per_horizon);
+  return static_cast<int>(std::clamp(wanted, static_cast<double>(options.replications), 1000.0));
+}
+
+void Judge(const Slo& slo, const GroundTruthOptions& options, int replications,
+           std::vector<int64_t>& latencies, std::vector<int64_t>* ttfts, RateEvaluation* result) {
   result->succeeded = latencies.size();
   result->error_rate =
       result->scheduled == 0
           ? 1.0
           : static_cast<double>(result->rejected + result->failed) / result->scheduled;
   result->achieved_rps = result->succeeded / absl::ToDoubleSeconds(options.measure) /
-                         std::max(1, options.replications);
+                         std::max(1, replications);
   result->latency_at_percentile = Percentile(latencies, slo.latency_percentile);
   const int64_t limit_ns = absl::ToInt64Nanoseconds(slo.latency_limit);
   result->over_limit = static_cast<uint64_t>(
@@ -181,10 +189,11 @@ absl::StatusOr<RateEvaluation> EvaluateRate(const Profile& profile, const Slo& s
   Profile checked = profile;
   if (absl::Status status = FinalizeProfile(checked); !status.ok()) return status;
   const bool generative = checked.mode == ProfileMode::kGenerative;
+  const int replications = ReplicationsAt(rate, options);
   Observations observations;
-  observations.latencies.reserve(static_cast<size_t>(rate * absl::ToDoubleSeconds(options.measure) *
-                                                     options.replications * 1.1));
-  for (int i = 0; i < options.replications; ++i) {
+  observations.latencies.reserve(
+      static_cast<size_t>(rate * absl::ToDoubleSeconds(options.measure) * replications * 1.1));
+  for (int i = 0; i < replications; ++i) {
     Profile replica = checked;
     replica.batch.perturbations.seed += i;
     if (absl::Status status = FinalizeProfile(replica); !status.ok()) return status;
@@ -196,7 +205,8 @@ absl::StatusOr<RateEvaluation> EvaluateRate(const Profile& profile, const Slo& s
   }
   RateEvaluation result = observations.counts;
   result.offered_rps = rate;
-  Judge(slo, options, observations.latencies, generative ? &observations.ttfts : nullptr, &result);
+  Judge(slo, options, replications, observations.latencies,
+        generative ? &observations.ttfts : nullptr, &result);
   return result;
 }
 

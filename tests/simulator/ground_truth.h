@@ -44,6 +44,10 @@ struct GroundTruthOptions {
   // profile's + i), judged on their pooled requests: more replications, less seed-to-seed
   // spread of the answer, proportionally more CPU.
   int replications = 4;
+  // More replications at a rate whose `replications` horizons would judge fewer arrivals
+  // than this (at most 1000 in all): a low rate's percentile is then read from as many
+  // requests as a high rate's, not from a few thousand. 0: exactly `replications`.
+  uint64_t min_judged_requests = 0;
   // Fixed latency outside the model added to every request (network, HTTP, client), for
   // comparing with what a client measures; 0 = the model's own latency.
   absl::Duration added_latency = absl::ZeroDuration();

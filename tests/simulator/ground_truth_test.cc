@@ -124,6 +124,27 @@ TEST(GroundTruthTest, ReplicationsPoolIndependentRunsAndNarrowTheSpread) {
   EXPECT_LT(pooled, single);
 }
 
+TEST(GroundTruthTest, ALowRateIsJudgedOnAtLeastTheMinimumRequests) {
+  Profile profile = DeterministicProfile();
+  GroundTruthOptions options = Short();  // 20 s horizons, one replication
+  options.min_judged_requests = 5000;
+  // 10 req/s judges ~200 arrivals a horizon: 25 horizons are pooled for 5000.
+  auto low = EvaluateRate(profile, profile.slo, 10, options);
+  ASSERT_TRUE(low.ok()) << low.status();
+  EXPECT_GE(low->scheduled, 4500u);
+  EXPECT_NEAR(low->achieved_rps, 10, 1);  // per horizon, not summed over them
+  // 100 req/s judges ~2000 a horizon: 3 horizons.
+  auto higher = EvaluateRate(profile, profile.slo, 100, options);
+  ASSERT_TRUE(higher.ok()) << higher.status();
+  EXPECT_GE(higher->scheduled, 4500u);
+  EXPECT_LT(higher->scheduled, 8000u);
+  // Without the minimum, one horizon each.
+  options.min_judged_requests = 0;
+  auto one = EvaluateRate(profile, profile.slo, 10, options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_LT(one->scheduled, 300u);
+}
+
 TEST(GroundTruthTest, LatencyOutsideTheModelLowersTheAnswer) {
   Profile profile = DeterministicProfile();
   GroundTruthOptions options = Short();

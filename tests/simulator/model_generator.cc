@@ -105,6 +105,7 @@ GroundTruthOptions LongRun(const GeneratorOptions& options, uint64_t seed) {
   long_run.settle = options.settle;
   long_run.measure = options.horizon;
   long_run.replications = options.replications;
+  long_run.min_judged_requests = options.min_judged_requests;
   long_run.seed = seed;
   return long_run;
 }
@@ -169,6 +170,20 @@ absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptio
     return m;
   }
   return absl::InternalError(absl::StrCat("seed ", seed, ": no draw landed in the capacity range"));
+}
+
+absl::Status RecomputeTruth(GeneratedModel& model, const GeneratorOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  const GroundTruthOptions long_run = LongRun(options, model.seed % 1000000);
+  absl::StatusOr<GroundTruth> truth =
+      ComputeGroundTruth(model.profile, model.profile.slo, long_run);
+  if (!truth.ok()) return truth.status();
+  model.saturation_rps = truth->saturation_rps;
+  model.truth_rps = truth->max_sustainable_rps;
+  absl::StatusOr<double> elasticity = TruthElasticity(model.profile, model.truth_rps, options);
+  if (!elasticity.ok()) return elasticity.status();
+  model.elasticity = *elasticity;
+  return absl::OkStatus();
 }
 
 }  // namespace vanguard::sim

@@ -46,6 +46,10 @@ struct GeneratorOptions {
   // of it (one draw of a model with rare stalls lands 10-20% either side, and by more where
   // the share over the limit hardly grows with the rate).
   int replications = 4;
+  // And at least this many judged requests at each rate the truth evaluates (more horizons
+  // at low rates; GroundTruthOptions::min_judged_requests): the yardstick's own noise stays
+  // well below the errors it judges at every capacity, not only at high ones.
+  uint64_t min_judged_requests = 500000;
   double min_capacity_rps = 2;
   double max_capacity_rps = 20000;
 };
@@ -77,6 +81,11 @@ absl::StatusOr<double> TruthElasticity(const Profile& profile, double truth_rps,
 // INVALID_ARGUMENT for options out of range; INTERNAL if no draw in 50 landed in the
 // capacity range (not expected).
 absl::StatusOr<GeneratedModel> GenerateModel(uint64_t seed, const GeneratorOptions& options = {});
+
+// Computes `model`'s saturation, truth and elasticity again with `options` (the drawn server,
+// SLO and range unchanged): models written under other options judged on this yardstick.
+// Errors as GenerateModel's.
+absl::Status RecomputeTruth(GeneratedModel& model, const GeneratorOptions& options = {});
 
 }  // namespace vanguard::sim
 
