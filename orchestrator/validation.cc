@@ -577,7 +577,7 @@ absl::Status ValidateWebhook(const v1::Webhook& webhook, const TargetPolicy* pol
   if (webhook.url().size() > kMaxEndpointBytes) {
     return Invalid("webhook.url", absl::StrCat("must be at most ", kMaxEndpointBytes, " bytes"));
   }
-  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(webhook.url());
+  absl::StatusOr<HttpUrl> url = ParseWebhookUrl(webhook.url());
   if (!url.ok()) return Invalid("webhook.url", url.status().message());
   RETURN_IF_ERROR(CheckTarget(webhook.url(), "webhook.url", policy));
   if (webhook.secret().size() < 16 || webhook.secret().size() > 1024) {

@@ -30,59 +30,6 @@ using tcp = boost::asio::ip::tcp;
 
 namespace {
 
-absl::Status BadUrl(absl::string_view rule) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("webhook url must be http(s)://host[:port][/path][?query]: ", rule));
-}
-
-bool IsUrlByte(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u > 0x20 && u < 0x7f;
-}
-
-bool IsHostNameByte(char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_'; }
-
-bool IsIpv6Byte(char c) { return absl::ascii_isxdigit(c) || c == ':' || c == '.'; }
-
-// Splits "host[:port]" or "[v6][:port]" into url->host and url->port.
-absl::Status ParseAuthority(absl::string_view authority, WebhookUrl* url) {
-  if (absl::StrContains(authority, '@')) return BadUrl("user@ credentials are not allowed");
-  absl::string_view port;
-  if (absl::ConsumePrefix(&authority, "[")) {
-    const size_t close = authority.find(']');
-    if (close == absl::string_view::npos) return BadUrl("unclosed [ in the host");
-    absl::string_view host = authority.substr(0, close);
-    if (host.empty() || !std::all_of(host.begin(), host.end(), IsIpv6Byte)) {
-      return BadUrl("malformed IPv6 host");
-    }
-    url->host = std::string(host);
-    authority.remove_prefix(close + 1);
-    if (!authority.empty() && !absl::ConsumePrefix(&authority, ":")) {
-      return BadUrl("malformed IPv6 host");
-    }
-    port = authority;
-  } else {
-    const size_t colon = authority.find(':');
-    absl::string_view host = authority.substr(0, colon);
-    if (host.empty() || !std::all_of(host.begin(), host.end(), IsHostNameByte)) {
-      return BadUrl("the host must be a name or an address");
-    }
-    url->host = std::string(host);
-    if (colon != absl::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (port.empty()) return absl::OkStatus();
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
-      !absl::SimpleAtoi(port, &url->port) || url->port < 1 || url->port > 65535) {
-    return BadUrl("the port must be a number from 1 to 65535");
-  }
-  return absl::OkStatus();
-}
-
-std::string HostHeader(const WebhookUrl& url) {
-  if (url.port != (url.tls ? 443 : 80)) return url.HostPort();
-  return absl::StrContains(url.host, ':') ? absl::StrCat("[", url.host, "]") : url.host;
-}
-
 // One POST on one connection, as a chain of async steps under a single deadline: resolve,
 // connect (to allowed addresses only), the TLS handshake (https://), write, read the status
 // line and headers. Lives on the caller's stack; the io_context runs its handlers on the
@@ -91,7 +38,7 @@ template <typename Stream>
 class PostExchange {
  public:
   template <typename... StreamArgs>
-  PostExchange(boost::asio::io_context& io, const WebhookUrl& url, const TargetPolicy& policy,
+  PostExchange(boost::asio::io_context& io, const HttpUrl& url, const TargetPolicy& policy,
                http::request<http::string_body> request, StreamArgs&&... stream_args)
       : url_(url),
         policy_(policy),
@@ -173,7 +120,7 @@ class PostExchange {
     });
   }
 
-  const WebhookUrl& url_;
+  const HttpUrl& url_;
   const TargetPolicy& policy_;
   std::chrono::steady_clock::time_point deadline_;
   tcp::resolver resolver_;
@@ -186,7 +133,7 @@ class PostExchange {
 
 // Runs `exchange` on `io` until it ends or `timeout` passes; the POST's status or error.
 template <typename Exchange>
-absl::StatusOr<int> Run(boost::asio::io_context& io, Exchange& exchange, const WebhookUrl& url,
+absl::StatusOr<int> Run(boost::asio::io_context& io, Exchange& exchange, const HttpUrl& url,
                         absl::Duration timeout) {
   const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   exchange.Start(deadline);
@@ -214,30 +161,8 @@ TargetPolicy NeverAllowedOnly() { return *TargetPolicy::Parse("0.0.0.0/0,::/0");
 
 }  // namespace
 
-std::string WebhookUrl::HostPort() const {
-  return absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)
-                                      : absl::StrCat(host, ":", port);
-}
-
-absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url) {
-  WebhookUrl parsed;
-  absl::string_view rest(url);
-  if (absl::ConsumePrefix(&rest, "https://")) {
-    parsed.tls = true;
-    parsed.port = 443;
-  } else if (!absl::ConsumePrefix(&rest, "http://")) {
-    return BadUrl("the scheme must be http:// or https://");
-  }
-  if (!std::all_of(url.begin(), url.end(), IsUrlByte)) {
-    return BadUrl("only printable ASCII without spaces is allowed (percent-encode the rest)");
-  }
-  const size_t authority_end = rest.find_first_of("/?#");
-  if (absl::Status s = ParseAuthority(rest.substr(0, authority_end), &parsed); !s.ok()) return s;
-  absl::string_view target =
-      authority_end == absl::string_view::npos ? "" : rest.substr(authority_end);
-  target = target.substr(0, target.find('#'));
-  parsed.target = absl::StrCat(absl::StartsWith(target, "/") ? "" : "/", target);
-  return parsed;
+absl::StatusOr<HttpUrl> ParseWebhookUrl(const std::string& url) {
+  return ParseHttpUrl(url, UrlSchemes::kHttpOrHttps, "webhook url");
 }
 
 struct HttpWebhookSender::TlsContext {
@@ -269,14 +194,14 @@ HttpWebhookSender::~HttpWebhookSender() = default;
 
 absl::StatusOr<int> HttpWebhookSender::Post(const std::string& url, const std::string& body,
                                             const HttpHeaders& headers) {
-  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  absl::StatusOr<HttpUrl> parsed = ParseWebhookUrl(url);
   if (!parsed.ok()) return parsed.status();
   // The name first: a refused name (metadata.google.internal) is not even looked up.
   if (absl::Status verdict = policy_.MayResolve(parsed->host, parsed->port); !verdict.ok()) {
     return verdict;
   }
   http::request<http::string_body> request(http::verb::post, parsed->target, 11);
-  request.set(http::field::host, HostHeader(*parsed));
+  request.set(http::field::host, parsed->HostHeader());
   request.set(http::field::user_agent, "vanguard-orchestrator");
   request.set(http::field::content_type, "application/json");
   request.set(http::field::connection, "close");

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/http_url.h"
 #include "common/target_policy.h"
 
 namespace vanguard {
@@ -42,20 +43,9 @@ class WebhookSender {
                                    const HttpHeaders& headers) = 0;
 };
 
-// The parts of an http:// or https:// URL a POST needs.
-struct WebhookUrl {
-  bool tls = false;    // https://
-  std::string host;    // a name or IPv4 address; an IPv6 address without brackets
-  int port = 80;       // 443 by default for https://
-  std::string target;  // path and query, at least "/"
-
-  std::string HostPort() const;  // "host:port", "[::1]:80"
-};
-
-// Splits an http:// or https:// URL. INVALID_ARGUMENT (a fixed message that does not echo the URL)
-// for another scheme, user@ credentials, a malformed host or port, or a byte outside printable
-// ASCII.
-absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url);
+// Splits a webhook's http:// or https:// URL (common/http_url.h's rules; errors say
+// "webhook url" and never echo the URL).
+absl::StatusOr<HttpUrl> ParseWebhookUrl(const std::string& url);
 
 class HttpWebhookSender final : public WebhookSender {
  public:

@@ -15,34 +15,21 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-TEST(ParseWebhookUrlTest, SplitsHostPortAndTarget) {
-  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl("http://hooks.internal:8080/a/b?c=d#frag");
-  ASSERT_TRUE(url.ok()) << url.status();
-  EXPECT_EQ(url->host, "hooks.internal");
-  EXPECT_EQ(url->port, 8080);
-  EXPECT_EQ(url->target, "/a/b?c=d");
-  url = ParseWebhookUrl("http://[::1]");
-  ASSERT_TRUE(url.ok()) << url.status();
-  EXPECT_EQ(url->host, "::1");
-  EXPECT_EQ(url->port, 80);
-  EXPECT_EQ(url->target, "/");
-  EXPECT_EQ(url->HostPort(), "[::1]:80");
-  EXPECT_FALSE(url->tls);
-  url = ParseWebhookUrl("https://hooks.example.com/services/T0");
+// The URL rules themselves: common/http_url_test.cc.
+TEST(ParseWebhookUrlTest, TakesHttpAndHttpsAndNamesTheWebhookInErrors) {
+  absl::StatusOr<HttpUrl> url = ParseWebhookUrl("https://hooks.example.com/services/T0");
   ASSERT_TRUE(url.ok()) << url.status();
   EXPECT_TRUE(url->tls);
   EXPECT_EQ(url->port, 443);
-  EXPECT_EQ(url->target, "/services/T0");
-}
-
-TEST(ParseWebhookUrlTest, RefusesWhatItCannotSendToWithoutEchoingTheUrl) {
-  for (const char* url :
-       {"ftp://h/", "https://user:token@h/", "http://user:token@h/", "http://h:0/",
-        "http://h:65536/", "http:///path", "http://h/a b", "http://h/\r\nX-Injected: 1"}) {
-    absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
-    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << url;
-    EXPECT_THAT(parsed.status().message(), Not(HasSubstr("token"))) << url;
-  }
+  url = ParseWebhookUrl("http://hooks.internal:8080/a/b?c=d#frag");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_FALSE(url->tls);
+  EXPECT_EQ(url->HostPort(), "hooks.internal:8080");
+  EXPECT_EQ(url->target, "/a/b?c=d");
+  url = ParseWebhookUrl("https://user:token@h/");
+  EXPECT_EQ(url.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(url.status().message(), HasSubstr("webhook url"));
+  EXPECT_THAT(url.status().message(), Not(HasSubstr("token")));
 }
 
 // The policy is applied before anything is looked up or connected: these fail at once.

@@ -232,7 +232,7 @@ TEST(HttpGetTest, FetchesABodyAndReportsRefusedConnections) {
   auto parsed = ParseHttpUrl("http://h:81/a?b=c");
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->host, "h");
-  EXPECT_EQ(parsed->port, "81");
+  EXPECT_EQ(parsed->port, 81);
   EXPECT_EQ(parsed->target, "/a?b=c");
 }
 

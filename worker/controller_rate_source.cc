@@ -87,7 +87,7 @@ absl::StatusOr<double> RateValue(const Json& value, absl::string_view what) {
 template <typename Read>
 absl::StatusOr<double> FetchRate(absl::string_view source, const std::string& url,
                                  const UrlFetcher& fetch, Read read) {
-  absl::StatusOr<ParsedUrl> parsed = ParseHttpUrl(url);
+  absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url);
   if (!parsed.ok()) {
     return Invalid(absl::StrCat("direct_controller.", source, ": ", parsed.status().message()));
   }
@@ -105,7 +105,7 @@ absl::StatusOr<double> FetchRate(absl::string_view source, const std::string& ur
 
 // GET url within the controller's limits, to the targets `policy` allows.
 absl::StatusOr<std::string> FetchAllowed(const std::string& url, const TargetPolicy& policy) {
-  ASSIGN_OR_RETURN(ParsedUrl parsed, ParseHttpUrl(url));
+  ASSIGN_OR_RETURN(HttpUrl parsed, ParseHttpUrl(url));
   ASSIGN_OR_RETURN(HttpResponse r,
                    HttpGet(url, absl::Seconds(5), kMaxControllerAnswerBytes, &policy));
   if (r.status < 200 || r.status >= 300) {

@@ -4,8 +4,8 @@
 //   ASSIGN_OR_RETURN(HttpResponse r, HttpGet("http://127.0.0.1:8000/metrics", absl::Seconds(1)));
 //
 // The URL comes from a submitter and the answer from whatever it points at, so both are
-// outside input: ParseHttpUrl refuses anything that could add a header or a second request
-// (control characters, spaces, user@ credentials), and an error message names the target by
+// outside input: the URL is parsed by common/http_url.h (which refuses anything that could add
+// a header or a second request), and an error message names the target by
 // host:port only (never the path or query, which may carry tokens) with a fixed reason,
 // never text the server sent.
 //
@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/http_url.h"
 #include "common/target_policy.h"
 
 namespace vanguard::worker {
@@ -38,20 +39,6 @@ struct HttpResponse {
   int status = 0;
   std::string body;
 };
-
-struct ParsedUrl {
-  std::string host;    // a name or IPv4 address; an IPv6 address without its brackets
-  std::string port;    // decimal, 1-65535
-  std::string target;  // path and query, at least "/"; the fragment is dropped
-
-  // "host:port" ("[::1]:80" for IPv6): how errors name the target.
-  std::string HostPort() const;
-};
-
-// Splits an http:// URL. INVALID_ARGUMENT (a fixed message, not echoing the URL) for another
-// scheme, user@ credentials, an empty or malformed host, a port outside 1-65535, or a byte
-// outside printable ASCII (CR, LF, NUL, space, ...) anywhere in it.
-absl::StatusOr<ParsedUrl> ParseHttpUrl(const std::string& url);
 
 // `policy` null: TargetPolicy::Default() (loopback only).
 absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,

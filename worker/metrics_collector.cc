@@ -68,7 +68,7 @@ MetricsCollector::Fetcher MetricsCollector::HttpFetcher(std::string url, absl::D
                                                         TargetPolicy policy) {
   return
       [url = std::move(url), timeout, policy = std::move(policy)]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<ParsedUrl> parsed = ParseHttpUrl(url);
+        absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url);
         if (!parsed.ok()) return parsed.status();
         absl::StatusOr<HttpResponse> r = HttpGet(url, timeout, kDefaultMaxHttpBodyBytes, &policy);
         if (!r.ok()) return r.status();

@@ -32,7 +32,7 @@ bool PrintableWithoutSpaces(const std::string& s) {
 }
 
 // The policy's verdicts on the URL's host (see the file comment).
-void CheckTargetPolicy(const worker::ParsedUrl& url, int port) {
+void CheckTargetPolicy(const HttpUrl& url, int port) {
   static const TargetPolicy* const kEverything = [] {
     absl::StatusOr<TargetPolicy> policy = TargetPolicy::Parse("0.0.0.0/0,::/0,*.com");
     return new TargetPolicy(*std::move(policy));
@@ -55,7 +55,7 @@ void CheckTargetPolicy(const worker::ParsedUrl& url, int port) {
 
 int FuzzHttpUrl(const uint8_t* data, size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<worker::ParsedUrl> parsed = worker::ParseHttpUrl(url);
+  absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url);
   if (!parsed.ok()) {
     VANGUARD_FUZZ_CHECK(kName, parsed.status().code() == absl::StatusCode::kInvalidArgument);
     VANGUARD_FUZZ_CHECK(kName, parsed.status().message().find(kSecretMarker) == std::string::npos);
@@ -65,11 +65,11 @@ int FuzzHttpUrl(const uint8_t* data, size_t size) {
   VANGUARD_FUZZ_CHECK(kName, parsed->host.find_first_of("/?#@[]") == std::string::npos);
   VANGUARD_FUZZ_CHECK(kName, !parsed->target.empty() && parsed->target[0] == '/');
   VANGUARD_FUZZ_CHECK(kName, PrintableWithoutSpaces(parsed->target));
-  int port = 0;
-  VANGUARD_FUZZ_CHECK(kName, absl::SimpleAtoi(parsed->port, &port) && port >= 1 && port <= 65535);
+  const int port = parsed->port;
+  VANGUARD_FUZZ_CHECK(kName, port >= 1 && port <= 65535 && !parsed->tls);
   // The same URL parses the same way again (HostPort round trip for the host part).
-  absl::StatusOr<worker::ParsedUrl> again =
-      worker::ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
+  absl::StatusOr<HttpUrl> again =
+      ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
   VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
                                  again->port == parsed->port && again->target == parsed->target);
   CheckTargetPolicy(*parsed, port);

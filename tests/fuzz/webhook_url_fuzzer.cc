@@ -46,7 +46,7 @@ int FuzzWebhookUrl(const uint8_t* data, size_t size) {
   VANGUARD_FUZZ_CHECK(kName, valid.ok() || absl::IsInvalidArgument(valid));
   VANGUARD_FUZZ_CHECK(kName, valid.message().find(kSecretMarker) == std::string::npos);
 
-  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  absl::StatusOr<HttpUrl> parsed = ParseWebhookUrl(url);
   if (!parsed.ok()) {
     VANGUARD_FUZZ_CHECK(kName, parsed.status().code() == absl::StatusCode::kInvalidArgument);
     VANGUARD_FUZZ_CHECK(kName, parsed.status().message().find(kSecretMarker) == std::string::npos);
@@ -58,7 +58,7 @@ int FuzzWebhookUrl(const uint8_t* data, size_t size) {
   VANGUARD_FUZZ_CHECK(kName, !parsed->target.empty() && parsed->target[0] == '/');
   VANGUARD_FUZZ_CHECK(kName, PrintableWithoutSpaces(parsed->target));
   VANGUARD_FUZZ_CHECK(kName, parsed->port >= 1 && parsed->port <= 65535);
-  absl::StatusOr<WebhookUrl> again =
+  absl::StatusOr<HttpUrl> again =
       ParseWebhookUrl((parsed->tls ? "https://" : "http://") + parsed->HostPort() + parsed->target);
   VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
                                  again->port == parsed->port && again->target == parsed->target &&
