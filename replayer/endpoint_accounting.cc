@@ -60,19 +60,6 @@ void EndpointAccounting::Resolved(int endpoint) {
   if (in_flight_[endpoint] > 0) --in_flight_[endpoint];
 }
 
-double LoadImbalance(absl::Span<const int64_t> dispatched) {
-  if (dispatched.size() < 2) return 0;
-  int64_t total = 0;
-  int64_t largest = 0;
-  for (int64_t d : dispatched) {
-    total += d;
-    largest = std::max(largest, d);
-  }
-  if (total <= 0) return 0;
-  const double mean = static_cast<double>(total) / static_cast<double>(dispatched.size());
-  return static_cast<double>(largest) / mean;
-}
-
 void AddEndpointTelemetry(const std::vector<EndpointTally>& tallies,
                           const std::vector<std::string>& targets, absl::Duration measured,
                           v1::StepResult* result) {

@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/histogram.h"
+#include "common/step_figures.h"
 #include "vanguard/v1/replayer.pb.h"
 
 namespace vanguard::replayer {
@@ -80,8 +81,8 @@ void AddEndpointTelemetry(const std::vector<EndpointTally>& tallies,
                           const std::vector<std::string>& targets, absl::Duration measured,
                           v1::StepResult* result);
 
-// max share / mean share of `dispatched` counts; 0 with fewer than two or a zero sum.
-double LoadImbalance(absl::Span<const int64_t> dispatched);
+// max share / mean share of `dispatched` counts (common/step_figures.h).
+using ::vanguard::LoadImbalance;
 
 }  // namespace vanguard::replayer
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/step_figures.h"
 #include "google/protobuf/util/time_util.h"
 #include "replayer/client_diagnosis.h"
 
@@ -327,17 +328,7 @@ std::string_view HttpErrorClass(int status) {
   return (*kNames)[status];
 }
 
-v1::LatencySummary Summarize(const LatencyHistogram& h) {
-  v1::LatencySummary summary;
-  if (h.count() == 0) return summary;
-  summary.set_p50_ms(h.Percentile(50.0) / 1000.0);
-  summary.set_p90_ms(h.Percentile(90.0) / 1000.0);
-  summary.set_p99_ms(h.Percentile(99.0) / 1000.0);
-  summary.set_p999_ms(h.Percentile(99.9) / 1000.0);
-  summary.set_max_ms(static_cast<double>(h.max()) / 1000.0);
-  summary.set_mean_ms(h.mean() / 1000.0);
-  return summary;
-}
+v1::LatencySummary Summarize(const LatencyHistogram& h) { return SummarizeLatency(h); }
 
 v1::WindowMetrics ToWindowMetrics(const WindowTally& window) {
   v1::WindowMetrics metrics;
@@ -416,6 +407,7 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
     (*result.mutable_errors_by_class())[error_class] = count;
   }
   result.set_latency_histogram(measured.latency.Serialize());
+  result.set_service_latency_histogram(measured.service_latency.Serialize());
   if (measured.send_skew.count() > 0) {
     result.set_send_skew_p50_us(measured.send_skew.Percentile(50.0));
     result.set_send_skew_p99_us(measured.send_skew.Percentile(99.0));

@@ -273,7 +273,7 @@ struct ClientValidity {
 };
 ClientValidity JudgeClientValidity(const StepTally& measured);
 
-// Latency percentiles in ms from a microsecond histogram.
+// Latency percentiles in ms from a microsecond histogram (common/step_figures.h).
 v1::LatencySummary Summarize(const LatencyHistogram& histogram_us);
 v1::WindowMetrics ToWindowMetrics(const WindowTally& window);
 v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
