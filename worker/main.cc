@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -25,6 +26,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/grpc_tls.h"
@@ -38,6 +40,7 @@
 #include "worker/lease_loop.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
+#include "worker/replayer_pool.h"
 #include "worker/step_executor.h"
 #include "worker/test_runner.h"
 #include "worker/token_file.h"
@@ -46,7 +49,9 @@
 ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
           "Orchestrator gRPC address (host:port) to lease tests from");
 ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
-          "Replayer gRPC address (host:port) that runs each step's load");
+          "Replayer gRPC address (host:port) that runs each step's load, or several "
+          "comma-separated: each step is then split over all of them (shard i of k, one "
+          "schedule; their results merged exactly, and a step fails whole if one fails)");
 ABSL_FLAG(std::string, worker_id, "", "Name this worker leases under; empty: <hostname>-<pid>");
 ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(10),
           "Lease length asked for; heartbeats are sent every third of it. If this worker "
@@ -334,8 +339,12 @@ int main(int argc, char** argv) {
   }
   auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(
       absl::GetFlag(FLAGS_orchestrator), vanguard::ChannelCredentials(c.orchestrator_tls)));
-  auto replayer_stub = vanguard::v1::Replayer::NewStub(grpc::CreateChannel(
-      absl::GetFlag(FLAGS_replayer), vanguard::ChannelCredentials(c.replayer_tls)));
+  const std::vector<std::string> replayers =
+      absl::StrSplit(absl::GetFlag(FLAGS_replayer), ',', absl::SkipWhitespace());
+  if (replayers.empty()) {
+    LogLine("--replayer: give at least one replayer address (host:port)");
+    return 2;
+  }
 
   vanguard::worker::WorkerMetrics metrics;
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
@@ -347,10 +356,21 @@ int main(int argc, char** argv) {
 
   vanguard::Clock* clock = vanguard::Clock::Real();
   vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
-  vanguard::worker::StepExecutor executor(replayer_stub.get(), clock);
+  // One StepExecutor per replayer; the pool splits each step over all of them.
+  std::vector<std::unique_ptr<vanguard::v1::Replayer::Stub>> replayer_stubs;
+  std::vector<std::unique_ptr<vanguard::worker::StepExecutor>> executors;
+  std::vector<vanguard::worker::PoolMember> members;
+  for (const std::string& address : replayers) {
+    replayer_stubs.push_back(vanguard::v1::Replayer::NewStub(
+        grpc::CreateChannel(address, vanguard::ChannelCredentials(c.replayer_tls))));
+    executors.push_back(
+        std::make_unique<vanguard::worker::StepExecutor>(replayer_stubs.back().get(), clock));
+    members.push_back({address, executors.back().get()});
+  }
+  vanguard::worker::ReplayerPool pool(std::move(members));
   vanguard::worker::TestRunnerOptions runner_options = RunnerOptions(c);
   runner_options.metrics = &metrics;
-  vanguard::worker::TestRunner runner(&orchestrator, &executor, clock, std::move(runner_options));
+  vanguard::worker::TestRunner runner(&orchestrator, &pool, clock, std::move(runner_options));
 
   vanguard::worker::LeaseLoopOptions loop_options;
   loop_options.worker_id = c.worker_id;
@@ -366,7 +386,7 @@ int main(int argc, char** argv) {
       [&] { WatchStopSignals(stop_signals, done, loop, clock, c.shutdown_timeout); });
 
   LogLine(absl::StrCat("worker ", c.worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
-                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", ", replayer ",
+                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", replayers.size() > 1 ? ", replayers " : ", replayer ",
                        absl::GetFlag(FLAGS_replayer),
                        c.replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
   loop.Run();

@@ -71,7 +71,7 @@ enum TailSource { kLatencyTail = 0, kTtftTail = 1, kInterTokenTail = 2, kTailSou
 
 }  // namespace
 
-MeasuredStepRunner::MeasuredStepRunner(StepExecutor* executor, StepJudge* judge,
+MeasuredStepRunner::MeasuredStepRunner(ReplayerClient* executor, StepJudge* judge,
                                        HealthAssessor* assessor, MetricsCollector* collector,
                                        vanguard::v1::Slo slo, MeasuredStepOptions options)
     : executor_(executor),

@@ -167,7 +167,7 @@ struct MeasuredStep {
 class MeasuredStepRunner {
  public:
   // Pointers must outlive the runner; `collector` may be null (no gauges).
-  MeasuredStepRunner(StepExecutor* executor, StepJudge* judge, HealthAssessor* assessor,
+  MeasuredStepRunner(ReplayerClient* executor, StepJudge* judge, HealthAssessor* assessor,
                      MetricsCollector* collector, vanguard::v1::Slo slo,
                      MeasuredStepOptions options);
 
@@ -253,7 +253,7 @@ class MeasuredStepRunner {
   vanguard::v1::StepWindow RecordWindow(const vanguard::v1::WindowMetrics& w, bool settle,
                                         absl::Time start, GaugeReading* gauges_out);
 
-  StepExecutor* const executor_;
+  ReplayerClient* const executor_;
   StepJudge* const judge_;
   HealthAssessor* const assessor_;
   MetricsCollector* const collector_;

@@ -39,17 +39,32 @@ struct ExecutedStep {
 // (--allowed_targets) refused the step's target.
 inline constexpr char kTargetRefusedClass[] = "target_refused";
 
+// What runs one RunStepRequest on the replayer side and collects it: one replayer
+// (StepExecutor) or several sharing the step (ReplayerPool, replayer_pool.h). The
+// MeasuredStepRunner and the TestRunner depend on this interface only.
+class ReplayerClient {
+ public:
+  using WindowCallback = std::function<void(const vanguard::v1::WindowMetrics&)>;
+
+  virtual ~ReplayerClient() = default;
+
+  // Runs the step. `cancel` (nullable) stops it from another thread; `on_window`
+  // (nullable) sees each window as it arrives, in index order, on the calling thread.
+  // Errors as StepExecutor::Execute documents; never a partial ExecutedStep.
+  virtual absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
+                                               CancellationToken* cancel,
+                                               const WindowCallback& on_window) = 0;
+};
+
 struct StepExecutorOptions {
   // Added to warmup + duration + request timeout to form the RunStep deadline: covers
   // connection setup and draining the last requests.
   absl::Duration deadline_margin = absl::Seconds(10);
 };
 
-class StepExecutor {
+class StepExecutor : public ReplayerClient {
  public:
   static constexpr absl::Duration kDefaultRequestTimeout = absl::Seconds(10);
-
-  using WindowCallback = std::function<void(const vanguard::v1::WindowMetrics&)>;
 
   // `replayer` and `clock` must outlive the executor.
   StepExecutor(vanguard::v1::Replayer::StubInterface* replayer, Clock* clock,
@@ -80,7 +95,8 @@ class StepExecutor {
   // replayer's status when the call failed (UNAVAILABLE when it is down,
   // DEADLINE_EXCEEDED...); UNAVAILABLE when the stream ended without a StepResult.
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
-                                       CancellationToken* cancel, const WindowCallback& on_window);
+                                       CancellationToken* cancel,
+                                       const WindowCallback& on_window) override;
 
  private:
   vanguard::v1::Replayer::StubInterface* const replayer_;

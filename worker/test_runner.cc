@@ -87,6 +87,7 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
     e->clear_latency_histogram();  // the step keeps the merged one; percentiles stay
   }
   step.set_endpoint_imbalance(r.endpoint_imbalance());
+  *step.mutable_shards() = r.shards();
   return step;
 }
 
@@ -247,7 +248,7 @@ std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step) {
                              : std::string());
 }
 
-TestRunner::TestRunner(OrchestratorClient* orchestrator, StepExecutor* executor, Clock* clock,
+TestRunner::TestRunner(OrchestratorClient* orchestrator, ReplayerClient* executor, Clock* clock,
                        TestRunnerOptions options)
     : orchestrator_(orchestrator),
       executor_(executor),

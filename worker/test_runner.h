@@ -155,7 +155,7 @@ std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step);
 class TestRunner {
  public:
   // Pointers must outlive the runner.
-  TestRunner(OrchestratorClient* orchestrator, StepExecutor* executor, Clock* clock,
+  TestRunner(OrchestratorClient* orchestrator, ReplayerClient* executor, Clock* clock,
              TestRunnerOptions options);
 
   // Runs the leased test (lease.test must be set) to one of the outcomes above.
@@ -231,7 +231,7 @@ class TestRunner {
   TestRunOutcome CompleteWithError(TestRun& run, const std::string& error, TestRunOutcome outcome);
 
   OrchestratorClient* const orchestrator_;
-  StepExecutor* const executor_;
+  ReplayerClient* const executor_;
   Clock* const clock_;
   const TestRunnerOptions options_;
 
