@@ -12,10 +12,12 @@
 // and prints their stderr when the test failed. Used from the test's thread only.
 //
 // Tests that need more workers (crash tests) start them with StartWorker, each beside a
-// replayer of its own (StartReplayer), and own what they start:
+// replayer of its own (StartReplayer), and own what they start; a worker may drive a pool
+// of replayers, and more simulators (replicas) start with StartSimulator:
 //
 //   auto replayer = StartReplayer();
 //   auto standby = StartWorker("standby", *replayer);
+//   auto pooled = StartWorker("pooled", {replayer.get(), other.get()});
 #ifndef VANGUARD_TESTS_E2E_E2E_STACK_H_
 #define VANGUARD_TESTS_E2E_E2E_STACK_H_
 
@@ -53,12 +55,8 @@ class E2eStack : public ::testing::Test {
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
 
-    auto sim = Subprocess::StartServer(
-        "vanguard-sim-predictor",
-        {"--listen=127.0.0.1:0", "--model_name=e2e", absl::StrCat("--slots=", kSlots),
-         absl::StrCat("--service_ms=", kServiceMs)});
-    ASSERT_TRUE(sim.ok()) << sim.status();
-    sim_ = std::move(*sim);
+    sim_ = StartSimulator(kServiceMs);
+    ASSERT_NE(sim_, nullptr);
 
     auto orch = Subprocess::StartServer(
         "vanguard-orchestrator",
@@ -78,6 +76,17 @@ class E2eStack : public ::testing::Test {
     ASSERT_NE(worker_, nullptr);
   }
 
+  // A simulated predictor (model "e2e", kSlots slots of `service_ms` each) on a free port;
+  // null (and a test failure) if it does not start.
+  std::unique_ptr<Subprocess> StartSimulator(double service_ms) {
+    auto sim = Subprocess::StartServer(
+        "vanguard-sim-predictor",
+        {"--listen=127.0.0.1:0", "--model_name=e2e", absl::StrCat("--slots=", kSlots),
+         absl::StrCat("--service_ms=", service_ms)});
+    EXPECT_TRUE(sim.ok()) << sim.status();
+    return sim.ok() ? std::move(*sim) : nullptr;
+  }
+
   // A replayer serving on a free port; null (and a test failure) if it does not start.
   std::unique_ptr<Subprocess> StartReplayer() {
     auto replayer = Subprocess::StartServer("vanguard-replayer", {"serve", "--listen=127.0.0.1:0"});
@@ -90,9 +99,20 @@ class E2eStack : public ::testing::Test {
   std::unique_ptr<Subprocess> StartWorker(const std::string& id, const Subprocess& replayer,
                                           const std::vector<std::string>& flags = {},
                                           const std::string& orchestrator = "") {
+    return StartWorker(id, std::vector<const Subprocess*>{&replayer}, flags, orchestrator);
+  }
+  // The same with a pool of replayers: each step is split over all of them.
+  std::unique_ptr<Subprocess> StartWorker(const std::string& id,
+                                          const std::vector<const Subprocess*>& replayers,
+                                          const std::vector<std::string>& flags = {},
+                                          const std::string& orchestrator = "") {
+    std::string addresses;
+    for (const Subprocess* r : replayers) {
+      absl::StrAppend(&addresses, addresses.empty() ? "" : ",", r->address());
+    }
     std::vector<std::string> args = {
         absl::StrCat("--orchestrator=", orchestrator.empty() ? orch_->address() : orchestrator),
-        absl::StrCat("--replayer=", replayer.address()), absl::StrCat("--worker_id=", id),
+        absl::StrCat("--replayer=", addresses), absl::StrCat("--worker_id=", id),
         "--poll_interval=200ms"};
     args.insert(args.end(), flags.begin(), flags.end());
     auto worker = Subprocess::Start("vanguard-worker", args,
