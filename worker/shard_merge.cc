@@ -167,20 +167,26 @@ vanguard::v1::ShardTelemetry TelemetryOf(const ShardResult& shard, int index) {
   return t;
 }
 
+// The request counts a window and a step share (the same field names in both messages).
+template <typename Counts>
+void SumCounts(const Counts& from, Counts* out) {
+  out->set_scheduled(out->scheduled() + from.scheduled());
+  out->set_sent(out->sent() + from.sent());
+  out->set_completed(out->completed() + from.completed());
+  out->set_errors(out->errors() + from.errors());
+  out->set_timeouts(out->timeouts() + from.timeouts());
+  out->set_dropped(out->dropped() + from.dropped());
+  out->set_censored(out->censored() + from.censored());
+  out->set_never_dispatched(out->never_dispatched() + from.never_dispatched());
+  out->set_good(out->good() + from.good());
+  out->set_output_chunks(out->output_chunks() + from.output_chunks());
+  AddCounts(from.errors_by_class(), out->mutable_errors_by_class());
+}
+
 void SumStepCounts(const vanguard::v1::StepResult& r, vanguard::v1::StepResult* out) {
-  out->set_scheduled(out->scheduled() + r.scheduled());
-  out->set_sent(out->sent() + r.sent());
-  out->set_completed(out->completed() + r.completed());
-  out->set_errors(out->errors() + r.errors());
-  out->set_timeouts(out->timeouts() + r.timeouts());
-  out->set_dropped(out->dropped() + r.dropped());
-  out->set_censored(out->censored() + r.censored());
-  out->set_never_dispatched(out->never_dispatched() + r.never_dispatched());
-  out->set_good(out->good() + r.good());
-  out->set_output_chunks(out->output_chunks() + r.output_chunks());
+  SumCounts(r, out);
   out->set_threads(out->threads() + r.threads());
   out->set_max_client_cpu_share(std::max(out->max_client_cpu_share(), r.max_client_cpu_share()));
-  AddCounts(r.errors_by_class(), out->mutable_errors_by_class());
 }
 
 }  // namespace
@@ -251,21 +257,11 @@ absl::StatusOr<vanguard::v1::WindowMetrics> MergeShardWindows(
           absl::StrCat("shard windows of different indices: ", out.index(), " and ", w.index()));
     }
     const std::string whose = absl::StrCat("window ", w.index(), " of shard ", i + 1);
-    out.set_scheduled(out.scheduled() + w.scheduled());
-    out.set_sent(out.sent() + w.sent());
-    out.set_completed(out.completed() + w.completed());
-    out.set_errors(out.errors() + w.errors());
-    out.set_timeouts(out.timeouts() + w.timeouts());
-    out.set_dropped(out.dropped() + w.dropped());
-    out.set_censored(out.censored() + w.censored());
-    out.set_never_dispatched(out.never_dispatched() + w.never_dispatched());
-    out.set_good(out.good() + w.good());
-    out.set_output_chunks(out.output_chunks() + w.output_chunks());
+    SumCounts(w, &out);
     // Rates over the same span add up, as the counts behind them do.
     out.set_offered_qps(out.offered_qps() + w.offered_qps());
     out.set_achieved_qps(out.achieved_qps() + w.achieved_qps());
     out.set_client_cpu_cores(out.client_cpu_cores() + w.client_cpu_cores());
-    AddCounts(w.errors_by_class(), out.mutable_errors_by_class());
     latency.Add(w.latency_histogram(), whose);
     skew.Add(w.send_skew_histogram(), whose);
     ttft.Add(w.ttft_histogram(), whose);
