@@ -2,6 +2,8 @@
 // step split over them as shards, against a model served by three simulator replicas, one of
 // them slower, spread round robin. The stored step shows every replica's figures and every
 // replayer's part, and the step's counts are the sum of its shards'.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -57,18 +59,30 @@ class ReplayerPoolTest : public E2eStack {
     slow_replica_.reset();
   }
 
+  // Model e2e:v1 on the three replicas, the slow one last.
+  void RegisterModel() {
+    RunResult reg = Vanguard(
+        {"models", "register", "--name=e2e", "--version=v1",
+         absl::StrCat("--endpoint=http://", sim_->address(), ",http://", fast_replica_->address(),
+                      ",http://", slow_replica_->address()),
+         "--protocol=kserve_v2_rest", "--p99_ms=200", "--max_error_rate=0.01", "--warmup=1s",
+         "--output=json"});
+    ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  }
+
+  // The test as `vanguard get` prints it.
+  nlohmann::json Get(const std::string& id) {
+    RunResult get = Vanguard({"get", id, "--output=json"});
+    EXPECT_EQ(get.exit_code, 0) << get.err;
+    return get.exit_code == 0 ? nlohmann::json::parse(get.out) : nlohmann::json::object();
+  }
+
   std::unique_ptr<Subprocess> fast_replica_, slow_replica_, second_, third_;
 };
 
 TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
   const std::string slow = absl::StrCat("http://", slow_replica_->address());
-  RunResult reg = Vanguard(
-      {"models", "register", "--name=e2e", "--version=v1",
-       absl::StrCat("--endpoint=http://", sim_->address(), ",http://", fast_replica_->address(),
-                    ",", slow),
-       "--protocol=kserve_v2_rest", "--p99_ms=200", "--max_error_rate=0.01", "--warmup=1s",
-       "--output=json"});
-  ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  ASSERT_NO_FATAL_FAILURE(RegisterModel());
 
   // 150 req/s: 50 to each replica, under even the slow one's capacity (100 req/s).
   RunResult sub = Vanguard({"submit", "--model=e2e", "--version=v1", "--rates=150",
@@ -127,6 +141,40 @@ TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
   EXPECT_EQ(endpoint_completed, completed);
   EXPECT_GT(fastest_slow_ratio, 2.0) << step["endpoints"].dump(2);
   EXPECT_GE(step["latency"]["p99_ms"].get<double>(), 4 * kServiceMs) << step.dump(2);
+}
+
+TEST_F(ReplayerPoolTest, AReplayerKilledMidStepFailsTheStepWholeNamingIt) {
+  ASSERT_NO_FATAL_FAILURE(RegisterModel());
+  RunResult sub = Vanguard({"submit", "--model=e2e", "--version=v1", "--rates=150",
+                            "--step_duration=8s", "--step_warmup=1s", "--output=json"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  nlohmann::json test = nlohmann::json::parse(sub.out);
+  const std::string id = test["id"].is_string() ? test["id"].get<std::string>()
+                                                : std::to_string(test["id"].get<int64_t>());
+  // Into the step (1 s warmup + 8 s), then the second replayer dies.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (Get(id)["state"] != "TEST_STATE_RUNNING" && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  absl::SleepFor(absl::Seconds(3));
+  ASSERT_EQ(kill(second_->pid(), SIGKILL), 0);
+
+  // The step is retried whole (the dead replayer refuses every retry) and the test fails
+  // naming it; no part of the step was stored as measured.
+  while (absl::Now() < give_up + absl::Seconds(30)) {
+    test = Get(id);
+    if (test["state"] != "TEST_STATE_RUNNING" && test["state"] != "TEST_STATE_QUEUED") break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  ASSERT_EQ(test["state"], "TEST_STATE_FAILED") << test.dump(2);
+  EXPECT_NE(test["error"].get<std::string>().find(
+                absl::StrCat("replayer ", second_->address(), " (shard 2 of 3)")),
+            std::string::npos)
+      << test["error"];
+  for (const nlohmann::json& step : test.value("steps", nlohmann::json::array())) {
+    EXPECT_FALSE(step.value("passed", false)) << step.dump(2);
+    EXPECT_EQ(step.value("shards", nlohmann::json::array()).size(), 0u) << step.dump(2);
+  }
 }
 
 }  // namespace
