@@ -386,7 +386,8 @@ int main(int argc, char** argv) {
       [&] { WatchStopSignals(stop_signals, done, loop, clock, c.shutdown_timeout); });
 
   LogLine(absl::StrCat("worker ", c.worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
-                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)", replayers.size() > 1 ? ", replayers " : ", replayer ",
+                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)",
+                       replayers.size() > 1 ? ", replayers " : ", replayer ",
                        absl::GetFlag(FLAGS_replayer),
                        c.replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
   loop.Run();

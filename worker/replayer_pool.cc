@@ -64,11 +64,12 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Execute(const vanguard::v1::RunStepRe
   std::vector<std::thread> threads;
   for (int i = 0; i < size(); ++i) {
     threads.emplace_back([this, &run, &request, i] {
-      absl::StatusOr<ExecutedStep> outcome = members_[i].client->Execute(
-          Shard(request, i, run.k), &run.tokens[i], [&run, i](const vanguard::v1::WindowMetrics& w) {
-            absl::MutexLock lock(&run.mu);
-            run.arrived.emplace_back(i, w);
-          });
+      absl::StatusOr<ExecutedStep> outcome =
+          members_[i].client->Execute(Shard(request, i, run.k), &run.tokens[i],
+                                      [&run, i](const vanguard::v1::WindowMetrics& w) {
+                                        absl::MutexLock lock(&run.mu);
+                                        run.arrived.emplace_back(i, w);
+                                      });
       if (!outcome.ok()) run.CancelAll();  // the step is lost: stop the other shards now
       absl::MutexLock lock(&run.mu);
       run.outcomes[i] = std::move(outcome);
@@ -143,10 +144,9 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Finish(Run& run,
   }
   if (!run.merge_status.ok()) return run.merge_status;
   if (!run.pending.empty()) {
-    return absl::InternalError(absl::StrCat("the shards closed different windows (window ",
-                                            run.pending.begin()->first, " came from ",
-                                            run.pending.begin()->second.size(), " of ", run.k,
-                                            ")"));
+    return absl::InternalError(
+        absl::StrCat("the shards closed different windows (window ", run.pending.begin()->first,
+                     " came from ", run.pending.begin()->second.size(), " of ", run.k, ")"));
   }
   std::vector<ShardResult> results;
   ExecutedStep out;

@@ -186,8 +186,7 @@ TEST(ReplayerPoolTest, TheCallersCancelStopsEveryShard) {
   // Cancelled before it starts: no shard runs.
   FakeReplayer c(1), d(1);
   ReplayerPool later({{"c:1", &c}, {"d:2", &d}});
-  EXPECT_EQ(later.Execute(Step(), &cancel, nullptr).status().code(),
-            absl::StatusCode::kCancelled);
+  EXPECT_EQ(later.Execute(Step(), &cancel, nullptr).status().code(), absl::StatusCode::kCancelled);
   EXPECT_TRUE(c.requests().empty());
 }
 

@@ -24,8 +24,8 @@ class HistogramSum {
     absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(serialized);
     if (!h.ok()) {
       if (status_.ok()) {
-        status_ = absl::DataLossError(absl::StrCat(whose, ": unreadable histogram: ",
-                                                   h.status().message()));
+        status_ = absl::DataLossError(
+            absl::StrCat(whose, ": unreadable histogram: ", h.status().message()));
       }
       return;
     }
@@ -140,8 +140,7 @@ absl::Status MergeEndpoints(const std::vector<ShardResult>& shards, double secon
     vanguard::v1::EndpointTelemetry* e = out->mutable_endpoints(i);
     dispatched.push_back(e->dispatched());
     e->set_achieved_qps(seconds > 0 ? static_cast<double>(e->completed()) / seconds : 0);
-    e->set_share(total > 0 ? static_cast<double>(e->dispatched()) / static_cast<double>(total)
-                           : 0);
+    e->set_share(total > 0 ? static_cast<double>(e->dispatched()) / static_cast<double>(total) : 0);
     latency[i].Fill(e->mutable_latency(), [e](std::string s) { e->set_latency_histogram(s); });
   }
   out->set_endpoint_imbalance(LoadImbalance(dispatched));

@@ -40,7 +40,7 @@ vanguard::v1::StepResult ShardStep(const LatencyHistogram& latency) {
 
 TEST(ShardMergeTest, TheMergedStepIsTheUnionOfTheShards) {
   // A fast shard and a slow one: an average of their p99s would be far from the union's.
-  const LatencyHistogram fast = Values(1000, 2000, 1);   // 1001 requests, 1-2 ms
+  const LatencyHistogram fast = Values(1000, 2000, 1);     // 1001 requests, 1-2 ms
   const LatencyHistogram slow = Values(40000, 80000, 40);  // 1001 requests, 40-80 ms
   LatencyHistogram all = fast;
   all.Merge(slow);
@@ -55,7 +55,8 @@ TEST(ShardMergeTest, TheMergedStepIsTheUnionOfTheShards) {
   EXPECT_DOUBLE_EQ(merged->latency().p99_ms(), all.Percentile(99) / 1000);
   EXPECT_DOUBLE_EQ(merged->service_latency().p99_ms(), all.Percentile(99) / 1000);
   EXPECT_DOUBLE_EQ(merged->latency().max_ms(), 80.0);
-  absl::StatusOr<LatencyHistogram> back = LatencyHistogram::Deserialize(merged->latency_histogram());
+  absl::StatusOr<LatencyHistogram> back =
+      LatencyHistogram::Deserialize(merged->latency_histogram());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, all);
   EXPECT_DOUBLE_EQ(merged->goodput(), 1.0);

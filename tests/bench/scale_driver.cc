@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
   for (const std::string& address : addresses) {
     stubs.push_back(vanguard::v1::Replayer::NewStub(
         grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
-    executors.push_back(
-        std::make_unique<vanguard::worker::StepExecutor>(stubs.back().get(), vanguard::Clock::Real()));
+    executors.push_back(std::make_unique<vanguard::worker::StepExecutor>(stubs.back().get(),
+                                                                         vanguard::Clock::Real()));
     members.push_back({address, executors.back().get()});
   }
   vanguard::worker::ReplayerPool pool(std::move(members));

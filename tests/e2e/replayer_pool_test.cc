@@ -61,12 +61,12 @@ class ReplayerPoolTest : public E2eStack {
 
   // Model e2e:v1 on the three replicas, the slow one last.
   void RegisterModel() {
-    RunResult reg = Vanguard(
-        {"models", "register", "--name=e2e", "--version=v1",
-         absl::StrCat("--endpoint=http://", sim_->address(), ",http://", fast_replica_->address(),
-                      ",http://", slow_replica_->address()),
-         "--protocol=kserve_v2_rest", "--p99_ms=200", "--max_error_rate=0.01", "--warmup=1s",
-         "--output=json"});
+    RunResult reg =
+        Vanguard({"models", "register", "--name=e2e", "--version=v1",
+                  absl::StrCat("--endpoint=http://", sim_->address(), ",http://",
+                               fast_replica_->address(), ",http://", slow_replica_->address()),
+                  "--protocol=kserve_v2_rest", "--p99_ms=200", "--max_error_rate=0.01",
+                  "--warmup=1s", "--output=json"});
     ASSERT_EQ(reg.exit_code, 0) << reg.err;
   }
 
@@ -85,10 +85,10 @@ TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
   ASSERT_NO_FATAL_FAILURE(RegisterModel());
 
   // 150 req/s: 50 to each replica, under even the slow one's capacity (100 req/s).
-  RunResult sub = Vanguard({"submit", "--model=e2e", "--version=v1", "--rates=150",
-                            "--step_duration=3s", "--step_warmup=1s",
-                            "--endpoint_policy=round_robin", "--wait", "--output=json"},
-                           absl::Seconds(90));
+  RunResult sub =
+      Vanguard({"submit", "--model=e2e", "--version=v1", "--rates=150", "--step_duration=3s",
+                "--step_warmup=1s", "--endpoint_policy=round_robin", "--wait", "--output=json"},
+               absl::Seconds(90));
   ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
   nlohmann::json test = nlohmann::json::parse(sub.out);
   ASSERT_EQ(test["state"], "TEST_STATE_SUCCEEDED") << sub.out;
@@ -110,13 +110,13 @@ TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
     }
     // A third of 150 req/s for 3 s each, give or take the Poisson noise.
     EXPECT_GT(Int(shard, "completed"), 100) << shard.dump(2);
-    std::cout << "shard " << replayer << ": scheduled " << Int(shard, "scheduled")
-              << ", completed " << Int(shard, "completed") << "\n";
+    std::cout << "shard " << replayer << ": scheduled " << Int(shard, "scheduled") << ", completed "
+              << Int(shard, "completed") << "\n";
     scheduled += Int(shard, "scheduled");
     completed += Int(shard, "completed");
   }
-  EXPECT_EQ(replayers, (std::set<std::string>{replayer_->address(), second_->address(),
-                                              third_->address()}));
+  EXPECT_EQ(replayers,
+            (std::set<std::string>{replayer_->address(), second_->address(), third_->address()}));
   EXPECT_EQ(scheduled, Int(step, "scheduled"));
   EXPECT_EQ(completed, Int(step, "completed"));
   EXPECT_NEAR(static_cast<double>(scheduled), 150 * 3, 0.2 * 150 * 3);
@@ -131,12 +131,12 @@ TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
     EXPECT_NEAR(endpoint["share"].get<double>(), 1.0 / 3, 0.05) << endpoint.dump(2);
     endpoint_completed += Int(endpoint, "completed");
     std::cout << "replica " << endpoint["target"].get<std::string>() << ": completed "
-              << Int(endpoint, "completed") << ", p50 " << endpoint["latency"]["p50_ms"] << " ms, p99 "
-              << endpoint["latency"]["p99_ms"] << " ms\n";
+              << Int(endpoint, "completed") << ", p50 " << endpoint["latency"]["p50_ms"]
+              << " ms, p99 " << endpoint["latency"]["p99_ms"] << " ms\n";
     if (endpoint["target"] == slow) continue;
-    fastest_slow_ratio = std::min(fastest_slow_ratio,
-                                  slow_endpoint["latency"]["p50_ms"].get<double>() /
-                                      endpoint["latency"]["p50_ms"].get<double>());
+    fastest_slow_ratio =
+        std::min(fastest_slow_ratio, slow_endpoint["latency"]["p50_ms"].get<double>() /
+                                         endpoint["latency"]["p50_ms"].get<double>());
   }
   EXPECT_EQ(endpoint_completed, completed);
   EXPECT_GT(fastest_slow_ratio, 2.0) << step["endpoints"].dump(2);
