@@ -86,6 +86,22 @@ ABSL_FLAG(double, output_tokens_mean, 64, "Generative: mean output length in tok
 ABSL_FLAG(double, output_tokens_sigma, 0.5, "Generative: lognormal log-space sigma.");
 ABSL_FLAG(int, output_tokens_min, 1, "Generative: shortest output.");
 ABSL_FLAG(int, output_tokens_max, 256, "Generative: longest output.");
+// A fleet that scales itself (batch models): each replica brings the profile's slots.
+ABSL_FLAG(int, autoscale_max_replicas, 0,
+          "Autoscaled fleet: most replicas (each with --slots executors); 0 = a fixed fleet of "
+          "one. The ready replicas are the gauge vanguard_sim_replicas on /metrics. Rule: "
+          "desired = ceil(in flight / --autoscale_target_in_flight) in [min, max]; replicas "
+          "start after the desired count stayed above for --autoscale_up_delay and serve "
+          "--autoscale_cold_start later; extra ones go after --autoscale_down_delay.");
+ABSL_FLAG(int, autoscale_min_replicas, 1, "Autoscaled fleet: fewest replicas (the start).");
+ABSL_FLAG(double, autoscale_target_in_flight, 2,
+          "Autoscaled fleet: requests in flight (queued + in service) one replica is sized for.");
+ABSL_FLAG(absl::Duration, autoscale_up_delay, absl::Seconds(2),
+          "Autoscaled fleet: how long the desired count must stay above before scaling up.");
+ABSL_FLAG(absl::Duration, autoscale_cold_start, absl::Seconds(2),
+          "Autoscaled fleet: from a replica's start to its first request served.");
+ABSL_FLAG(absl::Duration, autoscale_down_delay, absl::Seconds(30),
+          "Autoscaled fleet: how long the desired count must stay below before scaling down.");
 ABSL_FLAG(bool, list_profiles, false,
           "Print the named profiles (name, mode, saturation, default SLO, description), one "
           "per line, and exit.");
@@ -399,6 +415,15 @@ int main(int argc, char** argv) {
   config.model_name = absl::GetFlag(FLAGS_model_name);
   config.profile = *profile;
   config.threads = absl::GetFlag(FLAGS_threads);
+  if (absl::GetFlag(FLAGS_autoscale_max_replicas) > 0) {
+    config.autoscale = vanguard::sim::ReplicaAutoscaler::Config{
+        .min_replicas = absl::GetFlag(FLAGS_autoscale_min_replicas),
+        .max_replicas = absl::GetFlag(FLAGS_autoscale_max_replicas),
+        .target_in_flight = absl::GetFlag(FLAGS_autoscale_target_in_flight),
+        .scale_up_delay = absl::GetFlag(FLAGS_autoscale_up_delay),
+        .cold_start = absl::GetFlag(FLAGS_autoscale_cold_start),
+        .scale_down_delay = absl::GetFlag(FLAGS_autoscale_down_delay)};
+  }
 
   auto server = vanguard::sim::SimPredictorServer::Create(config);
   if (!server.ok()) {

@@ -217,6 +217,11 @@ struct SimPredictorServer::Core {
         generative(config.profile.mode == ProfileMode::kGenerative) {
     if (generative) {
       token_scheduler.emplace(profile.generative);
+    } else if (config.autoscale) {
+      autoscaler.emplace(*ReplicaAutoscaler::Create(*config.autoscale));  // validated by Create
+      SlotScheduler::Config fleet = profile.batch;
+      fleet.slots = profile.batch.slots * autoscaler->ready();
+      batch_scheduler.emplace(fleet);
     } else {
       batch_scheduler.emplace(profile.batch);
     }
@@ -243,6 +248,9 @@ struct SimPredictorServer::Core {
   void ArmEventTimer();
   void InjectStall(absl::Duration length);
   void SetColocation(double fraction);
+  // The autoscaled fleet (when there is one) sees the work in flight at `now` and the batch
+  // scheduler gets the ready replicas' slots.
+  void Rescale(absl::Duration now);
   void AppendMetrics(std::string* out);
   void FailAllPending();
 
@@ -271,6 +279,7 @@ struct SimPredictorServer::Core {
   // Scheduler strand only (strands are not visible to ABSL_GUARDED_BY).
   std::optional<SlotScheduler> batch_scheduler;
   std::optional<TokenScheduler> token_scheduler;
+  std::optional<ReplicaAutoscaler> autoscaler;  // batch mode with config.autoscale only
   absl::flat_hash_map<uint64_t, std::shared_ptr<PendingRequest>> pending;
   std::vector<SlotScheduler::Completion> completions;    // scratch, reused
   std::vector<TokenScheduler::TokenEvent> token_events;  // scratch, reused
@@ -971,6 +980,7 @@ void SimPredictorServer::Core::OnArrival(std::shared_ptr<PendingRequest> request
   } else {
     rejected =
         batch_scheduler->Arrive(id, now, &completions, cost) == SlotScheduler::Admission::kRejected;
+    Rescale(now);
   }
   Deliver();
   if (rejected) {
@@ -986,8 +996,20 @@ void SimPredictorServer::Core::AdvanceModel(absl::Duration now) {
     token_scheduler->AdvanceTo(now, &token_events);
   } else {
     batch_scheduler->AdvanceTo(now, &completions);
+    Rescale(now);
   }
   Deliver();
+}
+
+void SimPredictorServer::Core::Rescale(absl::Duration now) {
+  if (!autoscaler) return;
+  const SlotScheduler::Stats& stats = batch_scheduler->stats();
+  const int slots =
+      profile.batch.slots *
+      autoscaler->Observe(now, static_cast<double>(stats.queued + stats.in_service));
+  if (slots != batch_scheduler->config().slots) {
+    batch_scheduler->SetSlots(slots, now, &completions);
+  }
 }
 
 void SimPredictorServer::Core::Deliver() {
@@ -1009,8 +1031,11 @@ void SimPredictorServer::Core::Deliver() {
 }
 
 void SimPredictorServer::Core::ArmEventTimer() {
-  const std::optional<absl::Duration> next =
+  std::optional<absl::Duration> next =
       generative ? token_scheduler->NextEventTime() : batch_scheduler->NextEventTime();
+  if (std::optional<absl::Duration> scale = autoscaler ? autoscaler->NextEventTime() : std::nullopt) {
+    next = next ? std::min(*next, *scale) : scale;
+  }
   if (!next.has_value() || stopping.load()) return;
   if (timer_armed && timer_deadline <= *next) return;
   // Re-arming cancels an outstanding wait (its handler sees operation_aborted); a wait that
@@ -1150,6 +1175,17 @@ void SimPredictorServer::Core::AppendMetrics(std::string* out) {
     metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
            model_only, token_scheduler->stats().tokens);
   }
+  if (autoscaler) {
+    metric("vanguard_sim_replicas", "gauge",
+           "Replicas of the autoscaled fleet ready to serve (each with the profile's slots)",
+           labels, autoscaler->ready());
+    metric("vanguard_sim_replicas_starting", "gauge",
+           "Replicas of the autoscaled fleet started and still in their cold start", labels,
+           autoscaler->starting());
+    metric("vanguard_sim_replicas_desired", "gauge",
+           "Replicas the autoscaled fleet's rule wants for the work in flight", labels,
+           autoscaler->desired());
+  }
   metric("vanguard_sim_warmup_factor", "gauge",
          "Current service-time multiplier of the simulated model's warmup (1 = warm)", labels,
          absl::StrFormat("%.6f", warmup_factor));
@@ -1170,6 +1206,15 @@ absl::StatusOr<std::unique_ptr<SimPredictorServer>> SimPredictorServer::Create(
   }
   SimPredictorConfig checked = config;
   if (absl::Status status = FinalizeProfile(checked.profile); !status.ok()) return status;
+  if (checked.autoscale) {
+    if (checked.profile.mode == ProfileMode::kGenerative) {
+      return absl::InvalidArgumentError("autoscale: only batch profiles have a scaling fleet");
+    }
+    if (absl::StatusOr<ReplicaAutoscaler> fleet = ReplicaAutoscaler::Create(*checked.autoscale);
+        !fleet.ok()) {
+      return fleet.status();
+    }
+  }
   absl::StatusOr<HostPort> host_port = ParseListen(checked.listen);
   if (!host_port.ok()) return host_port.status();
   std::optional<HostPort> grpc_host_port;

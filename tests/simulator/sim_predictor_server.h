@@ -4,6 +4,9 @@
 //    (SSE streaming; generative profiles), Triton- and vLLM-style /metrics, and admin fault
 //    hooks (POST /admin/stall?ms=, /admin/fail_next?n=, /admin/drop_connections,
 //    /admin/colocation?fraction=, /admin/exit?code=);
+//  - optionally a fleet that scales itself (batch models; config.autoscale): the ready
+//    replicas (ReplicaAutoscaler, each with the profile's slots) serve, and /metrics shows
+//    them as vanguard_sim_replicas (with _starting and _desired);
 //  - optionally KServe v2 gRPC (inference.GRPCInferenceService) on a second port.
 //
 //   ASSIGN_OR_RETURN(auto server, SimPredictorServer::Create(config));
@@ -26,10 +29,12 @@
 #define VANGUARD_TESTS_SIMULATOR_SIM_PREDICTOR_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "tests/simulator/profile.h"
+#include "tests/simulator/replica_autoscaler.h"
 
 namespace vanguard::sim {
 
@@ -44,6 +49,9 @@ struct SimPredictorConfig {
   Profile profile;
   // Event-loop threads.
   int threads = 1;
+  // A fleet that scales itself (batch profiles only; INVALID_ARGUMENT for generative ones):
+  // each replica brings profile.batch.slots executors, min_replicas of them at the start.
+  std::optional<ReplicaAutoscaler::Config> autoscale;
 };
 
 class SimPredictorServer {

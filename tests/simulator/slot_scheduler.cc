@@ -186,6 +186,12 @@ void SlotScheduler::InjectStall(absl::Duration now, absl::Duration length,
   for (InService& request : in_service_) request.finish += length;
 }
 
+void SlotScheduler::SetSlots(int slots, absl::Duration now, std::vector<Completion>* completed) {
+  AdvanceTo(now, completed);
+  config_.slots = std::max(1, slots);
+  StartDueBatches(time_);
+}
+
 std::optional<absl::Duration> SlotScheduler::NextEventTime() const {
   const absl::Duration next_finish =
       in_service_.empty() ? absl::InfiniteDuration() : in_service_.front().finish;

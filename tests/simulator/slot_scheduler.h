@@ -104,6 +104,11 @@ class SlotScheduler {
   // Stops every slot for `length` from `now` (batches in service finish `length` later).
   void InjectStall(absl::Duration now, absl::Duration length, std::vector<Completion>* completed);
   void SetColocation(double colocation) { service_model_.SetColocation(colocation); }
+  // Advances to `now`, then serves with `slots` (>= 1; smaller values count as 1) executors
+  // from then on: more start waiting batches at once; with fewer, the batches in service
+  // finish and their slots are not refilled until the busy ones are under the new count (a
+  // replica drained, as the autoscaled fleet removes one).
+  void SetSlots(int slots, absl::Duration now, std::vector<Completion>* completed);
 
   // Busy slots / slots, averaged over the last second before `now` (over less when the
   // scheduler is younger than that). Call after AdvanceTo(now); a `now` beyond the last

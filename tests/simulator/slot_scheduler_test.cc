@@ -41,6 +41,24 @@ TEST(SlotSchedulerTest, RejectsInvalidConfigNamingTheField) {
   EXPECT_TRUE(SlotScheduler::Create({.slots = 1, .service_time = Ms(0.01)}).ok());
 }
 
+TEST(SlotSchedulerTest, AddedSlotsStartWaitingRequestsAndRemovedOnesDrain) {
+  SlotScheduler s({.slots = 1, .service_time = Ms(10)});
+  std::vector<SlotScheduler::Completion> done;
+  EXPECT_EQ(s.Arrive(1, Ms(0), &done), Admission::kStarted);
+  EXPECT_EQ(s.Arrive(2, Ms(0), &done), Admission::kQueued);
+  EXPECT_EQ(s.Arrive(3, Ms(0), &done), Admission::kQueued);
+  s.SetSlots(3, Ms(4), &done);  // two more replicas: both waiting requests start at 4 ms
+  EXPECT_EQ(s.stats().queued, 0);
+  EXPECT_EQ(s.stats().busy_slots, 3);
+  s.SetSlots(1, Ms(5), &done);  // the busy ones finish; none is refilled until under 1
+  EXPECT_EQ(s.Arrive(4, Ms(6), &done), Admission::kQueued);
+  s.AdvanceTo(Ms(14), &done);  // 2 and 3 finished; 1 finished at 10; 4 waits for a slot
+  EXPECT_THAT(Ids(done), ElementsAre(1, 2, 3));
+  EXPECT_EQ(s.stats().busy_slots, 1);  // 4 started at 14, when the busy count fell to 0
+  s.AdvanceTo(Ms(24), &done);
+  EXPECT_THAT(Ids(done), ElementsAre(1, 2, 3, 4));
+}
+
 TEST(SlotSchedulerTest, SaturationIsSlotsOverServiceTime) {
   EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(10)}).SaturationRps(), 400.0);
   EXPECT_DOUBLE_EQ(SlotScheduler({.slots = 4, .service_time = Ms(5)}).SaturationRps(), 800.0);
