@@ -22,8 +22,8 @@ absl::StatusOr<ReplicaAutoscaler> ReplicaAutoscaler::Create(const Config& config
         absl::StrCat("autoscale min_replicas must be >= 1, got ", config.min_replicas));
   }
   if (config.max_replicas < config.min_replicas) {
-    return absl::InvalidArgumentError(absl::StrCat("autoscale max_replicas must be >= ",
-                                                   "min_replicas, got ", config.max_replicas));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "autoscale max_replicas must be >= ", "min_replicas, got ", config.max_replicas));
   }
   if (!(config.target_in_flight > 0) || !std::isfinite(config.target_in_flight)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -63,7 +63,7 @@ class ReplicaAutoscaler {
   Config config_;
   int ready_;
   int desired_;
-  std::vector<absl::Duration> ready_at_;  // starting replicas, ascending
+  std::vector<absl::Duration> ready_at_;       // starting replicas, ascending
   std::optional<absl::Duration> above_since_;  // desired > provisioned since
   std::optional<absl::Duration> below_since_;  // desired < ready since
   absl::Duration now_;

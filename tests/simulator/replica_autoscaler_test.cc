@@ -56,7 +56,7 @@ TEST(ReplicaAutoscalerTest, ClampsToMaxReplicasAndCountsStartingOnes) {
   fleet.Observe(Seconds(3), 100);  // 50 wanted, clamped to 4; one is already starting
   EXPECT_EQ(fleet.desired(), 4);
   EXPECT_EQ(fleet.Observe(Seconds(5), 100), 2);  // the first one is ready at 5
-  EXPECT_EQ(fleet.starting(), 2);                 // and two more start then
+  EXPECT_EQ(fleet.starting(), 2);                // and two more start then
   EXPECT_EQ(fleet.Observe(Seconds(8), 100), 4);
 }
 

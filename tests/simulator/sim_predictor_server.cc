@@ -1004,9 +1004,8 @@ void SimPredictorServer::Core::AdvanceModel(absl::Duration now) {
 void SimPredictorServer::Core::Rescale(absl::Duration now) {
   if (!autoscaler) return;
   const SlotScheduler::Stats& stats = batch_scheduler->stats();
-  const int slots =
-      profile.batch.slots *
-      autoscaler->Observe(now, static_cast<double>(stats.queued + stats.in_service));
+  const int slots = profile.batch.slots *
+                    autoscaler->Observe(now, static_cast<double>(stats.queued + stats.in_service));
   if (slots != batch_scheduler->config().slots) {
     batch_scheduler->SetSlots(slots, now, &completions);
   }
@@ -1033,7 +1032,8 @@ void SimPredictorServer::Core::Deliver() {
 void SimPredictorServer::Core::ArmEventTimer() {
   std::optional<absl::Duration> next =
       generative ? token_scheduler->NextEventTime() : batch_scheduler->NextEventTime();
-  if (std::optional<absl::Duration> scale = autoscaler ? autoscaler->NextEventTime() : std::nullopt) {
+  if (std::optional<absl::Duration> scale =
+          autoscaler ? autoscaler->NextEventTime() : std::nullopt) {
     next = next ? std::min(*next, *scale) : scale;
   }
   if (!next.has_value() || stopping.load()) return;
