@@ -15,6 +15,22 @@ namespace {
 // The worker's defaults where a strategy leaves a count unset (test.proto).
 constexpr int64_t kDefaultSearchSteps = 30;
 constexpr int64_t kDefaultStabilitySegments = 10;
+// An autoscale test's defaults, as vanguard.v1.AutoscaleStrategy documents them.
+constexpr int64_t kDefaultAutoscaleSegments = 12;
+
+// How long an autoscale test's shape lasts (its phases' durations, defaults filled in).
+absl::Duration AutoscaleShapeDuration(const v1::AutoscaleStrategy& a) {
+  auto or_default = [](const google::protobuf::Duration& d, absl::Duration fallback) {
+    const absl::Duration given = FromProtoDuration(d);
+    return given == absl::ZeroDuration() ? fallback : given;
+  };
+  if (a.shape() == v1::LOAD_SHAPE_DIURNAL) return or_default(a.period(), absl::Seconds(120));
+  absl::Duration total = or_default(a.base_duration(), absl::Seconds(10)) +
+                         or_default(a.peak_duration(), absl::Seconds(30)) +
+                         or_default(a.after_duration(), absl::Seconds(10));
+  if (a.shape() == v1::LOAD_SHAPE_RAMP) total += or_default(a.ramp_duration(), absl::Seconds(30));
+  return total;
+}
 constexpr double kDefaultLadderStartQps = 2;
 constexpr double kDefaultLadderFineStep = 0.1;
 constexpr double kDefaultLadderMaxQps = 1'000'000;
@@ -139,6 +155,8 @@ double HighestRateQps(const v1::TestSpec& spec) {
              (1 + spec.direct_controller().headroom_fraction());
     case v1::TestSpec::kStability:
       return spec.stability().rate_qps();
+    case v1::TestSpec::kAutoscale:
+      return std::max(spec.autoscale().base_qps(), spec.autoscale().peak_qps());
     default:
       return 0;
   }
@@ -161,12 +179,20 @@ int64_t MostSteps(const v1::TestSpec& spec) {
     case v1::TestSpec::kStability:
       return spec.stability().segments() > 0 ? spec.stability().segments()
                                              : kDefaultStabilitySegments;
+    case v1::TestSpec::kAutoscale:
+      if (spec.autoscale().shape() == v1::LOAD_SHAPE_DIURNAL) {
+        return spec.autoscale().segments() > 0 ? spec.autoscale().segments()
+                                               : kDefaultAutoscaleSegments;
+      }
+      return spec.autoscale().shape() == v1::LOAD_SHAPE_RAMP ? 4 : 3;
     default:
       return 0;
   }
 }
 
 absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
+  // An autoscale test's phases have their own lengths (no warmup).
+  if (spec.has_autoscale()) return AutoscaleShapeDuration(spec.autoscale());
   const absl::Duration step =
       FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());
   absl::Duration longest = step * MostSteps(spec);

@@ -65,6 +65,24 @@ TEST(HighestRateQpsTest, TheTopOfEachStrategy) {
   controller.mutable_direct_controller()->set_target_qps(100);
   controller.mutable_direct_controller()->set_headroom_fraction(0.5);
   EXPECT_EQ(HighestRateQps(controller), 150);
+  v1::TestSpec autoscale = SweepSpec(1, 1, 0);
+  autoscale.mutable_autoscale()->set_base_qps(30);
+  autoscale.mutable_autoscale()->set_peak_qps(120);
+  EXPECT_EQ(HighestRateQps(autoscale), 120);
+}
+
+TEST(LongestTestDurationTest, AnAutoscaleTestLastsItsShape) {
+  v1::TestSpec spike = SweepSpec(1, 600, 60);  // the step length does not count
+  spike.mutable_autoscale()->set_peak_qps(120);
+  spike.mutable_autoscale()->mutable_peak_duration()->set_seconds(12);
+  EXPECT_EQ(MostSteps(spike), 3);
+  EXPECT_EQ(LongestTestDuration(spike), absl::Seconds(10 + 12 + 10));  // defaults 10 s around
+  spike.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_RAMP);
+  EXPECT_EQ(MostSteps(spike), 4);
+  EXPECT_EQ(LongestTestDuration(spike), absl::Seconds(10 + 30 + 12 + 10));
+  spike.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_DIURNAL);
+  EXPECT_EQ(MostSteps(spike), 12);
+  EXPECT_EQ(LongestTestDuration(spike), absl::Seconds(120));
 }
 
 TEST(CheckTestQuotaTest, EachLimitIsNamedInItsRefusal) {

@@ -299,6 +299,13 @@ absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
                              {s.max_throughput_decay(), "spec.stability.max_throughput_decay"},
                              {s.max_memory_growth(), "spec.stability.max_memory_growth"}});
     }
+    case v1::TestSpec::kAutoscale: {
+      const v1::AutoscaleStrategy& s = spec.autoscale();
+      return ValidateBounds({{s.base_qps(), "spec.autoscale.base_qps"},
+                             {s.peak_qps(), "spec.autoscale.peak_qps"},
+                             {s.replica_capacity_qps(), "spec.autoscale.replica_capacity_qps"}},
+                            {{s.segments(), "spec.autoscale.segments"}}, {});
+    }
     default:
       return absl::OkStatus();
   }

@@ -163,6 +163,7 @@ vanguard::v1::StepWindow MeasuredStepRunner::RecordWindow(const vanguard::v1::Wi
   if (collector_ != nullptr) gauges = collector_->Scrape();
   if (gauges.gpu_utilization) out.set_gpu_utilization(*gauges.gpu_utilization);
   if (gauges.queue_depth) out.set_queue_depth(*gauges.queue_depth);
+  if (gauges.replicas) out.set_replicas(*gauges.replicas);
   if (!out.warmup()) {
     const WindowSignals s = SignalsOf(w, gauges);
     const WindowAssessment a = assessor_->Observe(s);
@@ -313,6 +314,38 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
                                ? run.model_warmup->warmup()
                                : absl::ZeroDuration();
   }
+  if (collector_ != nullptr) {
+    run.out.scrape_failures = collector_->scrape_failures() - run.failures_before;
+  }
+  return std::move(run.out);
+}
+
+absl::StatusOr<MeasuredStep> MeasuredStepRunner::RunAsIs(
+    vanguard::v1::RunStepRequest request, CancellationToken* cancel,
+    const std::function<void(const vanguard::v1::StepWindow&)>& on_window) {
+  const absl::Duration requested = FromProtoDuration(request.duration());
+  StepRun run(std::move(request), /*first_step=*/false, cancel, on_window, /*hold=*/1);
+  Plan(run);
+  // Undo what Plan adds for a search's step: the shape's phase is what it is.
+  run.settled = false;
+  run.model_warmup.reset();
+  run.window = options_.window > absl::ZeroDuration() ? options_.window : absl::Seconds(1);
+  run.measured = RoundUp(requested, run.window);
+  *run.request.mutable_window() = ToProtoDuration(run.window);
+  *run.request.mutable_duration() = ToProtoDuration(run.measured);
+  assessor_->Reset();
+  // The windows' record times (RecordWindow) are on this clock.
+  const absl::Time began = absl::Now();
+  run.executed = MeasureCall(run, absl::ZeroDuration(), /*watch_overload=*/false);
+  if (!run.executed.ok()) return run.executed.status();
+  JudgeCall(run);
+  JudgeOutcome(run);
+  for (vanguard::v1::StepWindow& w : run.out.windows) {
+    *w.mutable_duration() = ToProtoDuration(run.window);
+  }
+  google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow> windows(run.out.windows.begin(),
+                                                                       run.out.windows.end());
+  run.out.outcome.windows = ShapeWindowsOf(windows, began);
   if (collector_ != nullptr) {
     run.out.scrape_failures = collector_->scrape_failures() - run.failures_before;
   }

@@ -180,6 +180,14 @@ class MeasuredStepRunner {
       vanguard::v1::RunStepRequest request, bool first_step, CancellationToken* cancel,
       const std::function<void(const vanguard::v1::StepWindow&)>& on_window, double hold = 1);
 
+  // Runs the step `request` describes as is: one replayer call measured from its first
+  // request (no warmup, settling, re-measuring or stretching), windows of options.window
+  // (each StepWindow's duration set), every window scored and the call judged as Run judges.
+  // For the phases of a load shape (RunStep::as_is). Errors: those of StepExecutor::Execute.
+  absl::StatusOr<MeasuredStep> RunAsIs(
+      vanguard::v1::RunStepRequest request, CancellationToken* cancel,
+      const std::function<void(const vanguard::v1::StepWindow&)>& on_window);
+
   // The fraction of a step's requests that met the SLO latency: the replayer's goodput when
   // it reports one, else estimated from the latency histogram (completed within the p99
   // limit over scheduled).

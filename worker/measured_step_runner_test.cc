@@ -760,5 +760,40 @@ TEST_F(MeasuredStepRunnerTest, ErrorsAreATailRatioWithTheirWindowUncertainty) {
   EXPECT_GT(o.tail_ratio_se, 0.5 * o.tail_ratio);
 }
 
+TEST_F(MeasuredStepRunnerTest, AsIsAPhaseIsOneCallFromItsFirstRequestWithTheReplicaGauge) {
+  // A load shape's phase: at 5 req/s Run would stretch the windows and the measured part and
+  // settle behind the warmup; RunAsIs measures exactly what it was given, from the start.
+  int scrape = 0;
+  MetricsCollector collector(
+      [&]() -> absl::StatusOr<std::string> {
+        return absl::StrCat("vanguard_sim_replicas ", 1 + scrape++ / 2, "\n");
+      },
+      GaugeMappingFor({}));
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, &collector, Slo(), {});
+  vanguard::v1::RunStepRequest request = Request();
+  request.set_rate_qps(5);
+  *request.mutable_duration() = ToProtoDuration(absl::Seconds(3));
+  *request.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  absl::StatusOr<MeasuredStep> step = runner.RunAsIs(request, nullptr, nullptr);
+  ASSERT_TRUE(step.ok()) << step.status();
+  ASSERT_EQ(requests_.size(), 1u);
+  EXPECT_EQ(FromProtoDuration(requests_[0].warmup()), absl::ZeroDuration());
+  EXPECT_EQ(FromProtoDuration(requests_[0].duration()), absl::Seconds(3));
+  EXPECT_EQ(FromProtoDuration(requests_[0].window()), absl::Milliseconds(500));
+  ASSERT_EQ(step->windows.size(), 6u);
+  ASSERT_EQ(step->outcome.windows.size(), 6u);
+  for (const vanguard::v1::StepWindow& w : step->windows) {
+    EXPECT_FALSE(w.warmup());
+    EXPECT_EQ(FromProtoDuration(w.duration()), absl::Milliseconds(500));
+    EXPECT_NE(w.health_state(), vanguard::v1::HEALTH_STATE_UNSPECIFIED);  // every one scored
+  }
+  // The gauge read at each window's end: 1, 1, 2, 2, 3, 3.
+  EXPECT_DOUBLE_EQ(step->outcome.windows[0].replicas, 1);
+  EXPECT_DOUBLE_EQ(step->outcome.windows[5].replicas, 3);
+  EXPECT_DOUBLE_EQ(step->outcome.windows[2].seconds, 0.5);
+  EXPECT_TRUE(step->windows[4].has_replicas());
+  EXPECT_EQ(step->windows[4].replicas(), 3);
+}
+
 }  // namespace
 }  // namespace vanguard::worker

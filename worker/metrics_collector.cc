@@ -45,6 +45,11 @@ GaugeMapping GaugeMappingFor(const vanguard::v1::Model& model) {
                              {"process_resident_memory_bytes", 1}});
   m.kv_cache_usage = Override(model, "metrics.kv_cache_usage",
                               {{"vllm:gpu_cache_usage_perc", 1}, {"vllm:kv_cache_usage_perc", 1}});
+  // Ready replicas: the simulated fleet's own gauge, else kube-state-metrics' (a page that
+  // shows one deployment; "metrics.replicas" names another).
+  m.replicas =
+      Override(model, "metrics.replicas",
+               {{"vanguard_sim_replicas", 1}, {"kube_deployment_status_replicas_available", 1}});
   return m;
 }
 
@@ -103,6 +108,7 @@ GaugeReading MetricsCollector::Scrape() {
   reading.queue_depth = ReadGauge(*samples, mapping_.queue_depth);
   reading.memory_bytes = ReadGauge(*samples, mapping_.memory_bytes);
   reading.kv_cache_usage = ReadGauge(*samples, mapping_.kv_cache_usage);
+  reading.replicas = ReadGauge(*samples, mapping_.replicas);
   return reading;
 }
 

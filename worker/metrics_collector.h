@@ -1,6 +1,7 @@
 // Scrapes the predictor's /metrics page (Prometheus text format) once per window and reads
 // the gauges health and stability need: GPU utilization, queue depth, memory and KV-cache
-// usage. Each gauge is summed over its label sets (several GPUs, several models).
+// usage, and the replicas ready to serve (autoscale tests). Each gauge is summed over its label
+// sets (several GPUs, several models).
 //
 //   MetricsCollector collector(MetricsCollector::HttpFetcher(url), GaugeMappingFor(model));
 //   GaugeReading r = collector.Scrape();   // absent gauges stay nullopt
@@ -12,7 +13,7 @@
 // TorchServe (GPUUtilization in percent, ts_queue_size... see GaugeMappingFor) and TF Serving
 // (process memory), and takes the first name a page has. A model overrides any of them with
 // labels "metrics.gpu_utilization", "metrics.queue_depth", "metrics.memory_bytes",
-// "metrics.kv_cache_usage" (a metric name, optionally "name*scale", e.g. "GPUUtilization*0.01"),
+// "metrics.kv_cache_usage", "metrics.replicas" (a metric name, optionally "name*scale", e.g. "GPUUtilization*0.01"),
 // and the page's URL with "metrics.url" (default: first endpoint + "/metrics").
 //
 // Called from the test runner's thread only.
@@ -43,6 +44,7 @@ struct GaugeMapping {
   std::vector<GaugeSource> queue_depth;      // requests waiting
   std::vector<GaugeSource> memory_bytes;
   std::vector<GaugeSource> kv_cache_usage;  // 0..1
+  std::vector<GaugeSource> replicas;        // ready replicas of the deployment
 };
 
 struct GaugeReading {
@@ -50,6 +52,7 @@ struct GaugeReading {
   std::optional<double> queue_depth;
   std::optional<double> memory_bytes;
   std::optional<double> kv_cache_usage;
+  std::optional<double> replicas;
 };
 
 // The default names of every supported server, with the model's label overrides applied.

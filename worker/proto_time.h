@@ -31,6 +31,10 @@ inline google::protobuf::Timestamp ToProtoTimestamp(absl::Time t) {
   return out;
 }
 
+inline absl::Time FromProtoTimestamp(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
 }  // namespace vanguard::worker
 
 #endif  // VANGUARD_WORKER_PROTO_TIME_H_

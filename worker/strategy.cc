@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "worker/adaptive_strategy.h"
+#include "worker/autoscale_strategy.h"
 #include "worker/binary_search_strategy.h"
 #include "worker/direct_controller_strategy.h"
 #include "worker/ladder_strategy.h"
@@ -35,6 +36,28 @@ double CoefficientOfVariation(const std::vector<double>& values) {
   for (double v : values) var += (v - mean) * (v - mean);
   var /= static_cast<double>(values.size());
   return std::sqrt(var) / std::abs(mean);
+}
+
+std::vector<ShapeWindow> ShapeWindowsOf(
+    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows,
+    absl::Time began) {
+  std::vector<ShapeWindow> out;
+  for (const vanguard::v1::StepWindow& w : windows) {
+    if (w.warmup()) continue;
+    ShapeWindow s;
+    s.seconds = absl::ToDoubleSeconds(FromProtoDuration(w.duration()));
+    s.p99_ms = w.latency().p99_ms();
+    s.scheduled = w.scheduled();
+    s.completed = w.completed();
+    s.error_rate =
+        w.scheduled() > 0 ? static_cast<double>(w.errors() + w.timeouts()) / w.scheduled() : 0;
+    if (w.has_replicas()) s.replicas = w.replicas();
+    if (w.has_start_time()) {
+      s.scraped_at_s = absl::ToDoubleSeconds(FromProtoTimestamp(w.start_time()) - began);
+    }
+    out.push_back(s);
+  }
+  return out;
 }
 
 PooledSteps PoolSteps(const std::vector<StepOutcome>& steps) {
@@ -88,6 +111,8 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::Tes
       }
       return Upcast(DirectControllerStrategy::Create(dc, target));
     }
+    case vanguard::v1::TestSpec::kAutoscale:
+      return Upcast(AutoscaleStrategy::Create(spec.autoscale(), context));
     case vanguard::v1::TestSpec::STRATEGY_NOT_SET:
       return absl::InvalidArgumentError("spec.strategy: no strategy set (e.g. spec.sweep)");
   }

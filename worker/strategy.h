@@ -23,9 +23,25 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "vanguard/v1/test.pb.h"
 
 namespace vanguard::worker {
+
+// One window of a step measured as is (RunStep::as_is), for the autoscale strategy: how long
+// it lasted, what it measured and the replicas scraped when it was reported (a window is
+// reported once its requests ended: behind a backlog, well after its end).
+struct ShapeWindow {
+  double seconds = 0;
+  double p99_ms = 0;
+  double error_rate = 0;  // (errors + timeouts) / scheduled
+  int64_t scheduled = 0;
+  int64_t completed = 0;
+  double replicas = -1;  // < 0: the replica gauge was not scraped
+  // When the gauge was read, in seconds since the step began; < 0: not known (taken as the
+  // window's end).
+  double scraped_at_s = -1;
+};
 
 // What the runner learned from one step, as the strategy sees it. Stored with the step
 // (Step.outcome, see StepOutcomeToProto in test_runner.h) so that a later attempt of the test
@@ -82,13 +98,25 @@ struct StepOutcome {
   double queue_samples_fraction = 0;
   // Predictor memory gauge (bytes) mean over the judged windows; < 0: not scraped.
   double memory_bytes = -1;
+  // A step run as is: its windows in order. Not in StrategyOutcome: a resumed test rebuilds
+  // them from the stored Step.windows (ShapeWindowsOf).
+  std::vector<ShapeWindow> windows;
 };
+
+// The measured windows of a step that began at `began` as the autoscale strategy reads them
+// (StepWindow.start_time is when the window was recorded and its gauges scraped).
+std::vector<ShapeWindow> ShapeWindowsOf(
+    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows,
+    absl::Time began);
 
 // Inputs a strategy needs that the runner resolves before the test starts (I/O happens in
 // the runner, never in a strategy).
 struct StrategyContext {
   // Direct controller: the rate the production autoscaler targets, fetched by the runner.
   std::optional<double> controller_target_qps;
+  // The model's SLO limits a strategy judges windows by itself (autoscale); 0: no limit.
+  double slo_p99_ms = 0;
+  double slo_max_error_rate = 0;
 };
 
 // Run the next step at this offered rate.
@@ -100,6 +128,25 @@ struct RunStep {
   // A chunk of the final hold that verifies the estimate (or "at least max_qps") rather than
   // a step of the search: measured and judged like any step.
   bool verification = false;
+  // A phase of a load shape (autoscale): measured from its first request, with no warmup,
+  // settling or stretching, for duration_s (0: the spec's step_duration), the rate moving
+  // linearly to ramp_end_qps over it when that is > 0.
+  bool as_is = false;
+  double duration_s = 0;
+  double ramp_end_qps = 0;
+};
+
+// What an autoscale test found (see autoscale_strategy.h for the definitions).
+struct AutoscaleFindings {
+  double violation_seconds = 0;
+  double scale_up_lag_s = 0;
+  bool reached = true;  // every rise of the replicas needed was met
+  double overprovisioned_replica_seconds = 0;
+  double underprovisioned_replica_seconds = 0;
+  double replica_seconds = 0;
+  double peak_replicas = 0;
+  double measured_seconds = 0;
+  int replica_samples = 0;
 };
 
 // The test is finished.
@@ -127,6 +174,8 @@ struct Done {
   // When !converged: about how much more measuring a run would need to decide, in seconds;
   // 0: not known or not needed.
   double more_time_needed_s = 0;
+  // Autoscale tests only.
+  std::optional<AutoscaleFindings> autoscale;
 };
 
 using Decision = std::variant<RunStep, Done>;

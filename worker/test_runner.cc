@@ -141,6 +141,7 @@ vanguard::v1::StrategyOutcome StepOutcomeToProto(const StepOutcome& o) {
 
 StepOutcome StepOutcomeFromStep(const vanguard::v1::Step& step) {
   StepOutcome o;
+  o.windows = ShapeWindowsOf(step.windows(), FromProtoTimestamp(step.start_time()));
   if (!step.has_outcome()) {
     o.rate_qps = step.target_qps();
     o.passed = step.passed();
@@ -201,6 +202,20 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
   return step;
 }
 
+vanguard::v1::AutoscaleResult AutoscaleResultOf(const AutoscaleFindings& f) {
+  vanguard::v1::AutoscaleResult r;
+  r.set_violation_seconds(f.violation_seconds);
+  *r.mutable_scale_up_lag() = ToProtoDuration(absl::Seconds(f.scale_up_lag_s));
+  r.set_reached(f.reached);
+  r.set_overprovisioned_replica_seconds(f.overprovisioned_replica_seconds);
+  r.set_underprovisioned_replica_seconds(f.underprovisioned_replica_seconds);
+  r.set_replica_seconds(f.replica_seconds);
+  r.set_peak_replicas(f.peak_replicas);
+  r.set_measured_seconds(f.measured_seconds);
+  r.set_replica_samples(f.replica_samples);
+  return r;
+}
+
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
                                          absl::Duration test_duration,
                                          const MeasuredStep* first_step) {
@@ -221,6 +236,7 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
   if (done.more_time_needed_s > 0) {
     *result.mutable_more_time_needed() = ToProtoDuration(absl::Seconds(done.more_time_needed_s));
   }
+  if (done.autoscale) *result.mutable_autoscale() = AutoscaleResultOf(*done.autoscale);
   if (first_step != nullptr) {
     *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
     if (first_step->model_warming) {
@@ -429,6 +445,9 @@ std::optional<std::string> TestRunner::SetUp(TestRun& run) {
     }
     context.controller_target_qps = *target;
   }
+  context.slo_p99_ms =
+      absl::ToDoubleMilliseconds(FromProtoDuration(test.model().slo().p99_latency()));
+  context.slo_max_error_rate = test.model().slo().max_error_rate();
   absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec(), context);
   if (!strategy.ok()) return std::string(strategy.status().message());
   run.strategy = std::move(*strategy);
@@ -479,23 +498,26 @@ TestRunOutcome TestRunner::CompleteWithResult(TestRun& run, const Done& done) {
 }
 
 absl::StatusOr<MeasuredStep> TestRunner::MeasureWithRetries(
-    TestRun& run, const vanguard::v1::RunStepRequest& request, double hold, absl::Time* step_start,
-    std::vector<vanguard::v1::StepWindow>* windows_so_far) {
+    TestRun& run, const vanguard::v1::RunStepRequest& request, const RunStep& step,
+    absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far) {
   absl::StatusOr<MeasuredStep> executed;
   absl::Duration backoff = options_.retry_backoff;
   int outside_pauses = 0;
   for (int retry = 0;; ++retry) {
     *step_start = clock_->Now();
     windows_so_far->clear();
-    executed = run.step_runner->Run(
-        request, /*first_step=*/run.steps_taken == 0, &run.step_cancel,
-        [&](const vanguard::v1::StepWindow& w) {
-          windows_so_far->push_back(w);
-          run.keeper->MaybeBeat();
-          if (run.progress) run.progress->OnWindow(w);
-        },
-        hold);
-    if (executed.ok() && DisturbedFromOutside(*executed) &&
+    auto on_window = [&](const vanguard::v1::StepWindow& w) {
+      windows_so_far->push_back(w);
+      run.keeper->MaybeBeat();
+      if (run.progress) run.progress->OnWindow(w);
+    };
+    executed = step.as_is ? run.step_runner->RunAsIs(request, &run.step_cancel, on_window)
+                          : run.step_runner->Run(request, /*first_step=*/run.steps_taken == 0,
+                                                 &run.step_cancel, on_window, step.hold);
+    // A phase of a load shape is not measured again: the deployment it drove has moved on
+    // (scaled), so a second run would measure something else; the strategy sees the
+    // disturbed client instead.
+    if (executed.ok() && !step.as_is && DisturbedFromOutside(*executed) &&
         outside_pauses < options_.max_outside_pauses && !run.step_cancel.IsCancelled() &&
         !stopped()) {
       ++outside_pauses;
@@ -646,6 +668,7 @@ void TestRunner::Resume(TestRun& run) {
 std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& step) {
   absl::StatusOr<vanguard::v1::RunStepRequest> request =
       StepExecutor::BuildRequest(run.test, step.rate_qps, run.index);
+  if (request.ok() && step.as_is) ShapePhase(step, &*request);
   if (!request.ok()) {
     return CompleteWithError(run,
                              absl::StrCat("step ", run.index, ": ", request.status().message()),
@@ -663,13 +686,24 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
   absl::Time step_start;
   std::vector<vanguard::v1::StepWindow> windows_so_far;
   absl::StatusOr<MeasuredStep> executed =
-      MeasureWithRetries(run, *request, step.hold, &step_start, &windows_so_far);
+      MeasureWithRetries(run, *request, step, &step_start, &windows_so_far);
   if (run.progress) run.progress->EndStep();
   CountStep(run, began, executed);
   if (!executed.ok()) {
     return StepFailed(run, executed.status(), step.rate_qps, step_start, windows_so_far);
   }
   return ReportMeasuredStep(run, *executed);
+}
+
+void TestRunner::ShapePhase(const RunStep& step, vanguard::v1::RunStepRequest* request) {
+  *request->mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  if (step.duration_s > 0) {
+    *request->mutable_duration() = ToProtoDuration(absl::Seconds(step.duration_s));
+  }
+  if (step.ramp_end_qps > 0) {
+    request->set_schedule(vanguard::v1::SCHEDULE_RAMP);
+    request->set_ramp_end_qps(step.ramp_end_qps);
+  }
 }
 
 TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {

@@ -74,6 +74,7 @@ struct TestRunnerOptions {
   // the replayer's verdict says so) says nothing about the model: the runner pauses
   // outside_pause and measures it again, at most max_outside_pauses times a step, without
   // the strategy seeing it (a rate the client could not hold for its own reasons still counts).
+  // Not a load shape's phase (RunStep::as_is): the deployment it drove has scaled since.
   int max_outside_pauses = 3;
   absl::Duration outside_pause = absl::Seconds(10);
   // Orchestrator UNAVAILABLE on ReportStep/CompleteTest: attempts before giving up (the
@@ -145,6 +146,9 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
 // The TestResult for a strategy's Done. `first_step` (nullable): the test's first step,
 // whose model warmup the result reports (model_warmup; a drift flag when the model was still
 // warming when it was measured).
+// An autoscale test's findings as stored in TestResult.autoscale.
+vanguard::v1::AutoscaleResult AutoscaleResultOf(const AutoscaleFindings& findings);
+
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
                                          absl::Duration test_duration,
                                          const MeasuredStep* first_step = nullptr);
@@ -210,8 +214,10 @@ class TestRunner {
   // backoff doubling) and, after a pause, while its load generator was disturbed from
   // outside (max_outside_pauses); its windows, as they arrive, in *windows_so_far.
   absl::StatusOr<MeasuredStep> MeasureWithRetries(
-      TestRun& run, const vanguard::v1::RunStepRequest& request, double hold,
+      TestRun& run, const vanguard::v1::RunStepRequest& request, const RunStep& step,
       absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far);
+  // A phase of a load shape (RunStep::as_is): no warmup, the phase's duration and ramp.
+  static void ShapePhase(const RunStep& step, vanguard::v1::RunStepRequest* request);
   // Counts a step that ended (its verdict, its time since `began` on the monotonic clock and,
   // when measured, its rates and p99) in options_.metrics, if any.
   void CountStep(const TestRun& run, absl::Duration began,

@@ -47,6 +47,8 @@ class E2eStack : public ::testing::Test {
     std::vector<std::string> worker_flags;
     // false: no worker; the test starts its own (StartWorker).
     bool start_worker = true;
+    // Added to the simulator's flags (later ones win, e.g. "--slots=1").
+    std::vector<std::string> sim_flags;
   };
 
   void StartStack() { StartStack(StackOptions()); }
@@ -55,7 +57,7 @@ class E2eStack : public ::testing::Test {
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
 
-    sim_ = StartSimulator(kServiceMs);
+    sim_ = StartSimulator(kServiceMs, options.sim_flags);
     ASSERT_NE(sim_, nullptr);
 
     auto orch = Subprocess::StartServer(
@@ -78,11 +80,13 @@ class E2eStack : public ::testing::Test {
 
   // A simulated predictor (model "e2e", kSlots slots of `service_ms` each) on a free port;
   // null (and a test failure) if it does not start.
-  std::unique_ptr<Subprocess> StartSimulator(double service_ms) {
-    auto sim = Subprocess::StartServer(
-        "vanguard-sim-predictor",
-        {"--listen=127.0.0.1:0", "--model_name=e2e", absl::StrCat("--slots=", kSlots),
-         absl::StrCat("--service_ms=", service_ms)});
+  std::unique_ptr<Subprocess> StartSimulator(double service_ms,
+                                             const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args = {"--listen=127.0.0.1:0", "--model_name=e2e",
+                                     absl::StrCat("--slots=", kSlots),
+                                     absl::StrCat("--service_ms=", service_ms)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto sim = Subprocess::StartServer("vanguard-sim-predictor", args);
     EXPECT_TRUE(sim.ok()) << sim.status();
     return sim.ok() ? std::move(*sim) : nullptr;
   }
