@@ -245,6 +245,67 @@ TEST_F(CapacityPlanningTest, PlanSizesReplicasPerHardwareFromTheLatestConvergedC
   EXPECT_EQ(plan->plans(1).accelerators(), 26);
 }
 
+// Hand computation: cost per million requests = price per accelerator-hour * accelerators
+// per replica (at least one) / (capacity * 3600) * 1e6.
+TEST_F(CapacityPlanningTest, PlanPricesAMillionRequestsAtTheMeasuredCapacity) {
+  Register("v2", "nvidia-l4", 2);
+  Register("v1-cpu", "cpu", 0);  // no count registered: one accelerator per replica
+  Register("v1-tpu", "tpu-v5e", 4);
+  Completed("v2", 100, 100, 110);
+  Completed("v1-cpu", 77, 77, 80);
+  Completed("v1-tpu", 400, 400, 420);
+  Sql("INSERT INTO accelerator_prices (accelerator, price_per_hour) VALUES "
+      "('nvidia-l4', 2.5), ('cpu', 0.36)");
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(400, 0.3, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->plans_size(), 3);
+  const v1::ReplicaPlan& cpu = plan->plans(0);  // ordered by accelerator
+  const v1::ReplicaPlan& l4 = plan->plans(1);
+  const v1::ReplicaPlan& tpu = plan->plans(2);
+  ASSERT_TRUE(l4.has_cost_per_million_requests());
+  EXPECT_NEAR(l4.cost_per_million_requests(), 13.888888888888889, 1e-9);  // 5 / 360000 * 1e6
+  ASSERT_TRUE(cpu.has_cost_per_million_requests());
+  EXPECT_NEAR(cpu.cost_per_million_requests(), 1.2987012987012987, 1e-9);  // 0.36 / 277200 * 1e6
+  EXPECT_FALSE(tpu.has_cost_per_million_requests()) << "tpu-v5e has no price";
+  // The same from the SQL function, as a planner runs it.
+  EXPECT_NEAR(Sql("SELECT cost_per_million_requests FROM vanguard_plan('resnet50', 400, 0.3, 1)"
+                  " WHERE accelerator = 'nvidia-l4'")[0][0]
+                  .as<double>(),
+              13.888888888888889, 1e-9);
+  EXPECT_THROW(Sql("INSERT INTO accelerator_prices VALUES ('gpu', -1)"), pqxx::check_violation);
+}
+
+// An autoscale test's result (max_sustainable_qps 0, TestResult.autoscale set) is stored like
+// any other, but it is not a capacity: the views, the trend and the plan leave it out.
+TEST_F(CapacityPlanningTest, AnAutoscaleResultIsNotACapacity) {
+  Register("v1", "nvidia-l4", 1);
+  const int64_t measured = Completed("v1", 100, 100, 110);
+  v1::TestSpec spec = ValidSpec();
+  spec.set_model_version("v1");
+  absl::StatusOr<RegisteredModel> model = models_->Get("resnet50", "v1");
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<v1::Test> submitted = tests_->Submit(spec, model->id, "");
+  ASSERT_TRUE(submitted.ok());
+  absl::StatusOr<std::optional<v1::Test>> leased = tests_->Lease("w1", absl::Seconds(30));
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  v1::TestResult result;
+  result.set_converged(true);
+  result.mutable_autoscale()->set_violation_seconds(4.5);
+  ASSERT_TRUE(tests_->Complete(submitted->id(), (**leased).attempt(), result, "").ok());
+
+  EXPECT_EQ(Sql("SELECT (detail #>> '{autoscale,violation_seconds}')::float8 FROM results "
+                "WHERE test_id = " +
+                std::to_string(submitted->id()))[0][0]
+                .as<double>(),
+            4.5);
+  EXPECT_EQ(Sql("SELECT test_id FROM capacity_latest")[0][0].as<int64_t>(), measured);
+  EXPECT_EQ(Sql("SELECT count(*) FROM capacity_intervals")[0][0].as<int>(), 1);
+  EXPECT_EQ(Trend().size(), 1u);
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(100, 0.3, 1);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->plans(0).test_id(), measured);
+}
+
 TEST_F(CapacityPlanningTest, PlanOfAnUnmeasuredVersionSaysSoAndBadInputIsRefused) {
   Register("v1", "nvidia-l4", 1);
   absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(100, 0.3, 1);
