@@ -20,8 +20,6 @@
 #include "orchestrator/cli/command_table.h"
 
 namespace vanguard::cli {
-namespace {
-
 absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return FlagError(flag, absl::StrCat("cannot read '", path, "'"));
@@ -30,6 +28,8 @@ absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& 
   if (in.bad()) return FlagError(flag, absl::StrCat("cannot read '", path, "'"));
   return text.str();
 }
+
+namespace {
 
 // "a, b or c".
 std::string OneOf(const std::vector<std::string>& words) {

@@ -156,6 +156,10 @@ absl::Status ExpectArgs(const CommandWords& command, size_t count, absl::string_
 absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view name, absl::string_view text);
 // Reads a message in protobuf's JSON mapping (unknown fields refused) from the file a flag
 // names.
+// The whole file at `path` (named by --flag); INVALID_ARGUMENT naming --flag when it cannot
+// be read.
+absl::StatusOr<std::string> ReadFile(absl::string_view flag, const std::string& path);
+
 absl::Status ReadJsonMessage(absl::string_view flag, const std::string& path,
                              google::protobuf::Message* message);
 void SetProtoDuration(absl::Duration d, google::protobuf::Duration* out);

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/formats.h"
+#include "orchestrator/cli/plan_profile.h"
 #include "orchestrator/cli/render.h"
 
 namespace vanguard::cli {
@@ -94,14 +95,29 @@ absl::StatusOr<v1::GetCapacityTrendRequest> ParseTrend(const CommandInput& in) {
   return request;
 }
 
-absl::StatusOr<v1::PlanCapacityRequest> ParsePlan(const CommandInput& in) {
-  RETURN_IF_ERROR(ExpectArgs(in.command, 0));
+// `vanguard plan`: the request, and with --profile the day it sizes over.
+struct PlanOptions {
   v1::PlanCapacityRequest request;
+  std::vector<ProfilePoint> profile;  // empty: no --profile
+};
+
+absl::StatusOr<PlanOptions> ParsePlan(const CommandInput& in) {
+  RETURN_IF_ERROR(ExpectArgs(in.command, 0));
+  PlanOptions options;
+  v1::PlanCapacityRequest& request = options.request;
   ASSIGN_OR_RETURN(std::optional<std::string> model, in.flags.NonEmptyText("model"));
   request.set_model(*model);  // required flags: ParseCommand checked they are there
+  ASSIGN_OR_RETURN(std::optional<std::string> profile_path, in.flags.NonEmptyText("profile"));
+  if (profile_path.has_value()) {
+    ASSIGN_OR_RETURN(std::string csv, ReadFile("profile", *profile_path));
+    ASSIGN_OR_RETURN(options.profile, ParseDailyProfile(csv));
+  }
   ASSIGN_OR_RETURN(std::optional<double> peak, in.flags.Number("peak_qps"));
+  if (!peak.has_value() && !options.profile.empty()) peak = ProfilePeak(options.profile);
+  if (!peak.has_value()) return FlagError("peak_qps", "is required (or give --profile)");
   if (!(*peak > 0)) {
-    return BadValue("peak_qps", *in.flags.Text("peak_qps"), "must be > 0 (requests/s)");
+    return BadValue("peak_qps", in.flags.Text("peak_qps").value_or(absl::StrCat(*peak)),
+                    "must be > 0 (requests/s)");
   }
   request.set_peak_qps(*peak);
   if (std::optional<std::string> headroom = in.flags.Text("headroom")) {
@@ -110,7 +126,7 @@ absl::StatusOr<v1::PlanCapacityRequest> ParsePlan(const CommandInput& in) {
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> loss, in.flags.Integer("survive_loss", 0, 10000));
   if (loss.has_value()) request.set_survive_loss(static_cast<int32_t>(*loss));
-  return request;
+  return options;
 }
 
 // --- Runners -----------------------------------------------------------------------------
@@ -156,13 +172,23 @@ int RunTrend(CommandRunner& runner, const v1::GetCapacityTrendRequest& request) 
   return kExitOk;
 }
 
-int RunPlan(CommandRunner& runner, const v1::PlanCapacityRequest& request) {
+int RunPlan(CommandRunner& runner, const PlanOptions& options) {
   absl::StatusOr<v1::PlanCapacityResponse> response =
-      runner.Call(&CommandRunner::Stub::PlanCapacity, request);
+      runner.Call(&CommandRunner::Stub::PlanCapacity, options.request);
   if (!response.ok()) return runner.RpcFailed("PlanCapacity", response.status());
+  if (options.profile.empty()) {
+    runner.Print(
+        *response, [&] { return RenderPlanTable(*response); },
+        [&] { return RenderPlanCsv(*response); });
+    return kExitOk;
+  }
   runner.Print(
-      *response, [&] { return RenderPlanTable(*response); },
-      [&] { return RenderPlanCsv(*response); });
+      *response,
+      [&] {
+        return absl::StrCat(RenderPlanTable(*response), "\n",
+                            RenderProfileTable(*response, options.profile));
+      },
+      [&] { return RenderProfileCsv(*response, options.profile); });
   return kExitOk;
 }
 
@@ -318,7 +344,11 @@ std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
   absl::StrAppend(&out, table.Render(), "replicas = ceil(", FormatQps(plan.required_qps()),
                   " / capacity per replica) + ", plan.survive_loss(), "\n");
   if (unmeasured) absl::StrAppend(&out, "not measured: that version has no converged test\n");
-  if (!priced) absl::StrAppend(&out, "cost: the registry stores no price per accelerator-hour\n");
+  if (!priced) {
+    absl::StrAppend(&out,
+                    "cost: the registry stores no price per accelerator-hour for these "
+                    "accelerators (table accelerator_prices)\n");
+  }
   return out;
 }
 
@@ -382,17 +412,26 @@ std::vector<CommandSpec> PlanningCommands() {
            .outputs = kEveryOutput,
            .parse = ParseTrend,
            .run = RunTrend}),
-      Command<v1::PlanCapacityRequest>(
+      Command<PlanOptions>(
           {.words = {"plan"},
            .summary = "Replicas needed per hardware for a peak rate, from the latest converged "
                       "capacity of the model's newest version on each hardware.",
            .details = "replicas = ceil(peak_qps * (1 + headroom) / capacity per replica) + "
-                      "survive_loss (docs/planning.md).",
+                      "survive_loss; cost per million requests = price per accelerator-hour * "
+                      "accelerators per replica / (capacity * 3600) * 1e6 where the registry "
+                      "has a price (docs/planning.md). With --profile: replicas at each time "
+                      "of the day, replica-hours, accelerator-hours and cost per day (table and "
+                      "CSV; JSON and YAML print the plan only).",
            .flags = {{.name = "model", .value = "N", .help = "The model.", .required = true},
                      {.name = "peak_qps",
                       .value = "QPS",
-                      .help = "The peak request rate to carry, requests/s.",
-                      .required = true},
+                      .help = "The peak request rate to carry, requests/s (default with "
+                              "--profile: its highest rate)."},
+                     {.name = "profile",
+                      .value = "FILE",
+                      .help = "A daily traffic profile, CSV lines TIME,QPS (TIME HH:MM); each "
+                              "rate holds until the next time, the last until the first one "
+                              "the next day."},
                      {.name = "headroom",
                       .value = "30%",
                       .help = "Capacity kept spare above the peak, a percentage (default 30%)."},

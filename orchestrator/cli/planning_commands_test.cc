@@ -3,6 +3,7 @@
 // the --fail_on_regression gate's exit code, and usage errors.
 #include "orchestrator/cli/planning_commands.h"
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,24 @@ TEST_F(PlanningCommandsTest, PlanLeavesTheDefaultsToTheOrchestratorAndPrintsCsvA
   EXPECT_FALSE(json["plans"][1].contains("cost_per_million_requests"));
 }
 
+TEST_F(PlanningCommandsTest, PlanWithAProfileSizesForItsPeakAndPrintsTheDay) {
+  const std::string path = ::testing::TempDir() + "/plan_profile_day.csv";
+  std::ofstream(path) << "time,qps\n00:00,100\n06:00,400\n18:00,150\n";
+  ServePlan();
+  EXPECT_EQ(RunCommand({"plan"}, {{"model", "resnet50"}, {"profile", path}}), kExitOk)
+      << err_.str();
+  EXPECT_EQ(plan_request_.peak_qps(), 400);  // the profile's highest rate
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("replicas over the day"));
+  // L4 x2 at 100 req/s, 30% headroom, one spare: 3, 7, 3 replicas for 6, 12, 6 hours.
+  EXPECT_THAT(out, ::testing::ContainsRegex("replica-hours +120\\.00\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("accelerator-hours +240\\.00\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("06:00 +400\\.0 +7\n"));
+  EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}, {"profile", "/nonexistent/day.csv"}}),
+            kExitUsage);
+  EXPECT_THAT(usage_error_, HasSubstr("--profile"));
+}
+
 TEST_F(PlanningCommandsTest, PlanRefusesBadFlagsBeforeAnyCall) {
   EXPECT_CALL(stub_, PlanCapacity(_, _, _)).Times(0);
   EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}}), kExitUsage);
@@ -264,7 +283,7 @@ TEST(PlanningCommandsTableTest, UsageListsTheCommandsAndTheGateExitCode) {
   for (const char* synopsis :
        {"baseline TEST_ID", "regressions [--model=N] [--latest] [--fail_on_regression]",
         "trend MODEL [--limit=N]",
-        "plan --model=N --peak_qps=QPS [--headroom=30%] [--survive_loss=1]"}) {
+        "plan --model=N [--peak_qps=QPS] [--profile=FILE] [--headroom=30%] [--survive_loss=1]"}) {
     EXPECT_THAT(usage, HasSubstr(synopsis));
   }
   EXPECT_THAT(usage, HasSubstr("regressions --fail_on_regression listed a regression"));
