@@ -66,7 +66,18 @@ JOIN tests t ON t.id = r.test_id
 JOIN models m ON m.id = r.model_id
 WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale');
 
--- Replica sizing, now with cost (see above; otherwise as in version 10).
+-- Replica sizing, now with cost: version 10's function, kept under another name, priced.
+-- (Idempotent: applied again, version 10 has just replaced vanguard_plan with its own body,
+-- which the renamed copy already holds.)
+DO $$
+BEGIN
+  IF to_regprocedure('vanguard_plan_unpriced(text,double precision,double precision,integer)')
+     IS NULL THEN
+    ALTER FUNCTION vanguard_plan(text, double precision, double precision, integer)
+      RENAME TO vanguard_plan_unpriced;
+  END IF;
+END
+$$;
 CREATE OR REPLACE FUNCTION vanguard_plan(
     p_model text, peak_qps double precision, headroom double precision DEFAULT 0.3,
     survive_loss integer DEFAULT 1)
@@ -74,58 +85,15 @@ RETURNS TABLE (accelerator text, accelerator_count integer, pool text, model_ver
                test_id bigint, capacity_qps double precision, at_least boolean,
                required_qps double precision, replicas bigint, accelerators bigint,
                cost_per_million_requests double precision, measured_at timestamptz)
-LANGUAGE plpgsql STABLE AS $$
-#variable_conflict use_column
-BEGIN
-  IF peak_qps IS NULL OR peak_qps = 'NaN' OR peak_qps <= 0 OR peak_qps = 'Infinity' THEN
-    RAISE EXCEPTION 'peak_qps must be a positive finite rate, got %', peak_qps
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF headroom IS NULL OR headroom = 'NaN' OR headroom < 0 OR headroom = 'Infinity' THEN
-    RAISE EXCEPTION 'headroom must be a finite fraction >= 0 (0.3 = 30%%), got %', headroom
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF survive_loss IS NULL OR survive_loss < 0 THEN
-    RAISE EXCEPTION 'survive_loss must be >= 0 replicas, got %', survive_loss
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  RETURN QUERY
-  WITH versions AS (
-    SELECT DISTINCT ON (hw.accelerator, hw.accelerator_count, hw.pool)
-           m.id, m.version, hw.accelerator, hw.accelerator_count, hw.pool
-    FROM models m
-    CROSS JOIN LATERAL (
-      SELECT coalesce(m.spec #>> '{hardware,accelerator}', '') AS accelerator,
-             coalesce((m.spec #>> '{hardware,accelerator_count}')::integer, 0) AS accelerator_count,
-             coalesce(m.spec #>> '{hardware,pool}', '') AS pool) hw
-    WHERE m.name = p_model AND NOT m.deprecated
-    ORDER BY hw.accelerator, hw.accelerator_count, hw.pool, m.created_at DESC, m.id DESC
-  ), measured AS (
-    SELECT v.*, c.test_id, c.max_sustainable_qps, c.at_least, c.recorded_at,
-           (SELECT ap.price_per_hour FROM accelerator_prices ap
-             WHERE ap.accelerator = v.accelerator) AS price_per_hour,
-           ceil(peak_qps::numeric * (1 + headroom::numeric)
-                / NULLIF(c.max_sustainable_qps, 0)::numeric)::bigint + survive_loss AS replicas
-    FROM versions v
-    LEFT JOIN LATERAL (
-      SELECT ci.test_id, ci.max_sustainable_qps, ci.at_least, ci.recorded_at
-      FROM capacity_intervals ci
-      WHERE ci.model_id = v.id AND ci.converged AND ci.max_sustainable_qps > 0
-      ORDER BY ci.recorded_at DESC, ci.test_id DESC
-      LIMIT 1
-    ) c ON true
-  )
-  SELECT ms.accelerator, ms.accelerator_count, ms.pool, ms.version, ms.test_id,
-         ms.max_sustainable_qps, ms.at_least,
-         (peak_qps::numeric * (1 + headroom::numeric))::double precision,
-         ms.replicas,
-         CASE WHEN ms.accelerator_count > 0 THEN ms.replicas * ms.accelerator_count END,
-         (ms.price_per_hour::numeric * greatest(ms.accelerator_count, 1)
-          / (NULLIF(ms.max_sustainable_qps, 0)::numeric * 3600) * 1000000)::double precision,
-         ms.recorded_at
-  FROM measured ms
-  ORDER BY ms.accelerator, ms.accelerator_count, ms.pool;
-END
+LANGUAGE sql STABLE AS $$
+  SELECT p.accelerator, p.accelerator_count, p.pool, p.model_version, p.test_id,
+         p.capacity_qps, p.at_least, p.required_qps, p.replicas, p.accelerators,
+         (ap.price_per_hour::numeric * greatest(p.accelerator_count, 1)
+          / (NULLIF(p.capacity_qps, 0)::numeric * 3600) * 1000000)::double precision,
+         p.measured_at
+  FROM vanguard_plan_unpriced(p_model, peak_qps, headroom, survive_loss) p
+  LEFT JOIN accelerator_prices ap ON ap.accelerator = p.accelerator
+  ORDER BY p.accelerator, p.accelerator_count, p.pool;
 $$;
 
 DO $$
