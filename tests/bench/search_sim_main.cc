@@ -99,7 +99,8 @@ ABSL_FLAG(uint64_t, gen_min_judged_requests, vanguard::sim::GeneratorOptions().m
 ABSL_FLAG(bool, retruth, false,
           "--generated with --models_dir: compute each model's truth again with this "
           "binary's generator options where it was judged on fewer than "
-          "--gen_min_judged_requests requests, rewrite DIR/models.tsv (the old one kept as "
+          "--gen_min_judged_requests requests, drop models whose truth leaves the "
+          "generator's capacity range, rewrite DIR/models.tsv (the old one kept as "
           "models.tsv.before_retruth), print how far each truth moved, and exit");
 ABSL_FLAG(std::string, variants, "adaptive,binary",
           "--generated: comma-separated searches: adaptive, binary, and the ablations "
@@ -828,7 +829,19 @@ int Retruth(std::vector<sim::GeneratedModel>& models, const sim::GeneratorOption
     std::fprintf(stderr, "cannot keep %s/models.tsv\n", dir.c_str());
     return 1;
   }
-  return WriteProfiles(models, dir);
+  // A truth now outside the generator's capacity range is dropped, as GenerateModel would
+  // have drawn again instead (a flat tail near the limit at every rate can land there).
+  std::vector<sim::GeneratedModel> kept;
+  for (sim::GeneratedModel& m : models) {
+    if (m.truth_rps >= options.min_capacity_rps && m.truth_rps <= options.max_capacity_rps) {
+      kept.push_back(std::move(m));
+    } else {
+      std::printf("  retruth dropped %s: truth %.3g req/s outside [%g, %g]\n",
+                  m.profile.name.c_str(), m.truth_rps, options.min_capacity_rps,
+                  options.max_capacity_rps);
+    }
+  }
+  return WriteProfiles(kept, dir);
 }
 
 int RunGenerated() {
