@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/grpc_tls.h"
@@ -297,51 +298,65 @@ bool ParseProtocol(const std::string& name, v1::Protocol* protocol) {
   return true;
 }
 
-int RunOnce() {
-  v1::Protocol protocol;
-  if (!ParseProtocol(absl::GetFlag(FLAGS_protocol), &protocol)) {
-    return UsageError(
-        absl::StrCat("--protocol must be kserve_v2_rest, http, openai_completions, openai_chat or "
-                     "kserve_v2_grpc, got \"",
-                     absl::GetFlag(FLAGS_protocol), "\""));
-  }
-  bool closed_loop = absl::GetFlag(FLAGS_concurrency) > 0;
+// The flags `run` needs, checked before anything else: empty when they are all there.
+std::string MissingRunFlags(v1::Protocol protocol) {
+  const bool closed_loop = absl::GetFlag(FLAGS_concurrency) > 0;
   std::vector<std::string> missing;
   if (absl::GetFlag(FLAGS_target).empty()) missing.push_back("--target");
   if (absl::GetFlag(FLAGS_model).empty() && protocol != v1::PROTOCOL_HTTP &&
       absl::GetFlag(FLAGS_trace).empty()) {
     missing.push_back("--model");
   }
-  if (absl::GetFlag(FLAGS_rate) == 0 && !closed_loop)
-    missing.push_back("--rate (or --concurrency)");
+  if (absl::GetFlag(FLAGS_rate) == 0 && !closed_loop) missing.push_back("--rate (or --concurrency)");
   if (absl::GetFlag(FLAGS_duration) == absl::ZeroDuration()) missing.push_back("--duration");
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string& flag : missing) absl::StrAppend(&list, list.empty() ? "" : ", ", flag);
-    return UsageError(absl::StrCat("run needs ", list));
-  }
-  std::string output = absl::GetFlag(FLAGS_output);
-  if (output != "table" && output != "json") {
-    return UsageError(absl::StrCat("--output must be table or json, got \"", output, "\""));
-  }
+  return absl::StrJoin(missing, ", ");
+}
 
-  v1::RunStepRequest request;
+// The target(s) and --endpoint_policy into `request`; INVALID_ARGUMENT for an unknown policy.
+absl::Status SetTargetsFromFlags(v1::RunStepRequest* request) {
   const std::vector<std::string> targets = absl::StrSplit(absl::GetFlag(FLAGS_target), ',');
   if (targets.size() == 1) {
-    request.set_target(targets[0]);
+    request->set_target(targets[0]);
   } else {
-    for (const std::string& target : targets) request.add_targets(target);
+    for (const std::string& target : targets) request->add_targets(target);
   }
   if (std::string policy = absl::GetFlag(FLAGS_endpoint_policy); !policy.empty()) {
     v1::EndpointPolicy parsed;
     if (!v1::EndpointPolicy_Parse(absl::StrCat("ENDPOINT_POLICY_", absl::AsciiStrToUpper(policy)),
                                   &parsed) ||
         parsed == v1::ENDPOINT_POLICY_UNSPECIFIED) {
-      return UsageError(absl::StrCat(
+      return absl::InvalidArgumentError(absl::StrCat(
           "--endpoint_policy must be round_robin, random, p2c or single, got \"", policy, "\""));
     }
-    request.set_endpoint_policy(parsed);
+    request->set_endpoint_policy(parsed);
   }
+  return absl::OkStatus();
+}
+
+// --schedule (and --ramp_end_rate) into `request`; INVALID_ARGUMENT for an unknown schedule.
+absl::Status SetScheduleFromFlags(v1::RunStepRequest* request) {
+  const std::string schedule = absl::GetFlag(FLAGS_schedule);
+  if (schedule == "constant") {
+    request->set_schedule(v1::SCHEDULE_CONSTANT);
+  } else if (schedule == "poisson") {
+    request->set_schedule(v1::SCHEDULE_POISSON);
+  } else if (schedule == "ramp") {
+    request->set_schedule(v1::SCHEDULE_RAMP);
+    request->set_ramp_end_qps(absl::GetFlag(FLAGS_ramp_end_rate));
+  } else if (schedule == "trace") {
+    request->set_schedule(v1::SCHEDULE_TRACE);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--schedule must be constant, poisson, ramp or trace, got \"", schedule, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// The step `run` asks for, from its flags: what a worker would send in RunStep.
+absl::StatusOr<v1::RunStepRequest> RequestFromFlags(v1::Protocol protocol) {
+  v1::RunStepRequest request;
+  if (absl::Status s = SetTargetsFromFlags(&request); !s.ok()) return s;
+  if (absl::Status s = SetScheduleFromFlags(&request); !s.ok()) return s;
   request.set_protocol(protocol);
   request.set_model_name(absl::GetFlag(FLAGS_model));
   request.set_request_body(absl::GetFlag(FLAGS_body));
@@ -349,20 +364,6 @@ int RunOnce() {
   request.set_concurrency(absl::GetFlag(FLAGS_concurrency));
   request.set_threads(absl::GetFlag(FLAGS_threads));
   request.set_trace_path(absl::GetFlag(FLAGS_trace));
-  std::string schedule = absl::GetFlag(FLAGS_schedule);
-  if (schedule == "constant") {
-    request.set_schedule(v1::SCHEDULE_CONSTANT);
-  } else if (schedule == "poisson") {
-    request.set_schedule(v1::SCHEDULE_POISSON);
-  } else if (schedule == "ramp") {
-    request.set_schedule(v1::SCHEDULE_RAMP);
-    request.set_ramp_end_qps(absl::GetFlag(FLAGS_ramp_end_rate));
-  } else if (schedule == "trace") {
-    request.set_schedule(v1::SCHEDULE_TRACE);
-  } else {
-    return UsageError(absl::StrCat("--schedule must be constant, poisson, ramp or trace, got \"",
-                                   schedule, "\""));
-  }
   request.set_seed(absl::GetFlag(FLAGS_seed));
   *request.mutable_warmup() = ToProto(absl::GetFlag(FLAGS_warmup));
   *request.mutable_duration() = ToProto(absl::GetFlag(FLAGS_duration));
@@ -372,8 +373,64 @@ int RunOnce() {
   *request.mutable_slo_ttft() = ToProto(absl::GetFlag(FLAGS_slo_ttft));
   request.set_max_connections(absl::GetFlag(FLAGS_max_connections));
   request.set_max_in_flight(absl::GetFlag(FLAGS_max_in_flight));
+  return request;
+}
 
-  absl::StatusOr<StepConfig> config = ParseStepConfig(request);
+void PrintWindowHeader() {
+  std::printf("%5s %6s %9s %9s %9s %7s %8s %7s %10s %10s %10s\n", "index", "warmup", "scheduled",
+              "completed", "errors", "timeouts", "dropped", "offered", "achieved", "p50_ms",
+              "p99_ms");
+  std::fflush(stdout);
+}
+
+void PrintWindowRow(const v1::WindowMetrics& w) {
+  std::printf("%5d %6s %9lld %9lld %9lld %7lld %8lld %7.1f %10.1f %10.3f %10.3f\n", w.index(),
+              w.warmup() ? "yes" : "no", static_cast<long long>(w.scheduled()),
+              static_cast<long long>(w.completed()), static_cast<long long>(w.errors()),
+              static_cast<long long>(w.timeouts()), static_cast<long long>(w.dropped()),
+              w.offered_qps(), w.achieved_qps(), w.latency().p50_ms(), w.latency().p99_ms());
+  std::fflush(stdout);
+}
+
+// The step's result as a table (after the windows) or as one JSON object; kExitFailure when
+// the JSON cannot be printed.
+int PrintResult(const v1::StepResult& result, bool table) {
+  if (table) {
+    PrintResultTable(result);
+    return 0;
+  }
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(result, &json, options);
+  if (!status.ok()) {
+    std::cerr << "vanguard-replayer: cannot print JSON: " << status.ToString() << "\n";
+    return kExitFailure;
+  }
+  std::printf("%s\n", json.c_str());
+  return 0;
+}
+
+// `vanguard-replayer run`: one step from flags, its windows and result on stdout.
+int RunOnce() {
+  v1::Protocol protocol;
+  if (!ParseProtocol(absl::GetFlag(FLAGS_protocol), &protocol)) {
+    return UsageError(
+        absl::StrCat("--protocol must be kserve_v2_rest, http, openai_completions, openai_chat or "
+                     "kserve_v2_grpc, got \"",
+                     absl::GetFlag(FLAGS_protocol), "\""));
+  }
+  if (const std::string missing = MissingRunFlags(protocol); !missing.empty()) {
+    return UsageError(absl::StrCat("run needs ", missing));
+  }
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output != "table" && output != "json") {
+    return UsageError(absl::StrCat("--output must be table or json, got \"", output, "\""));
+  }
+  absl::StatusOr<v1::RunStepRequest> request = RequestFromFlags(protocol);
+  if (!request.ok()) return UsageError(std::string(request.status().message()));
+  absl::StatusOr<StepConfig> config = ParseStepConfig(*request);
   if (!config.ok()) return UsageError(config.status().ToString());
   if (absl::GetFlag(FLAGS_timer_slack_ns) < 1) return UsageError("--timer_slack_ns must be >= 1");
   config->timer_slack_ns = absl::GetFlag(FLAGS_timer_slack_ns);
@@ -388,27 +445,13 @@ int RunOnce() {
     std::cerr << "vanguard-replayer: " << binding.status() << "\n";
     return kExitFailure;
   }
-
-  bool table = output == "table";
-  if (table) {
-    std::printf("%5s %6s %9s %9s %9s %7s %8s %7s %10s %10s %10s\n", "index", "warmup", "scheduled",
-                "completed", "errors", "timeouts", "dropped", "offered", "achieved", "p50_ms",
-                "p99_ms");
-    std::fflush(stdout);
-  }
+  const bool table = output == "table";
+  if (table) PrintWindowHeader();
   StepRunner runner(/*proc=*/nullptr, *std::move(policy));
   absl::StatusOr<v1::StepResult> result = runner.Run(
       *config, *binding,
       [table](const v1::WindowMetrics& w) {
-        if (table) {
-          std::printf("%5d %6s %9lld %9lld %9lld %7lld %8lld %7.1f %10.1f %10.3f %10.3f\n",
-                      w.index(), w.warmup() ? "yes" : "no", static_cast<long long>(w.scheduled()),
-                      static_cast<long long>(w.completed()), static_cast<long long>(w.errors()),
-                      static_cast<long long>(w.timeouts()), static_cast<long long>(w.dropped()),
-                      w.offered_qps(), w.achieved_qps(), w.latency().p50_ms(),
-                      w.latency().p99_ms());
-          std::fflush(stdout);
-        }
+        if (table) PrintWindowRow(w);
         return true;
       },
       nullptr);
@@ -419,21 +462,7 @@ int RunOnce() {
   if (!runner.last_refusal().ok()) {
     std::cerr << "vanguard-replayer: " << runner.last_refusal().message() << "\n";
   }
-  if (table) {
-    PrintResultTable(*result);
-  } else {
-    google::protobuf::util::JsonPrintOptions options;
-    options.preserve_proto_field_names = true;
-    options.always_print_primitive_fields = true;
-    std::string json;
-    auto status = google::protobuf::util::MessageToJsonString(*result, &json, options);
-    if (!status.ok()) {
-      std::cerr << "vanguard-replayer: cannot print JSON: " << status.ToString() << "\n";
-      return kExitFailure;
-    }
-    std::printf("%s\n", json.c_str());
-  }
-  return 0;
+  return PrintResult(*result, table);
 }
 
 }  // namespace
