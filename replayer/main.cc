@@ -307,7 +307,8 @@ std::string MissingRunFlags(v1::Protocol protocol) {
       absl::GetFlag(FLAGS_trace).empty()) {
     missing.push_back("--model");
   }
-  if (absl::GetFlag(FLAGS_rate) == 0 && !closed_loop) missing.push_back("--rate (or --concurrency)");
+  if (absl::GetFlag(FLAGS_rate) == 0 && !closed_loop)
+    missing.push_back("--rate (or --concurrency)");
   if (absl::GetFlag(FLAGS_duration) == absl::ZeroDuration()) missing.push_back("--duration");
   return absl::StrJoin(missing, ", ");
 }

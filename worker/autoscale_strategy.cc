@@ -171,7 +171,7 @@ AutoscaleFindings AutoscaleStrategy::Analyze(const std::vector<PlannedWindow>& w
   if (!f.reached) return f;
   for (size_t i = 0; i < n; ++i) {
     if (i > 0 && needed[i] <= needed[i - 1]) continue;  // not a rise
-    if (replicas_at(start[i]) >= needed[i]) continue;  // already there
+    if (replicas_at(start[i]) >= needed[i]) continue;   // already there
     auto met = std::find_if(readings.begin(), readings.end(), [&](const auto& r) {
       return r.first >= start[i] && r.second >= needed[i];
     });

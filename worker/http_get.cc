@@ -30,8 +30,8 @@ namespace {
 
 // The error for a failed exchange, naming the target by host:port only: the reasons are
 // Beast's and the system's fixed texts, never bytes the server sent.
-absl::Status ExchangeError(const beast::error_code& ec, const HttpUrl& url,
-                           absl::Duration timeout, size_t max_body_bytes) {
+absl::Status ExchangeError(const beast::error_code& ec, const HttpUrl& url, absl::Duration timeout,
+                           size_t max_body_bytes) {
   if (ec == beast::error::timeout) {
     return absl::DeadlineExceededError(
         absl::StrCat("GET ", url.HostPort(), ": no answer within ", absl::FormatDuration(timeout)));

@@ -13,8 +13,9 @@
 // TorchServe (GPUUtilization in percent, ts_queue_size... see GaugeMappingFor) and TF Serving
 // (process memory), and takes the first name a page has. A model overrides any of them with
 // labels "metrics.gpu_utilization", "metrics.queue_depth", "metrics.memory_bytes",
-// "metrics.kv_cache_usage", "metrics.replicas" (a metric name, optionally "name*scale", e.g. "GPUUtilization*0.01"),
-// and the page's URL with "metrics.url" (default: first endpoint + "/metrics").
+// "metrics.kv_cache_usage", "metrics.replicas" (a metric name, optionally "name*scale", e.g.
+// "GPUUtilization*0.01"), and the page's URL with "metrics.url" (default: first endpoint +
+// "/metrics").
 //
 // Called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_METRICS_COLLECTOR_H_

@@ -39,8 +39,7 @@ double CoefficientOfVariation(const std::vector<double>& values) {
 }
 
 std::vector<ShapeWindow> ShapeWindowsOf(
-    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows,
-    absl::Time began) {
+    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows, absl::Time began) {
   std::vector<ShapeWindow> out;
   for (const vanguard::v1::StepWindow& w : windows) {
     if (w.warmup()) continue;

@@ -106,8 +106,7 @@ struct StepOutcome {
 // The measured windows of a step that began at `began` as the autoscale strategy reads them
 // (StepWindow.start_time is when the window was recorded and its gauges scraped).
 std::vector<ShapeWindow> ShapeWindowsOf(
-    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows,
-    absl::Time began);
+    const google::protobuf::RepeatedPtrField<vanguard::v1::StepWindow>& windows, absl::Time began);
 
 // Inputs a strategy needs that the runner resolves before the test starts (I/O happens in
 // the runner, never in a strategy).

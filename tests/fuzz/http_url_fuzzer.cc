@@ -68,8 +68,7 @@ int FuzzHttpUrl(const uint8_t* data, size_t size) {
   const int port = parsed->port;
   VANGUARD_FUZZ_CHECK(kName, port >= 1 && port <= 65535 && !parsed->tls);
   // The same URL parses the same way again (HostPort round trip for the host part).
-  absl::StatusOr<HttpUrl> again =
-      ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
+  absl::StatusOr<HttpUrl> again = ParseHttpUrl("http://" + parsed->HostPort() + parsed->target);
   VANGUARD_FUZZ_CHECK(kName, again.ok() && again->host == parsed->host &&
                                  again->port == parsed->port && again->target == parsed->target);
   CheckTargetPolicy(*parsed, port);

@@ -71,8 +71,8 @@ void Judge(const Slo& slo, const GroundTruthOptions& options, int replications,
       result->scheduled == 0
           ? 1.0
           : static_cast<double>(result->rejected + result->failed) / result->scheduled;
-  result->achieved_rps = result->succeeded / absl::ToDoubleSeconds(options.measure) /
-                         std::max(1, replications);
+  result->achieved_rps =
+      result->succeeded / absl::ToDoubleSeconds(options.measure) / std::max(1, replications);
   result->latency_at_percentile = Percentile(latencies, slo.latency_percentile);
   const int64_t limit_ns = absl::ToInt64Nanoseconds(slo.latency_limit);
   result->over_limit = static_cast<uint64_t>(
