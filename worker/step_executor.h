@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -47,6 +48,11 @@ class ReplayerClient {
   using WindowCallback = std::function<void(const vanguard::v1::WindowMetrics&)>;
 
   virtual ~ReplayerClient() = default;
+
+  // Called by the test runner at the start of each test, before its first step: a pool
+  // that resolves a DNS name resolves it again here (replayer_set.h). An error fails the
+  // test before any step runs. Default: nothing to do.
+  virtual absl::Status BeginTest() { return absl::OkStatus(); }
 
   // Runs the step. `cancel` (nullable) stops it from another thread; `on_window`
   // (nullable) sees each window as it arrives, in index order, on the calling thread.

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -469,6 +470,10 @@ std::optional<std::string> TestRunner::SetUp(TestRun& run) {
           StepExecutor::BuildRequest(test, /*rate_qps=*/1.0, /*step_index=*/1);
       !probe.ok()) {
     return std::string(probe.status().message());
+  }
+  // Last: a DNS pool of replayers is resolved again for each test (replayer_set.h).
+  if (absl::Status replayers = executor_->BeginTest(); !replayers.ok()) {
+    return absl::StrCat(absl::StatusCodeToString(replayers.code()), ": ", replayers.message());
   }
   return std::nullopt;
 }

@@ -25,6 +25,9 @@
 //    test at once, without completing it (the new lease holder owns it);
 //  - a replayer that is UNAVAILABLE is retried twice with backoff, then the test is
 //    completed with the error;
+//  - before its first step the replayers are made ready for the test
+//    (ReplayerClient::BeginTest: a DNS pool is resolved again); when that fails the test is
+//    completed with the error ("FAILED_PRECONDITION: replayer pool ...") and no step runs;
 //  - Stop() (SIGTERM) stops the step in flight, reports it with Step.interrupted (what was
 //    measured until then, never judged), gives the lease back (ReleaseTest) so another
 //    worker can retry the test at once, and returns kReleased; all within

@@ -369,6 +369,51 @@ TEST_F(TestRunnerTest, ModelWithoutP99SloFailsWithoutRunningSteps) {
   EXPECT_THAT(completions_[0].error(), HasSubstr("slo.p99_latency"));
 }
 
+// The fixture's replayer behind a BeginTest that answers `begin` (a DNS pool of replayers).
+class PoolBeginningWith : public ReplayerClient {
+ public:
+  PoolBeginningWith(ReplayerClient* inner, absl::Status begin)
+      : inner_(inner), begin_(std::move(begin)) {}
+  absl::Status BeginTest() override {
+    ++begun;
+    return begin_;
+  }
+  absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
+                                       CancellationToken* cancel,
+                                       const WindowCallback& on_window) override {
+    return inner_->Execute(request, cancel, on_window);
+  }
+  int begun = 0;
+
+ private:
+  ReplayerClient* const inner_;
+  const absl::Status begin_;
+};
+
+TEST_F(TestRunnerTest, TheReplayersAreMadeReadyOnceAtTheStartOfEachTest) {
+  PoolBeginningWith pool(&executor_, absl::OkStatus());
+  TestRunner runner(&client_, &pool, &clock_, options_);
+  EXPECT_EQ(runner.Run(Lease()), TestRunOutcome::kSucceeded);
+  EXPECT_EQ(pool.begun, 1);
+  EXPECT_EQ(runner.Run(Lease()), TestRunOutcome::kSucceeded);
+  EXPECT_EQ(pool.begun, 2);
+}
+
+TEST_F(TestRunnerTest, AReplayerPoolThatCannotBeResolvedFailsTheTestWithoutRunningSteps) {
+  PoolBeginningWith pool(&executor_,
+                         absl::FailedPreconditionError(
+                             "replayer pool --replayer=dns:replayers.test:50052: replayers.test "
+                             "resolves to no address"));
+  TestRunner runner(&client_, &pool, &clock_, options_);
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+
+  EXPECT_EQ(runner.Run(Lease()), TestRunOutcome::kFailed);
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(),
+              HasSubstr("FAILED_PRECONDITION: replayer pool --replayer=dns:replayers.test:50052: "
+                        "replayers.test resolves to no address"));
+}
+
 // SIGTERM during the third window of the first step (reads 0 and 1 returned windows).
 void StopOnThirdRead(StreamScript* script, TestRunner* runner, FakeClock* clock,
                      absl::Duration* stopped_at) {
