@@ -26,7 +26,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/grpc_tls.h"
@@ -35,13 +34,11 @@
 #include "grpcpp/security/credentials.h"
 #include "prometheus/exposer.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
-#include "vanguard/v1/replayer.grpc.pb.h"
 #include "worker/controller_rate_source.h"
 #include "worker/lease_loop.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
-#include "worker/replayer_pool.h"
-#include "worker/step_executor.h"
+#include "worker/replayer_set.h"
 #include "worker/test_runner.h"
 #include "worker/token_file.h"
 #include "worker/worker_metrics.h"
@@ -51,7 +48,12 @@ ABSL_FLAG(std::string, orchestrator, "127.0.0.1:50051",
 ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
           "Replayer gRPC address (host:port) that runs each step's load, or several "
           "comma-separated: each step is then split over all of them (shard i of k, one "
-          "schedule; their results merged exactly, and a step fails whole if one fails)");
+          "schedule; their results merged exactly, and a step fails whole if one fails). Or "
+          "dns:NAME:PORT (e.g. dns:vanguard-replayer.vanguard.svc:50052, a Kubernetes headless "
+          "Service): NAME is resolved at the start of every test and each step split over "
+          "every address it resolves to (a pool scaled between tests is picked up; a name that "
+          "resolves to nothing fails the test); over TLS each replayer's certificate must name "
+          "NAME. dns: cannot be mixed with a list");
 ABSL_FLAG(std::string, worker_id, "", "Name this worker leases under; empty: <hostname>-<pid>");
 ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(10),
           "Lease length asked for; heartbeats are sent every third of it. If this worker "
@@ -169,6 +171,7 @@ struct WorkerConfig {
   int max_tests = 0;
   vanguard::TargetPolicy target_policy;
   vanguard::ChannelTls orchestrator_tls, replayer_tls;
+  vanguard::worker::ReplayerSource replayers;
   std::string bearer_token;
   std::string metrics_listen;
 };
@@ -215,6 +218,10 @@ absl::StatusOr<WorkerConfig> ConfigFromFlags() {
   if (absl::Status tls = ChannelsTlsFromFlags(&c.orchestrator_tls, &c.replayer_tls); !tls.ok()) {
     return tls;
   }
+  absl::StatusOr<vanguard::worker::ReplayerSource> replayers =
+      vanguard::worker::ParseReplayerFlag(absl::GetFlag(FLAGS_replayer));
+  if (!replayers.ok()) return replayers.status();
+  c.replayers = *std::move(replayers);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.worker_id = absl::GetFlag(FLAGS_worker_id);
   if (c.worker_id.empty()) c.worker_id = DefaultWorkerId();
@@ -263,6 +270,17 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
   return exposer;
 }
 
+// The replayers --replayer names, one channel each (a DNS pool's resolved at the start of
+// every test); the test runner splits each step over all of them.
+absl::StatusOr<std::unique_ptr<vanguard::worker::ReplayerSet>> ConnectReplayers(
+    const WorkerConfig& c, vanguard::Clock* clock) {
+  return vanguard::worker::ReplayerSet::Create(
+      c.replayers,
+      vanguard::worker::GrpcReplayerConnector(vanguard::ChannelCredentials(c.replayer_tls),
+                                              c.replayers, clock),
+      {.log = LogLine});
+}
+
 // The signal thread's loop until `done`: the first SIGTERM/SIGINT stops `loop` (the step in
 // flight interrupted, the lease given back); a second one, or a stop outlasting
 // --shutdown_timeout plus kShutdownGrace, exits the process at once.
@@ -297,7 +315,9 @@ void ParseFlags(int argc, char** argv) {
       "through a replayer.\nThe bearer token for the orchestrator is read from "
       "--token_file, else from $VANGUARD_TOKEN when set (--token_file wins if both are "
       "given).\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
-      "--replayer=127.0.0.1:50052\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
+      "--replayer=127.0.0.1:50052\n\nA pool of replayers: --replayer=a:50052,b:50052, or "
+      "--replayer=dns:NAME:PORT resolved at the start of every test (e.g. a Kubernetes "
+      "headless Service).\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
       "reported as interrupted, the lease is given back (the test is queued again at once "
       "for another worker), and the worker exits 0, all within --shutdown_timeout.");
   // --help lists the flags of this file (Abseil's default looks for <program>.cc).
@@ -339,12 +359,6 @@ int main(int argc, char** argv) {
   }
   auto orchestrator_stub = vanguard::v1::Orchestrator::NewStub(grpc::CreateChannel(
       absl::GetFlag(FLAGS_orchestrator), vanguard::ChannelCredentials(c.orchestrator_tls)));
-  const std::vector<std::string> replayers =
-      absl::StrSplit(absl::GetFlag(FLAGS_replayer), ',', absl::SkipWhitespace());
-  if (replayers.empty()) {
-    LogLine("--replayer: give at least one replayer address (host:port)");
-    return 2;
-  }
 
   vanguard::worker::WorkerMetrics metrics;
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
@@ -356,21 +370,16 @@ int main(int argc, char** argv) {
 
   vanguard::Clock* clock = vanguard::Clock::Real();
   vanguard::worker::OrchestratorClient orchestrator(orchestrator_stub.get(), client_options);
-  // One StepExecutor per replayer; the pool splits each step over all of them.
-  std::vector<std::unique_ptr<vanguard::v1::Replayer::Stub>> replayer_stubs;
-  std::vector<std::unique_ptr<vanguard::worker::StepExecutor>> executors;
-  std::vector<vanguard::worker::PoolMember> members;
-  for (const std::string& address : replayers) {
-    replayer_stubs.push_back(vanguard::v1::Replayer::NewStub(
-        grpc::CreateChannel(address, vanguard::ChannelCredentials(c.replayer_tls))));
-    executors.push_back(
-        std::make_unique<vanguard::worker::StepExecutor>(replayer_stubs.back().get(), clock));
-    members.push_back({address, executors.back().get()});
+  absl::StatusOr<std::unique_ptr<vanguard::worker::ReplayerSet>> replayers =
+      ConnectReplayers(c, clock);
+  if (!replayers.ok()) {
+    LogLine(std::string(replayers.status().message()));
+    return 2;
   }
-  vanguard::worker::ReplayerPool pool(std::move(members));
   vanguard::worker::TestRunnerOptions runner_options = RunnerOptions(c);
   runner_options.metrics = &metrics;
-  vanguard::worker::TestRunner runner(&orchestrator, &pool, clock, std::move(runner_options));
+  vanguard::worker::TestRunner runner(&orchestrator, replayers->get(), clock,
+                                      std::move(runner_options));
 
   vanguard::worker::LeaseLoopOptions loop_options;
   loop_options.worker_id = c.worker_id;
@@ -385,11 +394,11 @@ int main(int argc, char** argv) {
   std::thread signal_watcher(
       [&] { WatchStopSignals(stop_signals, done, loop, clock, c.shutdown_timeout); });
 
-  LogLine(absl::StrCat("worker ", c.worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
-                       c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)",
-                       replayers.size() > 1 ? ", replayers " : ", replayer ",
-                       absl::GetFlag(FLAGS_replayer),
-                       c.replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
+  LogLine(absl::StrCat(
+      "worker ", c.worker_id, " leasing from ", absl::GetFlag(FLAGS_orchestrator),
+      c.orchestrator_tls.enabled ? " (TLS)" : " (plaintext)",
+      c.replayers.is_dns() || c.replayers.addresses.size() > 1 ? ", replayers " : ", replayer ",
+      c.replayers.ToString(), c.replayer_tls.enabled ? " (TLS)" : " (plaintext)"));
   loop.Run();
   done.store(true);
   signal_watcher.join();
