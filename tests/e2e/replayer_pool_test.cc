@@ -1,7 +1,8 @@
 // End to end: one worker drives a pool of three replayer processes (--replayer=a,b,c), each
 // step split over them as shards, against a model served by three simulator replicas, one of
 // them slower, spread round robin. The stored step shows every replica's figures and every
-// replayer's part, and the step's counts are the sum of its shards'.
+// replayer's part, and the step's counts are the sum of its shards'. And a worker finding its
+// replayer through --replayer=dns:NAME:PORT.
 #include <signal.h>
 
 #include <algorithm>
@@ -175,6 +176,40 @@ TEST_F(ReplayerPoolTest, AReplayerKilledMidStepFailsTheStepWholeNamingIt) {
     EXPECT_FALSE(step.value("passed", false)) << step.dump(2);
     EXPECT_EQ(step.value("shards", nlohmann::json::array()).size(), 0u) << step.dump(2);
   }
+}
+
+// A worker that finds its replayers by name (--replayer=dns:NAME:PORT, the worker's flag given
+// last wins): the real resolver and channels. An IP literal as NAME, so no DNS server is
+// needed; the pool is resolved when the test starts and logged.
+class DnsReplayerPoolTest : public E2eStack {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(StartStack({.start_worker = false}));
+    worker_ = StartWorker(
+        "by-name", *replayer_,
+        {"--steady_state_detection=false", absl::StrCat("--replayer=dns:", replayer_->address())});
+    ASSERT_NE(worker_, nullptr);
+  }
+};
+
+TEST_F(DnsReplayerPoolTest, ATestRunsOnTheReplayersItsNameResolvesTo) {
+  RunResult reg =
+      Vanguard({"models", "register", "--name=e2e", "--version=v1",
+                absl::StrCat("--endpoint=http://", sim_->address()), "--protocol=kserve_v2_rest",
+                "--p99_ms=200", "--max_error_rate=0.01", "--warmup=1s", "--output=json"});
+  ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  RunResult sub = Vanguard({"submit", "--model=e2e", "--version=v1", "--rates=50",
+                            "--step_duration=2s", "--step_warmup=1s", "--wait", "--output=json"},
+                           absl::Seconds(90));
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  nlohmann::json test = nlohmann::json::parse(sub.out);
+  ASSERT_EQ(test["state"], "TEST_STATE_SUCCEEDED") << sub.out;
+  ASSERT_EQ(test["steps"].size(), 1u) << sub.out;
+  EXPECT_GT(Int(test["steps"][0], "completed"), 50) << test["steps"][0].dump(2);
+  EXPECT_NE(worker_->Stderr().find(absl::StrCat("replayer pool dns:", replayer_->address(),
+                                                ": 1 replayer(s): ", replayer_->address())),
+            std::string::npos)
+      << worker_->Stderr();
 }
 
 }  // namespace
