@@ -182,6 +182,96 @@ std::vector<EndpointTally> MergeEndpoints(const std::vector<std::unique_ptr<Load
   return merged;
 }
 
+// One load loop per thread of this replayer: loop t is shard (config.shard * threads + t) of
+// the whole step, so several replayers with several loops each still split one schedule (or
+// trace) exactly; each hands its closed windows to `mailbox`.
+absl::StatusOr<std::vector<std::unique_ptr<LoadLoop>>> BuildLoops(
+    const StepConfig& config, const ProtocolBinding& binding,
+    const std::vector<TargetAddress>& targets, const ProcReader* proc, WindowMailbox* mailbox) {
+  const int shards = config.threads;
+  const int global_shards = config.shard_count * shards;
+  std::vector<std::unique_ptr<LoadLoop>> loops;
+  for (int shard = 0; shard < shards; ++shard) {
+    const int global_shard = config.shard * shards + shard;
+    LoopParts parts;
+    absl::StatusOr<std::unique_ptr<RequestSource>> source =
+        binding.sources(global_shard, global_shards);
+    if (!source.ok()) return source.status();
+    parts.source = *std::move(source);
+    parts.handlers = binding.handlers;
+    parts.proc = proc;
+    if (binding.transport) {
+      absl::StatusOr<std::unique_ptr<AsyncTransport>> transport =
+          binding.transport(global_shard, global_shards);
+      if (!transport.ok()) return transport.status();
+      parts.transport = *std::move(transport);
+    }
+    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, targets,
+                                               std::move(parts),
+                                               [mailbox, shard](std::vector<WindowTally> windows) {
+                                                 mailbox->Push(shard, std::move(windows));
+                                               }));
+  }
+  return loops;
+}
+
+// Runs every loop on a thread of its own until all end, merging their windows by index and
+// handing each merged window to `on_window` on this thread. Every loop stops when one fails,
+// when `on_window` returns false or when `is_cancelled` says so. *start: the process reading
+// taken once `measured_from` passed (once, even if it failed). Returns CANCELLED when the
+// caller stopped the step, else the first real loop failure (over the cancellations it caused
+// in the other loops), else OK.
+absl::Status DriveLoops(std::vector<std::unique_ptr<LoadLoop>>& loops, absl::Time measured_from,
+                        const ProcReader& proc, WindowMailbox* mailbox, ProcessReading* start,
+                        const StepRunner::WindowCallback& on_window,
+                        const StepRunner::CancelledCallback& is_cancelled) {
+  const int shards = static_cast<int>(loops.size());
+  std::vector<absl::Status> statuses(shards);
+  std::vector<std::thread> threads;
+  for (int shard = 0; shard < shards; ++shard) {
+    threads.emplace_back([&, shard] {
+      statuses[shard] = loops[shard]->Run();
+      // A loop that failed takes the others down with it: its shard of the step is gone.
+      if (!statuses[shard].ok()) {
+        for (auto& loop : loops) loop->Stop();
+      }
+      mailbox->MarkDone();
+    });
+  }
+  WindowMerger merger(shards);
+  bool stopping = false;
+  bool start_read = false;
+  int done = 0;
+  while (done < shards) {
+    if (!start_read && absl::Now() >= measured_from) {
+      *start = ReadProcess(proc);
+      start_read = true;
+    }
+    std::vector<std::pair<int, WindowTally>> windows = mailbox->Wait(kCancelPollInterval, &done);
+    for (auto& [loop, window] : windows) merger.Add(std::move(window));
+    if (stopping) continue;
+    for (const WindowTally& window : merger.TakeReady()) {
+      if (on_window && !on_window(ToWindowMetrics(window))) {
+        stopping = true;
+        break;
+      }
+    }
+    if (!stopping && is_cancelled && is_cancelled()) stopping = true;
+    if (stopping) {
+      for (auto& loop : loops) loop->Stop();
+    }
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (stopping) return absl::CancelledError("step cancelled by the caller");
+  for (const absl::Status& status : statuses) {
+    if (!status.ok() && status.code() != absl::StatusCode::kCancelled) return status;
+  }
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::StepResult> StepRunner::Run(const v1::RunStepRequest& request,
@@ -227,92 +317,23 @@ absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
         "targets: several endpoints are supported over HTTP protocols only, not ",
         v1::Protocol_Name(config.protocol), " (use endpoint_policy single and a router)"));
   }
-
-  const int shards = config.threads;
-  // Loop t of this replayer is shard (config.shard * threads + t) of the whole step, so
-  // several replayers with several loops each still split one schedule (or trace) exactly.
-  const int global_shards = config.shard_count * shards;
   WindowMailbox mailbox;
-  std::vector<std::unique_ptr<LoadLoop>> loops;
-  for (int shard = 0; shard < shards; ++shard) {
-    const int global_shard = config.shard * shards + shard;
-    LoopParts parts;
-    absl::StatusOr<std::unique_ptr<RequestSource>> source =
-        binding.sources(global_shard, global_shards);
-    if (!source.ok()) return source.status();
-    parts.source = *std::move(source);
-    parts.handlers = binding.handlers;
-    parts.proc = proc_;
-    if (binding.transport) {
-      absl::StatusOr<std::unique_ptr<AsyncTransport>> transport =
-          binding.transport(global_shard, global_shards);
-      if (!transport.ok()) return transport.status();
-      parts.transport = *std::move(transport);
-    }
-    loops.push_back(std::make_unique<LoadLoop>(config, global_shard, global_shards, targets,
-                                               std::move(parts),
-                                               [&mailbox, shard](std::vector<WindowTally> windows) {
-                                                 mailbox.Push(shard, std::move(windows));
-                                               }));
-  }
-
-  std::vector<absl::Status> statuses(shards);
-  std::vector<std::thread> threads;
-  for (int shard = 0; shard < shards; ++shard) {
-    threads.emplace_back([&, shard] {
-      statuses[shard] = loops[shard]->Run();
-      // A loop that failed takes the others down with it: its shard of the step is gone.
-      if (!statuses[shard].ok()) {
-        for (auto& loop : loops) loop->Stop();
-      }
-      mailbox.MarkDone();
-    });
-  }
-
-  WindowMerger merger(shards);
-  bool stopping = false;
-  int done = 0;
-  const absl::Time measured_from = absl::Now() + config.warmup;
+  absl::StatusOr<std::vector<std::unique_ptr<LoadLoop>>> loops =
+      BuildLoops(config, binding, targets, proc_, &mailbox);
+  if (!loops.ok()) return loops.status();
   ProcessReading start;
-  bool start_read = false;  // once, even if it failed
-  while (done < shards) {
-    if (!start_read && absl::Now() >= measured_from) {
-      start = ReadProcess(*proc_);
-      start_read = true;
-    }
-    std::vector<std::pair<int, WindowTally>> windows = mailbox.Wait(kCancelPollInterval, &done);
-    for (auto& [loop, window] : windows) merger.Add(std::move(window));
-    if (stopping) continue;
-    for (const WindowTally& window : merger.TakeReady()) {
-      if (on_window && !on_window(ToWindowMetrics(window))) {
-        stopping = true;
-        break;
-      }
-    }
-    if (!stopping && is_cancelled && is_cancelled()) stopping = true;
-    if (stopping) {
-      for (auto& loop : loops) loop->Stop();
-    }
-  }
-  for (std::thread& thread : threads) thread.join();
-
-  if (stopping) return absl::CancelledError("step cancelled by the caller");
-  // The first real failure wins over the cancellations it caused in the other loops.
-  for (const absl::Status& status : statuses) {
-    if (!status.ok() && status.code() != absl::StatusCode::kCancelled) return status;
-  }
-  for (const absl::Status& status : statuses) {
-    if (!status.ok()) return status;
-  }
+  const absl::Status status = DriveLoops(*loops, absl::Now() + config.warmup, *proc_, &mailbox,
+                                         &start, on_window, is_cancelled);
+  if (!status.ok()) return status;
   StepTally merged;
-  for (const auto& loop : loops) merged.Merge(loop->accounting().measured());
+  for (const auto& loop : *loops) merged.Merge(loop->accounting().measured());
   AddProcessConditions(start, ReadProcess(*proc_), &merged.conditions);
   last_tally_ = merged;
   v1::StepResult result = BuildStepResult(merged, config.rate_qps, config.duration);
   result.set_closed_loop(config.closed_loop());
-  result.set_threads(shards);
+  result.set_threads(config.threads);
   const std::vector<std::string> single = {config.target_url};
-  AddEndpointTelemetry(MergeEndpoints(loops, targets.size()),
+  AddEndpointTelemetry(MergeEndpoints(*loops, targets.size()),
                        config.endpoint_urls.empty() ? single : config.endpoint_urls,
                        config.duration, &result);
   result.set_endpoint_policy(config.endpoint_policy);
