@@ -24,6 +24,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -178,14 +180,15 @@ struct Config {
 };
 
 // The flags that bound what callers may cost (token lookups, watch streams, gRPC messages and
-// streams) into *config; false after printing which one is out of range.
-bool ReadCallerLimits(Config* config) {
+// streams) into *config; an error naming the one out of range.
+absl::Status ReadCallerLimits(Config* config) {
   config->auth_unknown_lookups_per_second = absl::GetFlag(FLAGS_auth_unknown_lookups_per_second);
   config->auth_unknown_lookup_burst = absl::GetFlag(FLAGS_auth_unknown_lookup_burst);
   config->grpc_max_receive_bytes = absl::GetFlag(FLAGS_grpc_max_receive_bytes);
   config->grpc_max_concurrent_streams = absl::GetFlag(FLAGS_grpc_max_concurrent_streams);
   config->max_watch_streams = absl::GetFlag(FLAGS_max_watch_streams);
   config->max_watch_streams_per_token = absl::GetFlag(FLAGS_max_watch_streams_per_token);
+  config->grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);
   const char* bad = nullptr;
   if (!(config->auth_unknown_lookups_per_second > 0)) {
     bad = "--auth_unknown_lookups_per_second must be > 0";
@@ -197,9 +200,10 @@ bool ReadCallerLimits(Config* config) {
     bad = "--grpc_max_concurrent_streams must be >= 1";
   } else if (config->max_watch_streams < 1 || config->max_watch_streams_per_token < 1) {
     bad = "--max_watch_streams and --max_watch_streams_per_token must be >= 1";
+  } else if (config->grpc_max_pollers < 1) {
+    bad = "--grpc_max_pollers must be >= 1";
   }
-  if (bad != nullptr) std::cerr << "vanguard-orchestrator: " << bad << std::endl;
-  return bad == nullptr;
+  return bad == nullptr ? absl::OkStatus() : absl::InvalidArgumentError(bad);
 }
 
 // The whole file, or nullopt if it cannot be read.
@@ -222,16 +226,117 @@ bool WaitForStopSignal(const sigset_t& signals, absl::Duration timeout) {
   return sigtimedwait(&signals, nullptr, &ts) > 0;
 }
 
-int Run(const Config& config) {
+// The bootstrap admin's secret from --admin_token_file, else VANGUARD_BOOTSTRAP_ADMIN_TOKEN,
+// into *config (empty: none); an error when the file cannot be read or the secret is short.
+absl::Status ReadBootstrapAdmin(Config* config) {
+  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
+    std::optional<std::string> secret = ReadFile(path);
+    if (!secret.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot read --admin_token_file ", path));
+    }
+    config->bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(*secret));
+    if (config->bootstrap_admin_secret.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--admin_token_file ", path, " is empty"));
+    }
+  } else if (const char* env = std::getenv("VANGUARD_BOOTSTRAP_ADMIN_TOKEN");
+             env != nullptr && *env != '\0') {
+    config->bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(env));
+  }
+  if (!config->bootstrap_admin_secret.empty() && config->bootstrap_admin_secret.size() < 16) {
+    return absl::InvalidArgumentError("the bootstrap admin token must be at least 16 characters");
+  }
+  return absl::OkStatus();
+}
+
+// --allowed_targets and the TLS flags into *config; an error naming the flag.
+absl::Status ReadSecurityFlags(Config* config) {
+  if (const std::string rules = absl::GetFlag(FLAGS_allowed_targets); !rules.empty()) {
+    absl::StatusOr<TargetPolicy> policy = TargetPolicy::FromFlag(rules);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--allowed_targets: ", policy.status().message()));
+    }
+    config->target_policy = *std::move(policy);
+  }
+  absl::StatusOr<ServerTls> tls = LoadServerTls({.ca = absl::GetFlag(FLAGS_tls_client_ca),
+                                                 .cert = absl::GetFlag(FLAGS_tls_cert),
+                                                 .key = absl::GetFlag(FLAGS_tls_key),
+                                                 .ca_flag = "tls_client_ca"});
+  if (!tls.ok()) return tls.status();
+  config->tls = *std::move(tls);
+  return ReadBootstrapAdmin(config);
+}
+
+// The checks on the database, listening and loop-interval flags; an error naming the flag.
+absl::Status ValidateServingFlags(const Config& config) {
+  const char* bad = nullptr;
+  if (config.database_url.empty()) {
+    bad = "no database: pass --database_url or set VANGUARD_DATABASE_URL";
+  } else if (config.listen.empty() || config.listen.find(':') == std::string::npos) {
+    bad = "--listen must be HOST:PORT";
+  } else if (config.db_pool_size < 1) {
+    bad = "--db_pool_size must be >= 1";
+  } else if (config.health_interval <= absl::ZeroDuration()) {
+    bad = "--health_interval must be > 0";
+  } else if (config.max_lease_wait < absl::ZeroDuration()) {
+    bad = "--max_lease_wait must be >= 0";
+  } else if (config.reaper_outage_grace < absl::ZeroDuration()) {
+    bad = "--reaper_outage_grace must be >= 0";
+  } else if (config.schedule_interval <= absl::ZeroDuration() ||
+             config.webhook_interval <= absl::ZeroDuration() ||
+             config.webhook_timeout <= absl::ZeroDuration()) {
+    bad = "--schedule_interval, --webhook_interval and --webhook_timeout must be > 0";
+  } else if (config.reaper_interval <= absl::ZeroDuration()) {
+    bad = "--reaper_interval must be > 0";
+  }
+  return bad == nullptr ? absl::OkStatus() : absl::InvalidArgumentError(bad);
+}
+
+// Every flag into a Config, or the error (naming the flag) that makes the process exit 2.
+absl::StatusOr<Config> ConfigFromFlags() {
+  Config config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.port_file = absl::GetFlag(FLAGS_port_file);
+  config.database_url = absl::GetFlag(FLAGS_database_url);
+  if (config.database_url.empty()) {
+    const char* env = std::getenv("VANGUARD_DATABASE_URL");
+    if (env != nullptr) config.database_url = env;
+  }
+  config.migrate_only = absl::GetFlag(FLAGS_migrate_only);
+  config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
+  config.reaper_outage_grace = absl::GetFlag(FLAGS_reaper_outage_grace);
+  config.schedule_interval = absl::GetFlag(FLAGS_schedule_interval);
+  config.webhook_interval = absl::GetFlag(FLAGS_webhook_interval);
+  config.webhook_timeout = absl::GetFlag(FLAGS_webhook_timeout);
+  config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
+  config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
+  config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
+  config.auth_cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
+  config.health_interval = absl::GetFlag(FLAGS_health_interval);
+  if (absl::Status s = ReadCallerLimits(&config); !s.ok()) return s;
+  if (absl::Status s = ReadSecurityFlags(&config); !s.ok()) return s;
+  if (absl::Status s = ValidateServingFlags(config); !s.ok()) return s;
+  return config;
+}
+
+// SIGINT and SIGTERM blocked in the calling thread before any other thread starts, so every
+// thread inherits the mask and only WaitForStopSignal receives them; returns the set.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
-  // Blocked before any thread starts, so every thread inherits the mask and only
-  // WaitForStopSignal receives them.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
-  // Migrate, retrying while the database is unreachable (it may still be starting).
+// Applies the schema migrations, retrying while the database is unreachable (it may still be
+// starting) for up to --db_connect_timeout. nullopt: the schema is current, go on serving;
+// otherwise the process's exit code: 0 when --migrate_only is done or a stop signal came while
+// waiting, 1 when the database could not be prepared (after printing why).
+std::optional<int> PrepareDatabase(const Config& config, const sigset_t& stop_signals) {
   const absl::Time give_up = absl::Now() + config.db_connect_timeout;
   absl::Duration backoff = absl::Milliseconds(100);
   absl::StatusOr<std::vector<std::string>> applied;
@@ -264,149 +369,221 @@ int Run(const Config& config) {
               << std::endl;
     return 0;
   }
+  return std::nullopt;
+}
 
+// The gRPC face's options: metrics, watch-stream caps, and the authorizer unless
+// --insecure_no_auth (warning on stderr about that, or about tokens without TLS).
+OrchestratorGrpcService::Options GrpcOptions(const Config& config, OrchestratorMetrics* metrics,
+                                             Authorizer* authorizer) {
+  OrchestratorGrpcService::Options options;
+  options.metrics = metrics;
+  options.max_watch_streams = config.max_watch_streams;
+  options.max_watch_streams_per_token = config.max_watch_streams_per_token;
+  if (config.insecure_no_auth) {
+    std::cerr << "vanguard-orchestrator: WARNING: --insecure_no_auth: every RPC is accepted "
+                 "without a token; do not expose this server"
+              << std::endl;
+    return options;
+  }
+  options.authorizer = authorizer;
+  if (config.tls.cert_chain.empty()) {
+    std::cerr << "vanguard-orchestrator: WARNING: bearer-token auth without TLS: tokens cross "
+                 "the network in clear (pass --tls_cert and --tls_key)"
+              << std::endl;
+  }
+  return options;
+}
+
+// The /metrics endpoint on `listen` serving `metrics` (nullptr when `listen` is empty); an
+// error naming the address when it cannot be bound.
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
+    const std::string& listen, const OrchestratorMetrics& metrics) {
+  if (listen.empty()) return nullptr;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+  }
+  exposer->RegisterCollectable(metrics.registry());
+  std::cerr << "vanguard-orchestrator: metrics on http://" << listen << "/metrics (port "
+            << exposer->GetListeningPorts().front() << ")" << std::endl;
+  return exposer;
+}
+
+// The serving orchestrator over one database pool, its parts built in dependency order (the
+// members' order): the repositories, the service and its gRPC face, and the background loops
+// (lease reaper, schedule enqueuer, webhook dispatcher, queue-depth sampler). Built, served
+// and destroyed by Run on the main thread.
+class Orchestrator {
+ public:
+  Orchestrator(const Config& config, PostgresPool* pool, WebhookSender* webhook_sender)
+      : config_(config),
+        models_(pool),
+        tests_(pool),
+        tokens_(pool),
+        capacity_(pool),
+        teams_(pool),
+        schedules_(pool),
+        webhooks_(pool),
+        queue_({.conninfo = config.database_url}),
+        service_(&models_, &tests_, &tokens_, &queue_, &capacity_, &teams_, &schedules_, &webhooks_,
+                 ServiceOptions(config)),
+        authorizer_(&tokens_, Clock::Real(),
+                    {.cache_ttl = config.auth_cache_ttl,
+                     .unknown_lookups_per_second = config.auth_unknown_lookups_per_second,
+                     .unknown_lookup_burst = config.auth_unknown_lookup_burst}),
+        grpc_service_(&service_, GrpcOptions(config, &metrics_, &authorizer_), Clock::Real()),
+        reaper_(pool, {.interval = config.reaper_interval,
+                       .outage_grace = config.reaper_outage_grace,
+                       .on_reaped =
+                           [this](int requeued, int failed, int cancelled) {
+                             metrics_.RecordReaped(requeued, failed, cancelled);
+                           }}),
+        enqueuer_(&schedules_, Clock::Real(),
+                  {.interval = config.schedule_interval,
+                   .on_queued = [this](int queued) { metrics_.RecordScheduled(queued); }}),
+        dispatcher_(&webhooks_, webhook_sender, Clock::Real(),
+                    {.interval = config.webhook_interval,
+                     .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout),
+                     .on_attempts =
+                         [this](int delivered, int retrying, int failed) {
+                           metrics_.RecordWebhookAttempts(delivered, retrying, failed);
+                         }}),
+        // The sampler marks the server NOT_SERVING (gRPC health) while the database does not
+        // answer, once the server exists.
+        depth_sampler_(pool, &metrics_, config.health_interval, [this](bool database_ok) {
+          grpc::Server* server = health_target_.load();
+          if (server != nullptr && server->GetHealthCheckService() != nullptr) {
+            server->GetHealthCheckService()->SetServingStatus(database_ok);
+          }
+        }) {}
+
+  // Stores the bootstrap admin token when one is configured; false after printing why not.
+  bool EnsureBootstrapAdmin() {
+    if (config_.bootstrap_admin_secret.empty()) return true;
+    absl::StatusOr<v1::Token> admin =
+        tokens_.Ensure("bootstrap-admin", v1::ROLE_ADMIN, config_.bootstrap_admin_secret);
+    if (!admin.ok()) {
+      std::cerr << "vanguard-orchestrator: cannot store the bootstrap admin token: "
+                << admin.status() << std::endl;
+      return false;
+    }
+    std::cerr << "vanguard-orchestrator: bootstrap admin token is valid (token id " << admin->id()
+              << ")" << std::endl;
+    return true;
+  }
+
+  // Serves until a stop signal: the metrics endpoint, the gRPC server on --listen, the
+  // background loops and the port file; then shuts them down. The process's exit code.
+  int Serve(const sigset_t& stop_signals) {
+    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+        ServeMetrics(config_.metrics_listen, metrics_);
+    if (!exposer.ok()) {
+      std::cerr << "vanguard-orchestrator: " << exposer.status().message() << std::endl;
+      return 1;
+    }
+    int port = 0;
+    std::unique_ptr<grpc::Server> server = StartServer(&port);
+    if (server == nullptr) {
+      std::cerr << "vanguard-orchestrator: cannot listen on " << config_.listen << std::endl;
+      return 1;
+    }
+    health_target_.store(server.get());
+    queue_.Start();
+    reaper_.Start();
+    enqueuer_.Start();
+    dispatcher_.Start();
+    depth_sampler_.Start();
+    if (!config_.port_file.empty() && !WritePortFile(config_.port_file, port)) {
+      std::cerr << "vanguard-orchestrator: cannot write --port_file " << config_.port_file << ": "
+                << std::strerror(errno) << std::endl;
+      depth_sampler_.Stop();  // it touches the server's health status
+      server->Shutdown();
+      return 1;
+    }
+    const std::string host = config_.listen.substr(0, config_.listen.rfind(':'));
+    std::cout << "LISTENING " << host << ":" << port << std::endl;
+    WaitForStopSignal(stop_signals, absl::InfiniteDuration());
+    std::cerr << "vanguard-orchestrator: stopping" << std::endl;
+    Stop(*server);
+    return 0;
+  }
+
+ private:
+  static OrchestratorService::Options ServiceOptions(const Config& config) {
+    OrchestratorService::Options options;
+    options.max_lease_wait = config.max_lease_wait;
+    options.target_policy = config.target_policy;
+    return options;
+  }
+
+  // The gRPC server on --listen with the caller limits; nullptr when it cannot listen.
+  std::unique_ptr<grpc::Server> StartServer(int* port) {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(config_.listen, ServerCredentials(config_.tls), port);
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                                config_.grpc_max_pollers);
+    builder.SetMaxReceiveMessageSize(config_.grpc_max_receive_bytes);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               config_.grpc_max_concurrent_streams);
+    builder.RegisterService(&grpc_service_);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (*port == 0) return nullptr;
+    return server;
+  }
+
+  // Open watches end at their next poll; unary calls get a moment to finish.
+  void Stop(grpc::Server& server) {
+    grpc_service_.BeginShutdown();
+    queue_.Stop();          // long-polling LeaseTest calls return at once
+    depth_sampler_.Stop();  // it touches the server's health status
+    server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    reaper_.Stop();
+    enqueuer_.Stop();
+    dispatcher_.Stop();
+  }
+
+  const Config& config_;
+  ModelRepository models_;
+  TestRepository tests_;
+  TokenRepository tokens_;
+  CapacityRepository capacity_;
+  TeamRepository teams_;
+  ScheduleRepository schedules_;
+  WebhookRepository webhooks_;
+  QueueNotifier queue_;
+  OrchestratorService service_;
+  OrchestratorMetrics metrics_;
+  Authorizer authorizer_;
+  OrchestratorGrpcService grpc_service_;
+  LeaseReaper reaper_;
+  ScheduleEnqueuer enqueuer_;
+  WebhookDispatcher dispatcher_;
+  std::atomic<grpc::Server*> health_target_{nullptr};
+  QueueDepthSampler depth_sampler_;
+};
+
+int Run(const Config& config) {
+  const sigset_t stop_signals = BlockStopSignals();
+  if (std::optional<int> exit_code = PrepareDatabase(config, stop_signals)) return *exit_code;
   absl::StatusOr<std::unique_ptr<PostgresPool>> pool =
       PostgresPool::Create({.conninfo = config.database_url, .size = config.db_pool_size});
   if (!pool.ok()) {
     std::cerr << "vanguard-orchestrator: " << pool.status().message() << std::endl;
     return 1;
   }
-  ModelRepository models(pool->get());
-  TestRepository tests(pool->get());
-  TokenRepository tokens(pool->get());
-  CapacityRepository capacity(pool->get());
-  TeamRepository teams(pool->get());
-  ScheduleRepository schedules(pool->get());
-  WebhookRepository webhooks(pool->get());
-  QueueNotifier queue({.conninfo = config.database_url});
-  OrchestratorService::Options service_options;
-  service_options.max_lease_wait = config.max_lease_wait;
-  service_options.target_policy = config.target_policy;
-  OrchestratorService service(&models, &tests, &tokens, &queue, &capacity, &teams, &schedules,
-                              &webhooks, service_options);
-  OrchestratorMetrics metrics;
-  Authorizer authorizer(&tokens, Clock::Real(),
-                        {.cache_ttl = config.auth_cache_ttl,
-                         .unknown_lookups_per_second = config.auth_unknown_lookups_per_second,
-                         .unknown_lookup_burst = config.auth_unknown_lookup_burst});
-  OrchestratorGrpcService::Options grpc_options;
-  grpc_options.metrics = &metrics;
-  grpc_options.max_watch_streams = config.max_watch_streams;
-  grpc_options.max_watch_streams_per_token = config.max_watch_streams_per_token;
-  if (config.insecure_no_auth) {
-    std::cerr << "vanguard-orchestrator: WARNING: --insecure_no_auth: every RPC is accepted "
-                 "without a token; do not expose this server"
-              << std::endl;
-  } else {
-    grpc_options.authorizer = &authorizer;
-    if (config.tls.cert_chain.empty()) {
-      std::cerr << "vanguard-orchestrator: WARNING: bearer-token auth without TLS: tokens cross "
-                   "the network in clear (pass --tls_cert and --tls_key)"
-                << std::endl;
-    }
-  }
-  OrchestratorGrpcService grpc_service(&service, grpc_options, Clock::Real());
-  LeaseReaper reaper(pool->get(),
-                     {.interval = config.reaper_interval,
-                      .outage_grace = config.reaper_outage_grace,
-                      .on_reaped = [&metrics](int requeued, int failed, int cancelled) {
-                        metrics.RecordReaped(requeued, failed, cancelled);
-                      }});
-  ScheduleEnqueuer enqueuer(
-      &schedules, Clock::Real(),
-      {.interval = config.schedule_interval,
-       .on_queued = [&metrics](int queued) { metrics.RecordScheduled(queued); }});
   absl::StatusOr<std::unique_ptr<HttpWebhookSender>> webhook_sender = HttpWebhookSender::Create(
       {.timeout = config.webhook_timeout, .policy = config.target_policy});
   if (!webhook_sender.ok()) {
     std::cerr << "vanguard-orchestrator: " << webhook_sender.status().message() << std::endl;
     return 1;
   }
-  WebhookDispatcher dispatcher(&webhooks, webhook_sender->get(), Clock::Real(),
-                               {.interval = config.webhook_interval,
-                                .claim_for = std::max(absl::Minutes(2), 4 * config.webhook_timeout),
-                                .on_attempts = [&metrics](int delivered, int retrying, int failed) {
-                                  metrics.RecordWebhookAttempts(delivered, retrying, failed);
-                                }});
-  // Set once the server exists; the sampler marks the server NOT_SERVING (gRPC health) while
-  // the database does not answer.
-  std::atomic<grpc::Server*> health_target{nullptr};
-  QueueDepthSampler depth_sampler(
-      pool->get(), &metrics, config.health_interval, [&health_target](bool database_ok) {
-        grpc::Server* server = health_target.load();
-        if (server != nullptr && server->GetHealthCheckService() != nullptr) {
-          server->GetHealthCheckService()->SetServingStatus(database_ok);
-        }
-      });
-
-  if (!config.bootstrap_admin_secret.empty()) {
-    absl::StatusOr<v1::Token> admin =
-        tokens.Ensure("bootstrap-admin", v1::ROLE_ADMIN, config.bootstrap_admin_secret);
-    if (!admin.ok()) {
-      std::cerr << "vanguard-orchestrator: cannot store the bootstrap admin token: "
-                << admin.status() << std::endl;
-      return 1;
-    }
-    std::cerr << "vanguard-orchestrator: bootstrap admin token is valid (token id " << admin->id()
-              << ")" << std::endl;
-  }
-
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!config.metrics_listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen);
-    } catch (const std::exception& e) {
-      std::cerr << "vanguard-orchestrator: cannot serve metrics on " << config.metrics_listen
-                << ": " << e.what() << std::endl;
-      return 1;
-    }
-    exposer->RegisterCollectable(metrics.registry());
-    std::cerr << "vanguard-orchestrator: metrics on http://" << config.metrics_listen
-              << "/metrics (port " << exposer->GetListeningPorts().front() << ")" << std::endl;
-  }
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(config.listen, ServerCredentials(config.tls), &port);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              config.grpc_max_pollers);
-  builder.SetMaxReceiveMessageSize(config.grpc_max_receive_bytes);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config.grpc_max_concurrent_streams);
-  builder.RegisterService(&grpc_service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "vanguard-orchestrator: cannot listen on " << config.listen << std::endl;
-    return 1;
-  }
-  health_target.store(server.get());
-  queue.Start();
-  reaper.Start();
-  enqueuer.Start();
-  dispatcher.Start();
-  depth_sampler.Start();
-
-  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
-  if (!config.port_file.empty() && !WritePortFile(config.port_file, port)) {
-    std::cerr << "vanguard-orchestrator: cannot write --port_file " << config.port_file << ": "
-              << std::strerror(errno) << std::endl;
-    depth_sampler.Stop();  // it touches the server's health status
-    server->Shutdown();
-    return 1;
-  }
-  std::cout << "LISTENING " << host << ":" << port << std::endl;
-
-  WaitForStopSignal(stop_signals, absl::InfiniteDuration());
-  std::cerr << "vanguard-orchestrator: stopping" << std::endl;
-  // Open watches end at their next poll; unary calls get a moment to finish.
-  grpc_service.BeginShutdown();
-  queue.Stop();          // long-polling LeaseTest calls return at once
-  depth_sampler.Stop();  // it touches the server's health status
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  reaper.Stop();
-  enqueuer.Stop();
-  dispatcher.Stop();
-  return 0;
+  Orchestrator orchestrator(config, pool->get(), webhook_sender->get());
+  if (!orchestrator.EnsureBootstrapAdmin()) return 1;
+  return orchestrator.Serve(stop_signals);
 }
 
 }  // namespace
@@ -433,111 +610,10 @@ int main(int argc, char** argv) {
               << std::endl;
     return 0;
   }
-  vanguard::Config config;
-  config.listen = absl::GetFlag(FLAGS_listen);
-  config.port_file = absl::GetFlag(FLAGS_port_file);
-  config.database_url = absl::GetFlag(FLAGS_database_url);
-  if (config.database_url.empty()) {
-    const char* env = std::getenv("VANGUARD_DATABASE_URL");
-    if (env != nullptr) config.database_url = env;
-  }
-  config.migrate_only = absl::GetFlag(FLAGS_migrate_only);
-  config.reaper_interval = absl::GetFlag(FLAGS_reaper_interval);
-  config.reaper_outage_grace = absl::GetFlag(FLAGS_reaper_outage_grace);
-  config.schedule_interval = absl::GetFlag(FLAGS_schedule_interval);
-  config.webhook_interval = absl::GetFlag(FLAGS_webhook_interval);
-  config.webhook_timeout = absl::GetFlag(FLAGS_webhook_timeout);
-  config.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
-  config.db_connect_timeout = absl::GetFlag(FLAGS_db_connect_timeout);
-  config.insecure_no_auth = absl::GetFlag(FLAGS_insecure_no_auth);
-  config.auth_cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
-  if (!ReadCallerLimits(&config)) return 2;
-  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  config.max_lease_wait = absl::GetFlag(FLAGS_max_lease_wait);
-  config.grpc_max_pollers = absl::GetFlag(FLAGS_grpc_max_pollers);
-  config.health_interval = absl::GetFlag(FLAGS_health_interval);
-  if (config.health_interval <= absl::ZeroDuration()) {
-    std::cerr << "vanguard-orchestrator: --health_interval must be > 0" << std::endl;
+  absl::StatusOr<vanguard::Config> config = vanguard::ConfigFromFlags();
+  if (!config.ok()) {
+    std::cerr << "vanguard-orchestrator: " << config.status().message() << std::endl;
     return 2;
   }
-  if (const std::string rules = absl::GetFlag(FLAGS_allowed_targets); !rules.empty()) {
-    absl::StatusOr<vanguard::TargetPolicy> policy = vanguard::TargetPolicy::FromFlag(rules);
-    if (!policy.ok()) {
-      std::cerr << "vanguard-orchestrator: --allowed_targets: " << policy.status().message()
-                << std::endl;
-      return 2;
-    }
-    config.target_policy = *std::move(policy);
-  }
-  if (const std::string path = absl::GetFlag(FLAGS_admin_token_file); !path.empty()) {
-    std::optional<std::string> secret = vanguard::ReadFile(path);
-    if (!secret.has_value()) {
-      std::cerr << "vanguard-orchestrator: cannot read --admin_token_file " << path << std::endl;
-      return 2;
-    }
-    config.bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(*secret));
-    if (config.bootstrap_admin_secret.empty()) {
-      std::cerr << "vanguard-orchestrator: --admin_token_file " << path << " is empty" << std::endl;
-      return 2;
-    }
-  } else if (const char* env = std::getenv("VANGUARD_BOOTSTRAP_ADMIN_TOKEN");
-             env != nullptr && *env != '\0') {
-    config.bootstrap_admin_secret = std::string(absl::StripAsciiWhitespace(env));
-  }
-  if (!config.bootstrap_admin_secret.empty() && config.bootstrap_admin_secret.size() < 16) {
-    std::cerr << "vanguard-orchestrator: the bootstrap admin token must be at least 16 "
-                 "characters"
-              << std::endl;
-    return 2;
-  }
-  absl::StatusOr<vanguard::ServerTls> tls =
-      vanguard::LoadServerTls({.ca = absl::GetFlag(FLAGS_tls_client_ca),
-                               .cert = absl::GetFlag(FLAGS_tls_cert),
-                               .key = absl::GetFlag(FLAGS_tls_key),
-                               .ca_flag = "tls_client_ca"});
-  if (!tls.ok()) {
-    std::cerr << "vanguard-orchestrator: " << tls.status().message() << std::endl;
-    return 2;
-  }
-  config.tls = *std::move(tls);
-  if (config.max_lease_wait < absl::ZeroDuration()) {
-    std::cerr << "vanguard-orchestrator: --max_lease_wait must be >= 0" << std::endl;
-    return 2;
-  }
-  if (config.grpc_max_pollers < 1) {
-    std::cerr << "vanguard-orchestrator: --grpc_max_pollers must be >= 1" << std::endl;
-    return 2;
-  }
-
-  if (config.database_url.empty()) {
-    std::cerr << "vanguard-orchestrator: no database: pass --database_url or set "
-                 "VANGUARD_DATABASE_URL"
-              << std::endl;
-    return 2;
-  }
-  if (config.listen.empty() || config.listen.find(':') == std::string::npos) {
-    std::cerr << "vanguard-orchestrator: --listen must be HOST:PORT" << std::endl;
-    return 2;
-  }
-  if (config.db_pool_size < 1) {
-    std::cerr << "vanguard-orchestrator: --db_pool_size must be >= 1" << std::endl;
-    return 2;
-  }
-  if (config.reaper_outage_grace < absl::ZeroDuration()) {
-    std::cerr << "vanguard-orchestrator: --reaper_outage_grace must be >= 0" << std::endl;
-    return 2;
-  }
-  if (config.schedule_interval <= absl::ZeroDuration() ||
-      config.webhook_interval <= absl::ZeroDuration() ||
-      config.webhook_timeout <= absl::ZeroDuration()) {
-    std::cerr << "vanguard-orchestrator: --schedule_interval, --webhook_interval and "
-                 "--webhook_timeout must be > 0"
-              << std::endl;
-    return 2;
-  }
-  if (config.reaper_interval <= absl::ZeroDuration()) {
-    std::cerr << "vanguard-orchestrator: --reaper_interval must be > 0" << std::endl;
-    return 2;
-  }
-  return vanguard::Run(config);
+  return vanguard::Run(*config);
 }
