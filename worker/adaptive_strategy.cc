@@ -799,7 +799,35 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
     hold_search_ = true;
     PoolVerdicts();
   }
+  failed_holds_cap_ = FailedHoldsCrossing();
   return Finish(false, "step limit reached during the hold");
+}
+
+std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
+  // Least squares of log(tail ratio) on log(rate) over the failed holds a line can use.
+  std::vector<std::pair<double, double>> points;
+  for (const HoldResult& h : hold_results_) {
+    if (!h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio) {
+      points.emplace_back(std::log(h.rate), std::log(h.ratio));
+    }
+  }
+  if (points.size() < 2) return std::nullopt;
+  double mean_x = 0, mean_y = 0;
+  for (const auto& [x, y] : points) {
+    mean_x += x;
+    mean_y += y;
+  }
+  mean_x /= static_cast<double>(points.size());
+  mean_y /= static_cast<double>(points.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : points) {
+    sxx += (x - mean_x) * (x - mean_x);
+    sxy += (x - mean_x) * (y - mean_y);
+  }
+  if (sxx <= 0 || sxy <= 0) return std::nullopt;  // one rate, or a ratio not rising with it
+  const double lowest = LowestFailedHold()->rate;
+  const double crossing = std::exp(mean_x - mean_y * sxx / sxy);
+  return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
 }
 
 const AdaptiveStrategy::HoldResult* AdaptiveStrategy::LowestFailedHold() const {
@@ -880,6 +908,9 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   const bool held = hold_held_.value_or(false) && hold_rate_;
   done.best_pass_qps = best_.value_or(0);
   done.max_sustainable_qps = held && !hold_search_ ? *hold_rate_ : Estimate();
+  if (failed_holds_cap_) {
+    done.max_sustainable_qps = std::min(done.max_sustainable_qps, *failed_holds_cap_);
+  }
   if (!converged && !held && !hold_search_ && best_ && lowest_failure_) {
     // Not verified: the conservative end of the bracket.
     done.max_sustainable_qps = std::min(done.max_sustainable_qps, *best_ * (1 - Resolution()));

@@ -65,7 +65,9 @@
 //    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
 //    conservative end: the best pass less its resolution; when the step limit came during a
 //    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
-//    as in a hold search).
+//    as in a hold search), and with two failed holds or more the estimate goes no higher than
+//    where their tail ratios, on a line in log-log, cross the limit (FailedHoldsCrossing): a
+//    retreat of kFirstHoldRetreat below the lowest is no evidence when its ratio was far over.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -139,6 +141,12 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kMaxHoldRetreat = 0.75;
   static constexpr double kHoldSearchBracket = 0.05;
   static constexpr int kMaxSearchHolds = 10;
+  // A finish at the step limit during a hold caps its estimate at the failed holds' own
+  // crossing (FailedHoldsCrossing): holds read further over than this are left out of the fit
+  // (an episode, not the curve), and the cap goes no lower than this share of the lowest
+  // failed hold.
+  static constexpr double kMaxFittedHoldRatio = 20;
+  static constexpr double kMinFittedCrossingShare = 0.5;
   // Measured seconds of a step when no step reported its requests.
   static constexpr double kAssumedStepS = 3;
   // A failure is a disturbance when its log limit ratio exceeds the pass's below it by more
@@ -300,6 +308,11 @@ class AdaptiveStrategy : public Strategy {
   // The step limit came during an undecided hold: unconverged; a hold reading over the limit
   // so far counts as failed for the estimate (see Finishing in the header).
   Decision FinishDuringHold(const HoldReading& h);
+  // Where the line of log(tail ratio) on log(rate) through the failed holds (ratios in
+  // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
+  // 1 - kFirstHoldRetreat] x the lowest failed hold; nullopt with fewer than two such holds or
+  // a ratio not rising with the rate.
+  std::optional<double> FailedHoldsCrossing() const;
   // The hold search's next hold, or its finish (see the header).
   Decision NextSearchHold();
   // The lowest failed hold and the highest held rate below it (nullptr: none).
@@ -381,6 +394,7 @@ class AdaptiveStrategy : public Strategy {
   std::optional<bool> hold_held_;         // the last hold's outcome, once decided
   std::vector<HoldResult> hold_results_;  // every decided hold, in order
   bool hold_search_ = false;              // only holds decide (see the header)
+  std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing at a step-limit finish
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
