@@ -389,11 +389,11 @@ class AdaptiveStrategy : public Strategy {
   int extensions_ = 0;
   // The final hold.
   int holds_ = 0;
-  std::optional<double> hold_rate_;       // the rate of the hold in progress or last run
-  double hold_parts_ = 0;                 // parts held at hold_rate_ so far
-  std::optional<bool> hold_held_;         // the last hold's outcome, once decided
-  std::vector<HoldResult> hold_results_;  // every decided hold, in order
-  bool hold_search_ = false;              // only holds decide (see the header)
+  std::optional<double> hold_rate_;         // the rate of the hold in progress or last run
+  double hold_parts_ = 0;                   // parts held at hold_rate_ so far
+  std::optional<bool> hold_held_;           // the last hold's outcome, once decided
+  std::vector<HoldResult> hold_results_;    // every decided hold, in order
+  bool hold_search_ = false;                // only holds decide (see the header)
   std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing at a step-limit finish
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
