@@ -463,6 +463,79 @@ absl::StatusOr<bool> TestRepository::Heartbeat(int64_t test_id, int32_t attempt,
   });
 }
 
+namespace {
+
+// ReportStep's one statement (autocommit, prepared): the fence row lock (FOR SHARE) keeps the
+// test from being completed or re-leased while the step and its windows are written. $1 test,
+// $2 attempt, $3-$19 the step's columns, $20 histogram, $21 detail JSON, $22 windows JSON,
+// $23 the lease token.
+const std::string& ReportStepSql() {
+  static const std::string* const sql = new std::string(absl::StrCat(
+      "WITH fence AS ("
+      "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' AND ",
+      TokenMayAct(23),
+      "  FOR SHARE),"
+      " step AS ("
+      " INSERT INTO steps (test_id, attempt, step_index, target_qps, achieved_qps, p50_ms,"
+      "   p90_ms, p99_ms, p999_ms, max_ms, error_rate, scheduled, completed, errors,"
+      "   timeouts, dropped, health_state, passed, client_valid, histogram, detail)"
+      " SELECT id, $2::integer, $3::integer, $4::float8, $5::float8, $6::float8, $7::float8,"
+      "   $8::float8, $9::float8, $10::float8, $11::float8, $12::bigint, $13::bigint,"
+      "   $14::bigint, $15::bigint, $16::bigint, $17::text, $18::boolean, $19::boolean,"
+      "   NULLIF($20::bytea, ''::bytea), $21::jsonb"
+      " FROM fence"
+      " ON CONFLICT (test_id, attempt, step_index) DO UPDATE SET"
+      "   target_qps = EXCLUDED.target_qps, achieved_qps = EXCLUDED.achieved_qps,"
+      "   p50_ms = EXCLUDED.p50_ms, p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms,"
+      "   p999_ms = EXCLUDED.p999_ms, max_ms = EXCLUDED.max_ms,"
+      "   error_rate = EXCLUDED.error_rate, scheduled = EXCLUDED.scheduled,"
+      "   completed = EXCLUDED.completed, errors = EXCLUDED.errors,"
+      "   timeouts = EXCLUDED.timeouts, dropped = EXCLUDED.dropped,"
+      "   health_state = EXCLUDED.health_state, passed = EXCLUDED.passed,"
+      "   client_valid = EXCLUDED.client_valid, histogram = EXCLUDED.histogram,"
+      "   detail = EXCLUDED.detail, recorded_at = now()"
+      " RETURNING test_id, attempt, step_index),"
+      // Windows in proto JSON: int64 as strings, enums by name, Duration as "1.5s".
+      " windows AS ("
+      " INSERT INTO step_windows (test_id, attempt, step_index, window_index, warmup,"
+      "   start_time, duration_s, offered_qps, achieved_qps, p50_ms, p90_ms, p99_ms, max_ms,"
+      "   scheduled, completed, errors, timeouts, dropped, censored, ttft_p99_ms,"
+      "   inter_token_p99_ms, gpu_utilization, queue_depth, health_score, health_state,"
+      "   detail)"
+      " SELECT s.test_id, s.attempt, s.step_index, coalesce((w->>'index')::integer, 0),"
+      "   coalesce((w->>'warmup')::boolean, false), (w->>'start_time')::timestamptz,"
+      "   rtrim(w->>'duration', 's')::float8,"
+      "   coalesce((w->>'offered_qps')::float8, 0), coalesce((w->>'achieved_qps')::float8, 0),"
+      "   (w#>>'{latency,p50_ms}')::float8, (w#>>'{latency,p90_ms}')::float8,"
+      "   (w#>>'{latency,p99_ms}')::float8, (w#>>'{latency,max_ms}')::float8,"
+      "   coalesce((w->>'scheduled')::bigint, 0), coalesce((w->>'completed')::bigint, 0),"
+      "   coalesce((w->>'errors')::bigint, 0), coalesce((w->>'timeouts')::bigint, 0),"
+      "   coalesce((w->>'dropped')::bigint, 0), coalesce((w->>'censored')::bigint, 0),"
+      "   (w#>>'{ttft,p99_ms}')::float8, (w#>>'{inter_token,p99_ms}')::float8,"
+      "   (w->>'gpu_utilization')::float8, (w->>'queue_depth')::float8,"
+      "   (w->>'health_score')::float8,"
+      "   lower(replace(coalesce(w->>'health_state', 'HEALTH_STATE_UNSPECIFIED'),"
+      "                 'HEALTH_STATE_', '')),"
+      "   w"
+      " FROM step s, jsonb_array_elements(coalesce($22::jsonb->'windows', '[]'::jsonb)) w"
+      " ON CONFLICT (test_id, attempt, step_index, window_index) DO UPDATE SET"
+      "   warmup = EXCLUDED.warmup, start_time = EXCLUDED.start_time,"
+      "   duration_s = EXCLUDED.duration_s, offered_qps = EXCLUDED.offered_qps,"
+      "   achieved_qps = EXCLUDED.achieved_qps, p50_ms = EXCLUDED.p50_ms,"
+      "   p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms, max_ms = EXCLUDED.max_ms,"
+      "   scheduled = EXCLUDED.scheduled, completed = EXCLUDED.completed,"
+      "   errors = EXCLUDED.errors, timeouts = EXCLUDED.timeouts,"
+      "   dropped = EXCLUDED.dropped, censored = EXCLUDED.censored,"
+      "   ttft_p99_ms = EXCLUDED.ttft_p99_ms, inter_token_p99_ms = EXCLUDED.inter_token_p99_ms,"
+      "   gpu_utilization = EXCLUDED.gpu_utilization, queue_depth = EXCLUDED.queue_depth,"
+      "   health_score = EXCLUDED.health_score, health_state = EXCLUDED.health_state,"
+      "   detail = EXCLUDED.detail, recorded_at = now())"
+      " SELECT step_index FROM step"));
+  return *sql;
+}
+
+}  // namespace
+
 absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const v1::Step& step,
                                         LeaseToken token) {
   v1::Step detail = step;
@@ -478,70 +551,7 @@ absl::Status TestRepository::ReportStep(int64_t test_id, int32_t attempt, const 
   }
   const pqxx::binarystring histogram(step.latency_histogram());
   return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
-    // One statement (autocommit, prepared): the fence row lock (FOR SHARE) keeps the test
-    // from being completed or re-leased while the step and its windows are written.
-    static const std::string* const sql = new std::string(absl::StrCat(
-        "WITH fence AS ("
-        "  SELECT id FROM tests WHERE id = $1 AND attempt = $2 AND state = 'running' AND ",
-        TokenMayAct(23),
-        "  FOR SHARE),"
-        " step AS ("
-        " INSERT INTO steps (test_id, attempt, step_index, target_qps, achieved_qps, p50_ms,"
-        "   p90_ms, p99_ms, p999_ms, max_ms, error_rate, scheduled, completed, errors,"
-        "   timeouts, dropped, health_state, passed, client_valid, histogram, detail)"
-        " SELECT id, $2::integer, $3::integer, $4::float8, $5::float8, $6::float8, $7::float8,"
-        "   $8::float8, $9::float8, $10::float8, $11::float8, $12::bigint, $13::bigint,"
-        "   $14::bigint, $15::bigint, $16::bigint, $17::text, $18::boolean, $19::boolean,"
-        "   NULLIF($20::bytea, ''::bytea), $21::jsonb"
-        " FROM fence"
-        " ON CONFLICT (test_id, attempt, step_index) DO UPDATE SET"
-        "   target_qps = EXCLUDED.target_qps, achieved_qps = EXCLUDED.achieved_qps,"
-        "   p50_ms = EXCLUDED.p50_ms, p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms,"
-        "   p999_ms = EXCLUDED.p999_ms, max_ms = EXCLUDED.max_ms,"
-        "   error_rate = EXCLUDED.error_rate, scheduled = EXCLUDED.scheduled,"
-        "   completed = EXCLUDED.completed, errors = EXCLUDED.errors,"
-        "   timeouts = EXCLUDED.timeouts, dropped = EXCLUDED.dropped,"
-        "   health_state = EXCLUDED.health_state, passed = EXCLUDED.passed,"
-        "   client_valid = EXCLUDED.client_valid, histogram = EXCLUDED.histogram,"
-        "   detail = EXCLUDED.detail, recorded_at = now()"
-        " RETURNING test_id, attempt, step_index),"
-        // Windows in proto JSON: int64 as strings, enums by name, Duration as "1.5s".
-        " windows AS ("
-        " INSERT INTO step_windows (test_id, attempt, step_index, window_index, warmup,"
-        "   start_time, duration_s, offered_qps, achieved_qps, p50_ms, p90_ms, p99_ms, max_ms,"
-        "   scheduled, completed, errors, timeouts, dropped, censored, ttft_p99_ms,"
-        "   inter_token_p99_ms, gpu_utilization, queue_depth, health_score, health_state,"
-        "   detail)"
-        " SELECT s.test_id, s.attempt, s.step_index, coalesce((w->>'index')::integer, 0),"
-        "   coalesce((w->>'warmup')::boolean, false), (w->>'start_time')::timestamptz,"
-        "   rtrim(w->>'duration', 's')::float8,"
-        "   coalesce((w->>'offered_qps')::float8, 0), coalesce((w->>'achieved_qps')::float8, 0),"
-        "   (w#>>'{latency,p50_ms}')::float8, (w#>>'{latency,p90_ms}')::float8,"
-        "   (w#>>'{latency,p99_ms}')::float8, (w#>>'{latency,max_ms}')::float8,"
-        "   coalesce((w->>'scheduled')::bigint, 0), coalesce((w->>'completed')::bigint, 0),"
-        "   coalesce((w->>'errors')::bigint, 0), coalesce((w->>'timeouts')::bigint, 0),"
-        "   coalesce((w->>'dropped')::bigint, 0), coalesce((w->>'censored')::bigint, 0),"
-        "   (w#>>'{ttft,p99_ms}')::float8, (w#>>'{inter_token,p99_ms}')::float8,"
-        "   (w->>'gpu_utilization')::float8, (w->>'queue_depth')::float8,"
-        "   (w->>'health_score')::float8,"
-        "   lower(replace(coalesce(w->>'health_state', 'HEALTH_STATE_UNSPECIFIED'),"
-        "                 'HEALTH_STATE_', '')),"
-        "   w"
-        " FROM step s, jsonb_array_elements(coalesce($22::jsonb->'windows', '[]'::jsonb)) w"
-        " ON CONFLICT (test_id, attempt, step_index, window_index) DO UPDATE SET"
-        "   warmup = EXCLUDED.warmup, start_time = EXCLUDED.start_time,"
-        "   duration_s = EXCLUDED.duration_s, offered_qps = EXCLUDED.offered_qps,"
-        "   achieved_qps = EXCLUDED.achieved_qps, p50_ms = EXCLUDED.p50_ms,"
-        "   p90_ms = EXCLUDED.p90_ms, p99_ms = EXCLUDED.p99_ms, max_ms = EXCLUDED.max_ms,"
-        "   scheduled = EXCLUDED.scheduled, completed = EXCLUDED.completed,"
-        "   errors = EXCLUDED.errors, timeouts = EXCLUDED.timeouts,"
-        "   dropped = EXCLUDED.dropped, censored = EXCLUDED.censored,"
-        "   ttft_p99_ms = EXCLUDED.ttft_p99_ms, inter_token_p99_ms = EXCLUDED.inter_token_p99_ms,"
-        "   gpu_utilization = EXCLUDED.gpu_utilization, queue_depth = EXCLUDED.queue_depth,"
-        "   health_score = EXCLUDED.health_score, health_state = EXCLUDED.health_state,"
-        "   detail = EXCLUDED.detail, recorded_at = now())"
-        " SELECT step_index FROM step"));
-    conn.prepare("vanguard_report_step", *sql);
+    conn.prepare("vanguard_report_step", ReportStepSql());
     pqxx::nontransaction txn(conn);
     pqxx::result rows = txn.exec_prepared(
         "vanguard_report_step", test_id, attempt, step.index(), step.target_qps(),
