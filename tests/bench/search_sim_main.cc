@@ -70,8 +70,9 @@ ABSL_FLAG(std::string, lead_evidence, "none",
           "the runner does), worse (with the lead when that reads worse, the runner's old "
           "rule), pooled (always with it)");
 ABSL_FLAG(std::string, range, "saturation",
-          "Profile searches: saturation ([saturation/20, 1.5 x saturation]) or wide "
-          "([min(5, truth/2), 20 x truth], what a new user types)");
+          "Profile searches: saturation ([saturation/20, 1.5 x saturation]), wide "
+          "([min(5, truth/2), 20 x truth], what a new user types) or LO:HI in req/s (a "
+          "generated model's range as --generated printed it)");
 ABSL_FLAG(bool, cold, false,
           "Profile searches: the test starts when the model does (its warmup ahead), with the "
           "runner's first-step warmup phase");
@@ -1029,9 +1030,18 @@ int Main() {
   if (truth <= 0) truth = gt->max_sustainable_rps;
   // The range: the accuracy benchmark's [saturation / 20, 1.5 x saturation], or a new user's
   // wide one: min 5 req/s (at most half the truth), max 20 x the truth.
-  const bool wide = absl::GetFlag(FLAGS_range) == "wide";
-  const double lo = wide ? std::min(5.0, truth / 2) : gt->saturation_rps / 20;
-  const double hi = wide ? truth * 20 : gt->saturation_rps * 1.5;
+  const std::string range = absl::GetFlag(FLAGS_range);
+  const bool wide = range == "wide";
+  double lo = wide ? std::min(5.0, truth / 2) : gt->saturation_rps / 20;
+  double hi = wide ? truth * 20 : gt->saturation_rps * 1.5;
+  if (range != "wide" && range != "saturation") {
+    const std::vector<std::string> parts = absl::StrSplit(range, ':');
+    if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &lo) ||
+        !absl::SimpleAtod(parts[1], &hi) || !(lo > 0) || !(hi > lo)) {
+      std::fprintf(stderr, "--range must be saturation, wide or LO:HI with 0 < LO < HI\n");
+      return 2;
+    }
+  }
   const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
   const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
   if (const double rate = absl::GetFlag(FLAGS_fixed_rate); rate > 0) {
