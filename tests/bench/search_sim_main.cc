@@ -1036,8 +1036,8 @@ int Main() {
   double hi = wide ? truth * 20 : gt->saturation_rps * 1.5;
   if (range != "wide" && range != "saturation") {
     const std::vector<std::string> parts = absl::StrSplit(range, ':');
-    if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &lo) ||
-        !absl::SimpleAtod(parts[1], &hi) || !(lo > 0) || !(hi > lo)) {
+    if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &lo) || !absl::SimpleAtod(parts[1], &hi) ||
+        !(lo > 0) || !(hi > lo)) {
       std::fprintf(stderr, "--range must be saturation, wide or LO:HI with 0 < LO < HI\n");
       return 2;
     }
