@@ -2,6 +2,10 @@
 #include "worker/steady_state.h"
 
 #include <cmath>
+#include <optional>
+#include <vector>
+
+#include "common/line_fit.h"
 
 namespace vanguard::worker {
 
@@ -15,29 +19,15 @@ struct Drift {
 };
 
 Drift DriftOf(const std::deque<double>& v) {
+  std::vector<double> index(v.size());
+  for (size_t i = 0; i < v.size(); ++i) index[i] = static_cast<double>(i);
+  const std::vector<double> values(v.begin(), v.end());
+  const std::optional<LineFit> fit = FitLine(index, values);
+  if (!fit || fit->mean_y == 0) return {};
   const double n = static_cast<double>(v.size());
-  if (v.size() < 2) return {};
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= n;
-  if (mean == 0) return {};
-  const double x_mean = (n - 1) / 2;
-  double num = 0, sxx = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    num += (static_cast<double>(i) - x_mean) * (v[i] - mean);
-    sxx += (static_cast<double>(i) - x_mean) * (static_cast<double>(i) - x_mean);
-  }
-  const double slope = num / sxx;
   Drift d;
-  d.relative = slope * (n - 1) / std::abs(mean);
-  if (v.size() >= 3) {
-    double residuals = 0;
-    for (size_t i = 0; i < v.size(); ++i) {
-      const double r = v[i] - (mean + slope * (static_cast<double>(i) - x_mean));
-      residuals += r * r;
-    }
-    d.standard_error = std::sqrt(residuals / (n - 2) / sxx) * (n - 1) / std::abs(mean);
-  }
+  d.relative = fit->slope * (n - 1) / std::abs(fit->mean_y);
+  d.standard_error = fit->slope_se * (n - 1) / std::abs(fit->mean_y);
   return d;
 }
 

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
+
+#include "common/line_fit.h"
 
 namespace vanguard::worker {
 
@@ -46,43 +50,30 @@ void WarmupDetector::Judge(size_t last) {
   const size_t lookback = static_cast<size_t>(std::max(1, options_.lookback_spans));
   const size_t first = last > lookback ? last - lookback : 0;
   // Least-squares line through the horizon's windows.
-  double n = 0, x_mean = 0, y_mean = 0;
+  std::vector<double> mid_s, latency_ms;
   for (const Window& w : windows_) {
     if (w.span < first || w.span > last) continue;
-    ++n;
-    x_mean += w.mid_s;
-    y_mean += w.latency_ms;
+    mid_s.push_back(w.mid_s);
+    latency_ms.push_back(w.latency_ms);
   }
-  if (n < 4 || spans_[last].n < 2) return;  // no verdict, or keep the previous one
-  x_mean /= n;
-  y_mean /= n;
-  double sxx = 0, sxy = 0;
-  for (const Window& w : windows_) {
-    if (w.span < first || w.span > last) continue;
-    sxx += (w.mid_s - x_mean) * (w.mid_s - x_mean);
-    sxy += (w.mid_s - x_mean) * (w.latency_ms - y_mean);
-  }
-  if (sxx <= 0) return;
-  const double slope = sxy / sxx;
-  double residuals = 0, y_variance = 0;
-  for (const Window& w : windows_) {
-    if (w.span < first || w.span > last) continue;
-    const double r = w.latency_ms - (y_mean + slope * (w.mid_s - x_mean));
-    residuals += r * r;
-    y_variance += (w.latency_ms - y_mean) * (w.latency_ms - y_mean);
-  }
+  if (mid_s.size() < 4 || spans_[last].n < 2) return;  // no verdict, or keep the previous one
+  const std::optional<LineFit> fit = FitLine(mid_s, latency_ms);
+  if (!fit) return;
+  const double n = static_cast<double>(fit->n);
+  const double slope = fit->slope;
   const double horizon_s = absl::ToDoubleSeconds(span_) * static_cast<double>(last + 1 - first);
   const double end_s = absl::ToDoubleSeconds(span_) * static_cast<double>(last + 1);
-  double level = y_mean + slope * (end_s - x_mean);
+  const double y_mean = fit->mean_y;
+  double level = fit->At(end_s);
   if (level <= 0) level = y_mean;
   const double drop = -slope * horizon_s / level;
-  const double drop_se = std::sqrt(residuals / (n - 2) / sxx) * horizon_s / level;
+  const double drop_se = fit->slope_se * horizon_s / level;
   falling_ = drop - options_.z * drop_se > options_.tolerance;
   // Neither falling nor shown flat: no verdict (a noisy latency hides a slow warmup).
   verdict_ = falling_ || drop + options_.z * drop_se <= options_.warm_tolerance;
   if (!verdict_ || falling_) return;
   // Warm: when did it stop falling? The last span before the horizon above its level.
-  const double level_variance = y_variance / (n - 1) / n;
+  const double level_variance = fit->syy / (n - 1) / n;
   warmup_end_ = absl::ZeroDuration();
   for (size_t i = 0; i < first; ++i) {
     const Span& s = spans_[i];
