@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/line_fit.h"
 
 namespace vanguard::worker {
 namespace {
@@ -310,13 +311,19 @@ bool AdaptiveStrategy::PoolVerdicts() {
   for (size_t i = 0; i < judged_.size(); ++i) {
     const StepOutcome& o = judged_[i].outcome;
     if (!judged_[i].expired && !judged_[i].is_hold && o.client_valid && o.tail_samples > 0) {
-      points.push_back({o.rate_qps, o.tail_ratio, static_cast<double>(o.tail_samples)});
+      points.push_back(
+          {o.rate_qps, o.tail_ratio, static_cast<double>(o.tail_samples), o.tail_allowed});
       pooled.push_back(i);
     }
   }
   const std::vector<double> fit = IsotonicTailFit(points);
-  std::vector<double> fitted(judged_.size(), -1);  // -1: no tail samples
-  for (size_t k = 0; k < pooled.size(); ++k) fitted[pooled[k]] = fit[k];
+  std::vector<double> fitted(judged_.size(), -1);    // -1: no tail samples
+  std::vector<bool> too_few(judged_.size(), false);  // over the limit by chance, maybe
+  const std::vector<bool> few = TooFewOverLimit(points, fit);
+  for (size_t k = 0; k < pooled.size(); ++k) {
+    fitted[pooled[k]] = fit[k];
+    too_few[pooled[k]] = few[k];
+  }
 
   // A failed hold is the longest look: its rate and every rate above fail.
   std::optional<double> veto;
@@ -329,8 +336,9 @@ bool AdaptiveStrategy::PoolVerdicts() {
     failure = best = kNone;
     for (size_t i = 0; i < judged_.size(); ++i) {
       const StepOutcome& o = judged_[i].outcome;
-      pass[i] = !(veto && rate(i) >= *veto) &&
-                (fitted[i] >= 0 ? o.passed_apart_from_tail && fitted[i] <= 1 : o.passed);
+      pass[i] =
+          !(veto && rate(i) >= *veto) &&
+          (fitted[i] >= 0 ? o.passed_apart_from_tail && (fitted[i] <= 1 || too_few[i]) : o.passed);
       // A hold is judged on its own (AfterHoldChunk); a failed one vetoes above.
       if (judged_[i].expired || judged_[i].is_hold) continue;
       if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
@@ -387,7 +395,7 @@ void AdaptiveStrategy::SetPlacementRatios(size_t best, size_t failure,
                             fitted[best] < 1 && fitted[failure] > 1;
   const bool readable =
       tails_usable && fitted[best] * static_cast<double>(judged_[best].outcome.tail_samples) *
-                              kTailAllowedFraction >=
+                              judged_[best].outcome.tail_allowed >=
                           1;
   best_ratio_ = best != kNone ? judged_[best].outcome.limit_ratio : 0;
   failure_ratio_ = failure != kNone ? judged_[failure].outcome.limit_ratio : 0;
@@ -717,6 +725,7 @@ AdaptiveStrategy::HoldReading AdaptiveStrategy::PooledHold() const {
     const double n = static_cast<double>(o.tail_samples);
     over += o.tail_ratio * n;
     h.requests += n;
+    h.expected_over += n * o.tail_allowed;
     se_sq += n * n * o.tail_ratio_se * o.tail_ratio_se;
     h.others_held &= o.tail_samples > 0 ? o.passed_apart_from_tail : o.passed;
     h.se_known &= o.tail_units >= 2 && o.tail_samples > 0;
@@ -735,7 +744,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double part_s = PartSecondsAt(*hold_rate_);
   const double horizon_parts = horizon_s_ / part_s;
   const bool at_horizon = hold_parts_ >= horizon_parts - 1e-9;
-  const bool enough_requests = h.requests * kTailAllowedFraction >= kHoldTailEvents;
+  const bool enough_requests = h.expected_over >= kHoldTailEvents;
   // Without tail samples the chunks' own verdicts are all there is. A confident reading
   // passes once the hold covers kMinHoldHorizonShare of the horizon (see the header); a hold
   // with no request over the limit at all is never confident (its standard error is 0 because
@@ -805,28 +814,18 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
 
 std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
   // Least squares of log(tail ratio) on log(rate) over the failed holds a line can use.
-  std::vector<std::pair<double, double>> points;
+  std::vector<double> log_rate, log_ratio;
   for (const HoldResult& h : hold_results_) {
     if (!h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio) {
-      points.emplace_back(std::log(h.rate), std::log(h.ratio));
+      log_rate.push_back(std::log(h.rate));
+      log_ratio.push_back(std::log(h.ratio));
     }
   }
-  if (points.size() < 2) return std::nullopt;
-  double mean_x = 0, mean_y = 0;
-  for (const auto& [x, y] : points) {
-    mean_x += x;
-    mean_y += y;
-  }
-  mean_x /= static_cast<double>(points.size());
-  mean_y /= static_cast<double>(points.size());
-  double sxx = 0, sxy = 0;
-  for (const auto& [x, y] : points) {
-    sxx += (x - mean_x) * (x - mean_x);
-    sxy += (x - mean_x) * (y - mean_y);
-  }
-  if (sxx <= 0 || sxy <= 0) return std::nullopt;  // one rate, or a ratio not rising with it
+  const std::optional<LineFit> line = FitLine(log_rate, log_ratio);
+  // Fewer than two rates, or a ratio not rising with the rate: no crossing.
+  if (!line || line->slope <= 0) return std::nullopt;
   const double lowest = LowestFailedHold()->rate;
-  const double crossing = std::exp(mean_x - mean_y * sxx / sxy);
+  const double crossing = std::exp(line->mean_x - line->mean_y / line->slope);
   return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
 }
 

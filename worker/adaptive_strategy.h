@@ -193,6 +193,7 @@ class AdaptiveStrategy : public Strategy {
     double ratio = 0;
     double se = 0;
     double requests = 0;
+    double expected_over = 0;  // requests over the limit at the allowed share
     bool others_held = true;
     bool se_known = true;
   };

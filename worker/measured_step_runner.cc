@@ -595,6 +595,7 @@ void MeasuredStepRunner::ErrorsAsTail(const StepRun& run, const vanguard::v1::St
   if (ratio <= o->tail_ratio) return;
   o->tail_ratio = ratio;
   o->tail_samples = result.scheduled();
+  o->tail_allowed = allowed;
   const TailConfidence confidence = TailConfidenceOf(run.error_units, allowed);
   o->tail_ratio_se = confidence.ratio_se;
   o->tail_units = confidence.units;

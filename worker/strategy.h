@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "vanguard/v1/test.pb.h"
+#include "worker/tail_pooling.h"
 
 namespace vanguard::worker {
 
@@ -70,6 +71,9 @@ struct StepOutcome {
   // not known. The adaptive search pools these across steps (tail_pooling.h).
   double tail_ratio = 0;
   int64_t tail_samples = 0;
+  // The fraction of requests the limit behind tail_ratio allows: 1% for the p99 limits, the
+  // SLO's max_error_rate when errors make the ratio.
+  double tail_allowed = kTailAllowedFraction;
   // Every check other than those tail limits held.
   bool passed_apart_from_tail = false;
   // Uncertainty of tail_ratio by batch means: its standard error over the step's

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -61,6 +62,48 @@ std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points) {
     for (size_t k = blocks[b].first; k < end; ++k) fitted[order[k]] = blocks[b].value();
   }
   return fitted;
+}
+
+namespace {
+
+// P(X >= count) for X ~ Poisson(mean).
+double PoissonAtLeast(int count, double mean) {
+  double below = 0, term = std::exp(-mean);
+  for (int c = 0; c < count; ++c) {
+    below += term;
+    term *= mean / (c + 1);
+  }
+  return std::max(0.0, 1 - below);
+}
+
+}  // namespace
+
+std::vector<bool> TooFewOverLimit(const std::vector<TailPoint>& points,
+                                  const std::vector<double>& fitted) {
+  std::vector<bool> too_few(points.size(), false);
+  for (size_t k = 0; k < points.size(); ++k) {
+    if (!(fitted[k] > 1)) continue;
+    double expected = 0, observed = 0;  // requests over the limit: at the allowed share, read
+    for (size_t j = 0; j < points.size(); ++j) {
+      if (fitted[j] != fitted[k]) continue;
+      const double w = std::max(0.0, points[j].weight);
+      expected += w * points[j].allowed;
+      observed += w * points[j].allowed * points[j].ratio;
+    }
+    if (expected >= kFewTailEvents) continue;
+    const int count = static_cast<int>(std::lround(observed));
+    too_few[k] = PoissonAtLeast(count, expected) >= kFewTailSignificance;
+  }
+  // Near a decided failure the curve is rising: there a reading's own count places the
+  // crossing, few or not.
+  double decided = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < points.size(); ++k) {
+    if (fitted[k] > 1 && !too_few[k]) decided = std::min(decided, points[k].rate_qps);
+  }
+  for (size_t k = 0; k < points.size(); ++k) {
+    if (points[k].rate_qps * kFewTailDistance >= decided) too_few[k] = false;
+  }
+  return too_few;
 }
 
 double TailCurve::At(double rate_qps) const {

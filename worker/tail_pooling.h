@@ -23,18 +23,38 @@
 
 namespace vanguard::worker {
 
+// The fraction of requests a p99 limit lets exceed it; tail ratios are fractions over it.
+inline constexpr double kTailAllowedFraction = 0.01;
+
 struct TailPoint {
   double rate_qps = 0;
   double ratio = 0;   // fraction of requests over the limit / the fraction allowed
   double weight = 0;  // requests measured; points with weight <= 0 are fitted but add nothing
+  // The fraction the limit behind `ratio` allows: 1% for a p99, the SLO's max_error_rate
+  // when errors made the ratio.
+  double allowed = kTailAllowedFraction;
 };
 
 // The fitted ratio of every point, in the order given. Points at the same rate share one
 // value. Empty input: empty output.
 std::vector<double> IsotonicTailFit(const std::vector<TailPoint>& points);
 
-// The fraction of requests a p99 limit lets exceed it; tail ratios are fractions over it.
-inline constexpr double kTailAllowedFraction = 0.01;
+// Which points fitted over the limit (fitted > 1, from IsotonicTailFit) are over it by too
+// few requests to tell. A pooled block (the points sharing one fitted value) that expects
+// fewer than kFewTailEvents requests over the limit at the allowed share can read over it by
+// chance: three requests over a p99 limit in 174 read 1.7 times the allowed share, and at a
+// fiftieth of the capacity that made the lowest failure of a search. Such a block's count
+// must be significant (at kFewTailSignificance, Poisson with the allowed share's mean);
+// otherwise its points are marked true here. Blocks expecting more are always decided by
+// their fit, and so is every point within kFewTailDistance below the lowest decided failure:
+// there the curve is rising to the limit and a reading's own count, few or not, is the best
+// placement of the crossing (a significance test there would push every low-rate search above
+// its crossing). Same order as points; points and fitted of the same size.
+std::vector<bool> TooFewOverLimit(const std::vector<TailPoint>& points,
+                                  const std::vector<double>& fitted);
+inline constexpr double kFewTailEvents = 5;
+inline constexpr double kFewTailSignificance = 0.05;
+inline constexpr double kFewTailDistance = 2;  // a factor in rate
 
 // A local dose-response curve of the fraction of requests over the limit:
 // fraction(rate) = 1 / (1 + exp(-(a + b * (rate / center - 1)))), as a tail ratio.

@@ -47,6 +47,38 @@ TEST(IsotonicTailFitTest, EqualRatesArePooledBeforeTheOrderIsEnforced) {
               ElementsAre(DoubleEq(0.07), DoubleEq(6.54), DoubleEq(6.54)));
 }
 
+TEST(TooFewOverLimitTest, AFewRequestsOverTheLimitAreNotAFailureUnlessSignificant) {
+  // 3 requests over the limit in 174 read 1.72 of the 1% allowed: 1.74 expected, and 3 or
+  // more come by chance a quarter of the time. 20 in 174 (ratio 11.5) do not.
+  const std::vector<TailPoint> chance = {{0.33, 1.72, 174}};
+  EXPECT_THAT(TooFewOverLimit(chance, IsotonicTailFit(chance)), ElementsAre(true));
+  const std::vector<TailPoint> real = {{0.33, 11.5, 174}};
+  EXPECT_THAT(TooFewOverLimit(real, IsotonicTailFit(real)), ElementsAre(false));
+  // Passing points are never marked; a block is judged on its pooled count (two points of
+  // 174 at ratio 1.72: 6 over, 3.5 expected, p = 0.14).
+  const std::vector<TailPoint> pooled = {{1, 0.5, 1000}, {2, 1.72, 174}, {3, 1.72, 174}};
+  EXPECT_THAT(TooFewOverLimit(pooled, IsotonicTailFit(pooled)), ElementsAre(false, true, true));
+}
+
+TEST(TooFewOverLimitTest, NearADecidedFailureAReadingsOwnCountDecides) {
+  // 20 over the limit in 174 at 15 req/s is a decided failure; at 10 req/s (within a factor
+  // of 2 below it) 3 in 174 is the curve rising and fails; at 5 req/s it is chance.
+  const std::vector<TailPoint> near = {{10, 1.72, 174}, {15, 11.5, 174}};
+  EXPECT_THAT(TooFewOverLimit(near, IsotonicTailFit(near)), ElementsAre(false, false));
+  const std::vector<TailPoint> far = {{5, 1.72, 174}, {15, 11.5, 174}};
+  EXPECT_THAT(TooFewOverLimit(far, IsotonicTailFit(far)), ElementsAre(true, false));
+}
+
+TEST(TooFewOverLimitTest, TheCountIsOfTheShareTheLimitAllows) {
+  // Errors at twice a 5% max_error_rate in 180 requests: 18 errors where 9 are allowed is a
+  // block expecting enough to be decided by its fit. Read at a p99's 1%, the same ratio would
+  // be 3.6 requests against 1.8 expected, too few to tell.
+  const std::vector<TailPoint> errors = {{60, 2, 180, 0.05}};
+  EXPECT_THAT(TooFewOverLimit(errors, IsotonicTailFit(errors)), ElementsAre(false));
+  const std::vector<TailPoint> as_p99 = {{60, 2, 180}};
+  EXPECT_THAT(TooFewOverLimit(as_p99, IsotonicTailFit(as_p99)), ElementsAre(true));
+}
+
 TEST(IsotonicTailFitTest, WeightlessPointsDoNotMoveOthers) {
   EXPECT_THAT(IsotonicTailFit({{100, 0.4, 0}, {200, 0.3, 100}}),
               ElementsAre(DoubleEq(0.3), DoubleEq(0.3)));

@@ -126,6 +126,7 @@ vanguard::v1::StrategyOutcome StepOutcomeToProto(const StepOutcome& o) {
   p.set_limit_ratio(o.limit_ratio);
   p.set_tail_ratio(o.tail_ratio);
   p.set_tail_samples(o.tail_samples);
+  p.set_tail_allowed(o.tail_allowed);
   p.set_passed_apart_from_tail(o.passed_apart_from_tail);
   p.set_tail_ratio_se(o.tail_ratio_se);
   p.set_tail_units(o.tail_units);
@@ -167,6 +168,7 @@ StepOutcome StepOutcomeFromStep(const vanguard::v1::Step& step) {
   o.limit_ratio = p.limit_ratio();
   o.tail_ratio = p.tail_ratio();
   o.tail_samples = p.tail_samples();
+  if (p.tail_allowed() > 0) o.tail_allowed = p.tail_allowed();
   o.passed_apart_from_tail = p.passed_apart_from_tail();
   o.tail_ratio_se = p.tail_ratio_se();
   o.tail_units = p.tail_units();

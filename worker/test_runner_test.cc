@@ -762,6 +762,7 @@ TEST(StepOutcomeProtoTest, EveryFieldSurvivesTheRoundTrip) {
   o.limit_ratio = 8;
   o.tail_ratio = 9;
   o.tail_samples = 10;
+  o.tail_allowed = 0.05;
   o.passed_apart_from_tail = true;
   o.tail_ratio_se = 11;
   o.tail_units = 12;
@@ -788,6 +789,7 @@ TEST(StepOutcomeProtoTest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(back.limit_ratio, 8);
   EXPECT_EQ(back.tail_ratio, 9);
   EXPECT_EQ(back.tail_samples, 10);
+  EXPECT_EQ(back.tail_allowed, 0.05);
   EXPECT_TRUE(back.passed_apart_from_tail);
   EXPECT_EQ(back.tail_ratio_se, 11);
   EXPECT_EQ(back.tail_units, 12);
@@ -811,6 +813,10 @@ TEST(StepOutcomeProtoTest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_TRUE(from_old.passed);
   EXPECT_EQ(from_old.p99_ms, 42);
   EXPECT_EQ(from_old.goodput, -1);
+  // An outcome stored before tail_allowed was: the p99's share.
+  vanguard::v1::Step before;
+  before.mutable_outcome()->set_tail_ratio(2);
+  EXPECT_EQ(StepOutcomeFromStep(before).tail_allowed, kTailAllowedFraction);
 }
 
 TEST(BuildStepReportTest, CarriesEachEndpointsTelemetryAndTheImbalanceIntoTheStoredStep) {
