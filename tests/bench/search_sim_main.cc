@@ -369,6 +369,7 @@ class VirtualModel {
     o.p99_ms = latency.at_percentile * absl::ToDoubleMilliseconds(profile_.slo.latency_limit);
     o.tail_samples = static_cast<int64_t>(latency_ms.size());
     o.tail_ratio = std::max(latency.ratio, ttft.ratio);
+    o.tail_allowed = allowed;
     const double pooled = std::max(latency_with_lead, ttft_with_lead);
     const std::string evidence = absl::GetFlag(FLAGS_lead_evidence);
     if (evidence == "pooled" || (evidence == "worse" && pooled > o.tail_ratio)) {
@@ -386,6 +387,7 @@ class VirtualModel {
     if (errors_bind) {
       o.tail_ratio = error_ratio;
       o.tail_samples = scheduled;
+      o.tail_allowed = profile_.slo.max_error_rate;
     }
     o.passed_apart_from_tail = (errors_as_tail || errors_ok) && throughput_ok;
     const double worst_percentile = std::max(latency.at_percentile, ttft.at_percentile);
