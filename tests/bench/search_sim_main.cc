@@ -847,37 +847,170 @@ int Retruth(std::vector<sim::GeneratedModel>& models, const sim::GeneratorOption
   return WriteProfiles(kept, dir);
 }
 
+// The models to search: read from --models_dir, else generated from seed0 on.
+absl::StatusOr<std::vector<sim::GeneratedModel>> LoadModels(int n, uint64_t seed0,
+                                                            const sim::GeneratorOptions& options,
+                                                            int threads) {
+  if (const std::string dir = absl::GetFlag(FLAGS_models_dir); !dir.empty()) {
+    return ReadModels(dir, n, options, threads);
+  }
+  std::vector<sim::GeneratedModel> models(n);
+  ParallelFor(n, threads, [&](int i) {
+    absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
+      std::exit(1);
+    }
+    models[i] = *std::move(m);
+  });
+  return models;
+}
+
+// One line per model of a variant's searches (every variant's with --verbose).
+void PrintModelLine(const SearchVariant& v, const sim::GeneratedModel& m, const SearchRun& run,
+                    double estimate) {
+  std::printf(
+      "  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
+      "%.0f s%s%s\n",
+      v.name.c_str(), m.profile.name.c_str(), m.truth_rps, m.min_qps, m.max_qps, estimate,
+      100 * (estimate - m.truth_rps) / m.truth_rps, run.steps, run.seconds,
+      run.done.at_least    ? " (at least)"
+      : run.done.converged ? ""
+                           : absl::StrCat(" (unconverged: ", WhyEnded(run.done), ")").c_str(),
+      FlatTail(m) ? absl::StrFormat(" (flat tail: elasticity %.2f)", m.elasticity).c_str() : "");
+}
+
+// The final line's figures of one variant: the held-out ones for adaptive (with the same
+// figures without the flat tails, whose SLO hardly defines a capacity), binary's MAE, or an
+// ablation's.
+void AppendVariantFigures(const SearchVariant& v, const std::vector<sim::GeneratedModel>& models,
+                          const std::vector<double>& estimates, const Agreement& a,
+                          std::string* line) {
+  if (v.name == "binary") {
+    absl::StrAppendFormat(line, "binary_mae_pct=%.2f ", a.mae);
+    return;
+  }
+  if (v.name != "adaptive") {
+    absl::StrAppendFormat(line, "ablation_%s_mae_pct=%.2f ", v.name, a.mae);
+    return;
+  }
+  absl::StrAppendFormat(line,
+                        "heldout_mae_pct=%.2f heldout_p95_abs_err_pct=%.2f "
+                        "heldout_over5_pct=%.1f heldout_bias_pct=%.2f heldout_loa_low_pct=%.1f "
+                        "heldout_loa_high_pct=%.1f heldout_r2=%.3f ",
+                        a.mae, a.p95, a.over5, a.bias, a.loa_low, a.loa_high, a.r2);
+  std::vector<double> kept_estimates, kept_truths;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (FlatTail(models[i])) continue;
+    kept_estimates.push_back(estimates[i]);
+    kept_truths.push_back(models[i].truth_rps);
+  }
+  if (kept_truths.empty()) return;
+  const Agreement c = Agree(kept_estimates, kept_truths);
+  const double flat = static_cast<double>(models.size() - kept_truths.size());
+  absl::StrAppendFormat(line,
+                        "heldout_flat_tail_pct=%.1f heldout_conditioned_mae_pct=%.2f "
+                        "heldout_conditioned_p95_abs_err_pct=%.2f "
+                        "heldout_conditioned_over5_pct=%.1f ",
+                        100.0 * flat / static_cast<double>(models.size()), c.mae, c.p95, c.over5);
+}
+
+// Runs one variant's search on every model, prints its lines and appends its figures.
+std::vector<SearchRun> RunVariant(const SearchVariant& v,
+                                  const std::vector<sim::GeneratedModel>& models, int threads,
+                                  std::string* line) {
+  const int n = static_cast<int>(models.size());
+  const bool verbose = absl::GetFlag(FLAGS_verbose);
+  const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
+  const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
+  std::vector<SearchRun> out(n);
+  ParallelFor(n, threads, [&](int i) {
+    const sim::GeneratedModel& m = models[i];
+    VirtualModel model(m.profile, m.seed, v.model);
+    std::unique_ptr<Strategy> search = MakeStrategy(v.strategy, m.min_qps, m.max_qps);
+    out[i] = RunSearch(model, *search, v.warmup_phase ? lead : absl::ZeroDuration(), step,
+                       v.warmup_phase, verbose && threads == 1);
+  });
+  std::vector<double> estimates, truths;
+  double seconds = 0;
+  for (int i = 0; i < n; ++i) {
+    estimates.push_back(EstimateOf(v, out[i]));
+    truths.push_back(models[i].truth_rps);
+    seconds += out[i].seconds;
+    if (verbose || v.name == "adaptive") {
+      PrintModelLine(v, models[i], out[i], estimates[i]);
+      if (verbose) std::printf("    %s\n", models[i].description.c_str());
+    }
+  }
+  const Agreement a = Agree(estimates, truths);
+  std::printf(
+      "variant=%s models=%d mae_pct=%.2f bias_pct=%.2f p95_abs_err_pct=%.2f "
+      "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
+      v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2, a.max_abs,
+      seconds);
+  AppendVariantFigures(v, models, estimates, a, line);
+  return out;
+}
+
+// repeat_cv_pct: the first `repeats` models searched 5 more times with other seeds.
+void AppendRepeatCv(const std::vector<sim::GeneratedModel>& models, int repeats, int threads,
+                    std::string* line) {
+  const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
+  const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
+  std::vector<double> cvs(repeats);
+  ParallelFor(repeats, threads, [&](int i) {
+    std::vector<double> estimates;
+    for (int r = 1; r <= 5; ++r) {
+      VirtualModel model(models[i].profile, models[i].seed * 31 + r, {.cold = true});
+      std::unique_ptr<Strategy> search =
+          MakeStrategy("adaptive", models[i].min_qps, models[i].max_qps);
+      estimates.push_back(RunSearch(model, *search, lead, step, true,
+                                    threads == 1 && r == absl::GetFlag(FLAGS_repeat_verbose))
+                              .done.max_sustainable_qps);
+    }
+    cvs[i] = worker::CoefficientOfVariation(estimates);
+    std::printf(
+        "  repeat %s: truth %.2f, estimates %s: cv %.1f%%%s\n", models[i].profile.name.c_str(),
+        models[i].truth_rps,
+        absl::StrJoin(estimates, " ",
+                      [](std::string* out, double e) { absl::StrAppendFormat(out, "%.2f", e); })
+            .c_str(),
+        100 * cvs[i], FlatTail(models[i]) ? " (flat tail)" : "");
+  });
+  double mean = 0, conditioned = 0;
+  int kept = 0;
+  for (int i = 0; i < repeats; ++i) {
+    mean += 100 * cvs[i] / repeats;
+    if (FlatTail(models[i])) continue;
+    conditioned += 100 * cvs[i];
+    ++kept;
+  }
+  absl::StrAppendFormat(line, "repeat_cv_pct=%.2f ", mean);
+  if (kept > 0) absl::StrAppendFormat(line, "repeat_conditioned_cv_pct=%.2f ", conditioned / kept);
+}
+
 int RunGenerated() {
-  int n = absl::GetFlag(FLAGS_generated);
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
   if (seed0 == 0) seed0 = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()) % 1000000000);
   const int threads = absl::GetFlag(FLAGS_threads);
-  const bool verbose = absl::GetFlag(FLAGS_verbose);
-  std::printf("held-out models: %d from gen_seed=%llu, horizon %.0f s\n", n,
-              static_cast<unsigned long long>(seed0), absl::GetFlag(FLAGS_horizon_s));
+  std::printf("held-out models: %d from gen_seed=%llu, horizon %.0f s\n",
+              absl::GetFlag(FLAGS_generated), static_cast<unsigned long long>(seed0),
+              absl::GetFlag(FLAGS_horizon_s));
   sim::GeneratorOptions options;
   options.horizon = absl::Seconds(absl::GetFlag(FLAGS_horizon_s));
   options.replications = absl::GetFlag(FLAGS_gen_replications);
   options.min_judged_requests = absl::GetFlag(FLAGS_gen_min_judged_requests);
-  std::vector<sim::GeneratedModel> models(n);
-  if (const std::string dir = absl::GetFlag(FLAGS_models_dir); !dir.empty()) {
-    absl::StatusOr<std::vector<sim::GeneratedModel>> read = ReadModels(dir, n, options, threads);
-    if (!read.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(read.status().message()).c_str());
-      return 1;
-    }
-    models = *std::move(read);
-    n = static_cast<int>(models.size());
-    if (absl::GetFlag(FLAGS_retruth)) return Retruth(models, options, dir, threads);
-  } else {
-    ParallelFor(n, threads, [&](int i) {
-      absl::StatusOr<sim::GeneratedModel> m = sim::GenerateModel(seed0 + i, options);
-      if (!m.ok()) {
-        std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
-        std::exit(1);
-      }
-      models[i] = *std::move(m);
-    });
+  absl::StatusOr<std::vector<sim::GeneratedModel>> loaded =
+      LoadModels(absl::GetFlag(FLAGS_generated), seed0, options, threads);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+    return 1;
+  }
+  std::vector<sim::GeneratedModel>& models = *loaded;
+  const int n = static_cast<int>(models.size());
+  if (const std::string dir = absl::GetFlag(FLAGS_models_dir);
+      !dir.empty() && absl::GetFlag(FLAGS_retruth)) {
+    return Retruth(models, options, dir, threads);
   }
   if (const std::string dir = absl::GetFlag(FLAGS_write_profiles); !dir.empty()) {
     return WriteProfiles(models, dir);
@@ -885,78 +1018,10 @@ int RunGenerated() {
   if (const int horizons = absl::GetFlag(FLAGS_truth_noise); horizons > 0) {
     return PrintTruthNoise(models, options, horizons, threads);
   }
-  const absl::Duration lead = absl::Seconds(absl::GetFlag(FLAGS_lead_s));
-  const absl::Duration step = absl::Seconds(absl::GetFlag(FLAGS_step_s));
-  const std::vector<SearchVariant> variants = Variants(absl::GetFlag(FLAGS_variants));
-  std::vector<double> truths;
-  for (const sim::GeneratedModel& m : models) truths.push_back(m.truth_rps);
   std::string line;
   std::map<std::string, std::vector<SearchRun>> runs;
-  for (const SearchVariant& v : variants) {
-    std::vector<SearchRun>& out = runs[v.name];
-    out.resize(n);
-    ParallelFor(n, threads, [&](int i) {
-      const sim::GeneratedModel& m = models[i];
-      VirtualModel model(m.profile, m.seed, v.model);
-      std::unique_ptr<Strategy> search = MakeStrategy(v.strategy, m.min_qps, m.max_qps);
-      out[i] = RunSearch(model, *search, v.warmup_phase ? lead : absl::ZeroDuration(), step,
-                         v.warmup_phase, verbose && threads == 1);
-    });
-    std::vector<double> estimates;
-    double seconds = 0;
-    for (int i = 0; i < n; ++i) {
-      estimates.push_back(EstimateOf(v, out[i]));
-      seconds += out[i].seconds;
-      if (verbose || v.name == "adaptive") {
-        std::printf(
-            "  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
-            "%.0f s%s%s\n",
-            v.name.c_str(), models[i].profile.name.c_str(), truths[i], models[i].min_qps,
-            models[i].max_qps, estimates[i], 100 * (estimates[i] - truths[i]) / truths[i],
-            out[i].steps, out[i].seconds,
-            out[i].done.at_least ? " (at least)"
-            : out[i].done.converged
-                ? ""
-                : absl::StrCat(" (unconverged: ", WhyEnded(out[i].done), ")").c_str(),
-            FlatTail(models[i])
-                ? absl::StrFormat(" (flat tail: elasticity %.2f)", models[i].elasticity).c_str()
-                : "");
-        if (verbose) std::printf("    %s\n", models[i].description.c_str());
-      }
-    }
-    const Agreement a = Agree(estimates, truths);
-    std::printf(
-        "variant=%s models=%d mae_pct=%.2f bias_pct=%.2f p95_abs_err_pct=%.2f "
-        "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
-        v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2, a.max_abs,
-        seconds);
-    if (v.name == "adaptive") {
-      absl::StrAppendFormat(&line,
-                            "heldout_mae_pct=%.2f heldout_p95_abs_err_pct=%.2f "
-                            "heldout_over5_pct=%.1f heldout_bias_pct=%.2f heldout_loa_low_pct=%.1f "
-                            "heldout_loa_high_pct=%.1f heldout_r2=%.3f ",
-                            a.mae, a.p95, a.over5, a.bias, a.loa_low, a.loa_high, a.r2);
-      // The same figures without the models whose SLO hardly defines a capacity.
-      std::vector<double> kept_estimates, kept_truths;
-      for (int i = 0; i < n; ++i) {
-        if (FlatTail(models[i])) continue;
-        kept_estimates.push_back(estimates[i]);
-        kept_truths.push_back(truths[i]);
-      }
-      const int flat = n - static_cast<int>(kept_truths.size());
-      if (!kept_truths.empty()) {
-        const Agreement c = Agree(kept_estimates, kept_truths);
-        absl::StrAppendFormat(&line,
-                              "heldout_flat_tail_pct=%.1f heldout_conditioned_mae_pct=%.2f "
-                              "heldout_conditioned_p95_abs_err_pct=%.2f "
-                              "heldout_conditioned_over5_pct=%.1f ",
-                              100.0 * flat / n, c.mae, c.p95, c.over5);
-      }
-    } else if (v.name == "binary") {
-      absl::StrAppendFormat(&line, "binary_mae_pct=%.2f ", a.mae);
-    } else {
-      absl::StrAppendFormat(&line, "ablation_%s_mae_pct=%.2f ", v.name, a.mae);
-    }
+  for (const SearchVariant& v : Variants(absl::GetFlag(FLAGS_variants))) {
+    runs[v.name] = RunVariant(v, models, threads, &line);
   }
   if (runs.count("adaptive") && runs.count("binary")) {
     // Binary search given the same final verification: the seconds of the adaptive search's
@@ -964,44 +1029,13 @@ int RunGenerated() {
     double adaptive = 0, binary = 0;
     for (int i = 0; i < n; ++i) {
       const SearchRun& a = runs["adaptive"][i];
-      const SearchRun& b = runs["binary"][i];
       adaptive += a.seconds;
-      binary += b.seconds + a.final_verification_s;
+      binary += runs["binary"][i].seconds + a.final_verification_s;
     }
     absl::StrAppendFormat(&line, "heldout_time_vs_binary=%.2f ", adaptive / binary);
   }
   if (const int repeats = std::min(n, absl::GetFlag(FLAGS_repeat_models)); repeats > 0) {
-    std::vector<double> cvs(repeats);
-    ParallelFor(repeats, threads, [&](int i) {
-      std::vector<double> estimates;
-      for (int r = 1; r <= 5; ++r) {
-        VirtualModel model(models[i].profile, models[i].seed * 31 + r, {.cold = true});
-        std::unique_ptr<Strategy> search =
-            MakeStrategy("adaptive", models[i].min_qps, models[i].max_qps);
-        estimates.push_back(RunSearch(model, *search, lead, step, true,
-                                      threads == 1 && r == absl::GetFlag(FLAGS_repeat_verbose))
-                                .done.max_sustainable_qps);
-      }
-      cvs[i] = worker::CoefficientOfVariation(estimates);
-      std::printf(
-          "  repeat %s: truth %.2f, estimates %s: cv %.1f%%%s\n", models[i].profile.name.c_str(),
-          models[i].truth_rps,
-          absl::StrJoin(estimates, " ",
-                        [](std::string* out, double e) { absl::StrAppendFormat(out, "%.2f", e); })
-              .c_str(),
-          100 * cvs[i], FlatTail(models[i]) ? " (flat tail)" : "");
-    });
-    double mean = 0, conditioned = 0;
-    int kept = 0;
-    for (int i = 0; i < repeats; ++i) {
-      mean += 100 * cvs[i] / repeats;
-      if (FlatTail(models[i])) continue;
-      conditioned += 100 * cvs[i];
-      ++kept;
-    }
-    absl::StrAppendFormat(&line, "repeat_cv_pct=%.2f ", mean);
-    if (kept > 0)
-      absl::StrAppendFormat(&line, "repeat_conditioned_cv_pct=%.2f ", conditioned / kept);
+    AppendRepeatCv(models, repeats, threads, &line);
   }
   std::printf("%sgen_seed=%llu models=%d\n", line.c_str(), static_cast<unsigned long long>(seed0),
               n);
