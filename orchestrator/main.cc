@@ -91,7 +91,8 @@ ABSL_FLAG(bool, insecure_no_auth, false,
           "accept every RPC without a bearer token (local experiments only; logs a warning)");
 ABSL_FLAG(std::string, admin_token_file, "",
           "file holding a bearer secret to keep valid as admin token \"bootstrap-admin\" "
-          "(default: $VANGUARD_BOOTSTRAP_ADMIN_TOKEN when set)");
+          "(default: $VANGUARD_BOOTSTRAP_ADMIN_TOKEN when set); a secret once revoked stays "
+          "revoked (a warning at start)");
 ABSL_FLAG(absl::Duration, auth_cache_ttl, absl::Seconds(2),
           "how long a token lookup is cached; a revocation through another replica takes "
           "effect within this time");
@@ -461,6 +462,8 @@ class Orchestrator {
         }) {}
 
   // Stores the bootstrap admin token when one is configured; false after printing why not.
+  // A configured secret that was revoked stays revoked (TokenRepository::Ensure): the
+  // orchestrator starts, warning that it bootstraps no admin.
   bool EnsureBootstrapAdmin() {
     if (config_.bootstrap_admin_secret.empty()) return true;
     absl::StatusOr<v1::Token> admin =
@@ -469,6 +472,15 @@ class Orchestrator {
       std::cerr << "vanguard-orchestrator: cannot store the bootstrap admin token: "
                 << admin.status() << std::endl;
       return false;
+    }
+    if (admin->has_revoke_time()) {
+      std::cerr << "vanguard-orchestrator: WARNING: the configured bootstrap admin token (token id "
+                << admin->id() << ", \"" << admin->name()
+                << "\") was revoked and is not restored: it does not authenticate. Configure a new"
+                   " secret (--admin_token_file or $VANGUARD_BOOTSTRAP_ADMIN_TOKEN) to bootstrap"
+                   " an admin"
+                << std::endl;
+      return true;
     }
     std::cerr << "vanguard-orchestrator: bootstrap admin token is valid (token id " << admin->id()
               << ")" << std::endl;

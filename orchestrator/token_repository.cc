@@ -103,17 +103,21 @@ absl::StatusOr<v1::Token> TokenRepository::Ensure(const std::string& name, v1::R
     txn.exec("LOCK TABLE api_tokens IN SHARE ROW EXCLUSIVE MODE");
     pqxx::result same = txn.exec_params(
         absl::StrCat("SELECT", kTokenColumns, " FROM api_tokens WHERE secret_sha256 = $1"), hash);
+    if (!same.empty() && !same[0]["revoked_us"].is_null()) {
+      // Revoked by an admin (or rotated away): a revocation outlives restarts. Nothing
+      // changes; the caller sees revoke_time and warns.
+      return TokenFromRow(same[0]);
+    }
     if (!same.empty()) {
-      // The secret is known: make it the valid token of this name and role again.
+      // The secret is known and valid: make it the token of this name and role.
       txn.exec_params(
           "UPDATE api_tokens SET revoked_at = now()"
           " WHERE name = $1 AND revoked_at IS NULL AND secret_sha256 <> $2",
           name, hash);
-      return TokenFromRow(txn.exec_params1(
-          absl::StrCat("UPDATE api_tokens SET name = $2, role = $3, revoked_at = NULL"
-                       " WHERE secret_sha256 = $1 RETURNING",
-                       kTokenColumns),
-          hash, name, RoleToDb(role)));
+      return TokenFromRow(txn.exec_params1(absl::StrCat("UPDATE api_tokens SET name = $2, role = $3"
+                                                        " WHERE secret_sha256 = $1 RETURNING",
+                                                        kTokenColumns),
+                                           hash, name, RoleToDb(role)));
     }
     txn.exec_params(
         "UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL", name);

@@ -56,10 +56,14 @@ class TokenRepository {
   absl::StatusOr<CreatedToken> Create(const std::string& name, v1::Role role,
                                       const std::string& team = "default");
 
-  // Makes `secret` a valid token named `name` with `role` (bootstrapping an admin token from
-  // a file or the environment at start; its team stays as stored, "default" for a new
-  // row): nothing to do when it already is; otherwise an
-  // unrevoked token of that name is revoked and the secret is stored under the name.
+  // Makes `secret` a valid token named `name` with `role`, unless it was revoked. Called by
+  // the orchestrator's main at start to bootstrap an admin token from a file or the
+  // environment. A new secret is stored under the name (team "default"), revoking the
+  // unrevoked token of that name; a valid known secret takes the name and role (its team
+  // stays as stored), revoking another unrevoked token of that name. A secret revoked
+  // before (by RevokeToken, or rotated away by an earlier Ensure) stays revoked and nothing
+  // changes: the returned token has revoke_time set, and the caller must say that the
+  // configured secret does not authenticate. Revocation thus survives restarts.
   absl::StatusOr<v1::Token> Ensure(const std::string& name, v1::Role role,
                                    const std::string& secret);
 

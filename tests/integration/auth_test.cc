@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
@@ -252,6 +253,60 @@ TEST_F(AuthTest, BootstrapEnsureIsIdempotentAndRotates) {
   authorizer_->ClearCache();
   EXPECT_EQ(CallAs("Bearer " + first, Unary(&Stub::ListTokens)), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(CallAs("Bearer " + second, Unary(&Stub::ListTokens)), grpc::StatusCode::OK);
+}
+
+// What an orchestrator's start does with its configured bootstrap secret (Ensure) after an
+// admin revoked it, or after it was rotated away: it stays revoked, and nothing changes.
+TEST_F(AuthTest, ARevokedBootstrapSecretStaysRevokedAcrossRestarts) {
+  const RpcCall list_tokens = Unary(&Stub::ListTokens);
+  const std::string first = "bootstrap-secret-aaaaaaaaaaaa";
+  ASSERT_TRUE(tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, first).ok());
+  ASSERT_EQ(CallAs("Bearer " + first, list_tokens), grpc::StatusCode::OK);
+
+  // An admin revokes it (e.g. the secret leaked).
+  v1::RevokeTokenRequest revoke;
+  revoke.set_name("bootstrap-admin");
+  v1::RevokeTokenResponse revoked;
+  ASSERT_TRUE(stub_->RevokeToken(As(secrets_[v1::ROLE_ADMIN]).get(), revoke, &revoked).ok());
+  ASSERT_EQ(CallAs("Bearer " + first, list_tokens), grpc::StatusCode::UNAUTHENTICATED);
+
+  // The next start still has the secret configured: it stays revoked and nothing changes.
+  const auto snapshot = [&] {
+    std::vector<std::string> rows;
+    for (const pqxx::row& r :
+         Sql("SELECT id, name, role, team, coalesce(revoked_at::text, 'valid') FROM api_tokens"
+             " ORDER BY id")) {
+      rows.push_back(absl::StrCat(r[0].c_str(), " ", r[1].c_str(), " ", r[2].c_str(), " ",
+                                  r[3].c_str(), " ", r[4].c_str()));
+    }
+    return rows;
+  };
+  const std::vector<std::string> before = snapshot();
+  authorizer_->ClearCache();  // a fresh process
+  absl::StatusOr<v1::Token> restart = tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, first);
+  ASSERT_TRUE(restart.ok()) << restart.status();
+  EXPECT_TRUE(restart->has_revoke_time()) << "the caller is told the secret is revoked";
+  EXPECT_EQ(restart->id(), revoked.token().id());
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_EQ(CallAs("Bearer " + first, list_tokens), grpc::StatusCode::UNAUTHENTICATED);
+
+  // A new secret bootstraps an admin again; the revoked one stays refused.
+  const std::string second = "bootstrap-secret-bbbbbbbbbbbb";
+  absl::StatusOr<v1::Token> fresh = tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, second);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_FALSE(fresh->has_revoke_time());
+  authorizer_->ClearCache();
+  EXPECT_EQ(CallAs("Bearer " + second, list_tokens), grpc::StatusCode::OK);
+  EXPECT_EQ(CallAs("Bearer " + first, list_tokens), grpc::StatusCode::UNAUTHENTICATED);
+
+  // Going back to the first secret (a rolled-back config) does not restore it, nor revoke
+  // the second.
+  restart = tokens_->Ensure("bootstrap-admin", v1::ROLE_ADMIN, first);
+  ASSERT_TRUE(restart.ok()) << restart.status();
+  EXPECT_TRUE(restart->has_revoke_time());
+  authorizer_->ClearCache();
+  EXPECT_EQ(CallAs("Bearer " + first, list_tokens), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallAs("Bearer " + second, list_tokens), grpc::StatusCode::OK);
 }
 
 // Tenancy through the real adapter: the token's team reaches the service, so another team's
