@@ -311,7 +311,11 @@ grpc::Status OrchestratorGrpcService::ReleaseTest(grpc::ServerContext* context,
   grpc::Status status =
       CallAsHolder(context, "ReleaseTest", &OrchestratorService::ReleaseTest, request, response);
   if (status.ok() && options_.metrics != nullptr) {
-    options_.metrics->RecordReleased(response->test().state() == v1::TEST_STATE_CANCELLED);
+    using Outcome = OrchestratorMetrics::ReleaseOutcome;
+    const v1::TestState state = response->test().state();
+    options_.metrics->RecordReleased(state == v1::TEST_STATE_CANCELLED ? Outcome::kCancelled
+                                     : state == v1::TEST_STATE_FAILED  ? Outcome::kFailed
+                                                                       : Outcome::kRequeued);
   }
   return status;
 }

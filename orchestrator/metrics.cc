@@ -65,7 +65,7 @@ OrchestratorMetrics::OrchestratorMetrics()
       released_(prometheus::BuildCounter()
                     .Name("vanguard_orchestrator_released_leases_total")
                     .Help("Leases workers gave back (ReleaseTest) through this replica, by "
-                          "outcome: requeued, cancelled")
+                          "outcome: requeued, cancelled, failed (released too often)")
                     .Register(*registry_)),
       scheduled_(prometheus::BuildCounter()
                      .Name("vanguard_orchestrator_scheduled_tests_total")
@@ -115,8 +115,11 @@ void OrchestratorMetrics::RecordReaped(int requeued, int failed, int cancelled) 
   reaped_.Add({{"outcome", "cancelled"}}).Increment(cancelled);
 }
 
-void OrchestratorMetrics::RecordReleased(bool cancelled) {
-  released_.Add({{"outcome", cancelled ? "cancelled" : "requeued"}}).Increment();
+void OrchestratorMetrics::RecordReleased(ReleaseOutcome outcome) {
+  const char* label = outcome == ReleaseOutcome::kCancelled ? "cancelled"
+                      : outcome == ReleaseOutcome::kFailed  ? "failed"
+                                                            : "requeued";
+  released_.Add({{"outcome", label}}).Increment();
 }
 
 void OrchestratorMetrics::RecordScheduled(int queued) { scheduled_.Increment(queued); }

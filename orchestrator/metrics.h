@@ -8,7 +8,8 @@
 //                                                            failed, cancelled
 //   vanguard_orchestrator_released_leases_total{outcome}     leases workers gave back
 //                                                            (ReleaseTest): requeued,
-//                                                            cancelled
+//                                                            cancelled, failed (released
+//                                                            too often)
 //   vanguard_orchestrator_scheduled_tests_total              tests queued by interval
 //                                                            schedules (ScheduleEnqueuer)
 //   vanguard_orchestrator_webhook_attempts_total{outcome}    webhook POSTs: delivered,
@@ -55,8 +56,9 @@ class OrchestratorMetrics {
   void RecordRpc(const std::string& method, grpc::StatusCode code, absl::Duration latency);
   void RecordLeaseWait(absl::Duration waited);
   void RecordReaped(int requeued, int failed, int cancelled);
-  // A ReleaseTest that succeeded: the test was requeued, or ended cancelled.
-  void RecordReleased(bool cancelled);
+  // What a ReleaseTest that succeeded did to its test (TestRepository::Release).
+  enum class ReleaseOutcome { kRequeued, kCancelled, kFailed };
+  void RecordReleased(ReleaseOutcome outcome);
   // Tests an interval schedule queued through this replica.
   void RecordScheduled(int queued);
   // A dispatcher pass's webhook attempts by outcome.

@@ -59,14 +59,19 @@ TEST(OrchestratorMetricsTest, QueueDepthGaugesDropToZeroWhenARowDisappears) {
 
 TEST(OrchestratorMetricsTest, ReleasedLeasesByOutcome) {
   OrchestratorMetrics metrics;
-  metrics.RecordReleased(/*cancelled=*/false);
-  metrics.RecordReleased(/*cancelled=*/false);
-  metrics.RecordReleased(/*cancelled=*/true);
+  using Outcome = OrchestratorMetrics::ReleaseOutcome;
+  metrics.RecordReleased(Outcome::kRequeued);
+  metrics.RecordReleased(Outcome::kRequeued);
+  metrics.RecordReleased(Outcome::kCancelled);
+  metrics.RecordReleased(Outcome::kFailed);
   const std::string text = Scrape(metrics);
   EXPECT_NE(text.find("vanguard_orchestrator_released_leases_total{outcome=\"requeued\"} 2"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("vanguard_orchestrator_released_leases_total{outcome=\"cancelled\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vanguard_orchestrator_released_leases_total{outcome=\"failed\"} 1"),
             std::string::npos)
       << text;
 }

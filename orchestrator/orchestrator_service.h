@@ -162,8 +162,9 @@ class OrchestratorService {
       const v1::ReportProgressRequest& request, const Caller& caller = std::nullopt);
   absl::StatusOr<v1::CompleteTestResponse> CompleteTest(const v1::CompleteTestRequest& request,
                                                         const Caller& caller = std::nullopt);
-  // Gives the lease back (worker shutdown); see TestRepository::Release. The stored reason
-  // is "lease released by worker <id>" plus ": <request.reason>" when given.
+  // Gives the lease back (worker shutdown); see TestRepository::Release (the release over
+  // kMaxLeaseReleases fails the test: the reply's test is FAILED). The stored reason is
+  // "lease released by worker <id>" plus ": <request.reason>" when given.
   absl::StatusOr<v1::ReleaseTestResponse> ReleaseTest(const v1::ReleaseTestRequest& request,
                                                       const Caller& caller = std::nullopt);
 

@@ -718,27 +718,36 @@ absl::StatusOr<v1::Test> TestRepository::Complete(int64_t test_id, int32_t attem
 absl::StatusOr<v1::Test> TestRepository::Release(int64_t test_id, int32_t attempt,
                                                  const std::string& worker_id,
                                                  const std::string& reason, LeaseToken token) {
+  // Why the release over the limit ($6) fails the test; `releases` counts those before it.
+  constexpr char kOverLimit[] =
+      "'lease given back ' || (releases + 1) || ' times; a test may be given back '"
+      " || $6::integer || ' times (workers kept stopping while running it); last: ' || $4";
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::Test> {
     // Mirrors the reaper's requeue (lease_reaper.cc), minus its backoff: the worker left in
     // good order, so the test may run again at once. max_attempts grows by one so that the
-    // release does not use up an attempt (attempt stays the fencing token and only grows).
-    // The SET expressions all see the row as it was before the update.
+    // release does not use up an attempt (attempt stays the fencing token and only grows);
+    // `releases` bounds how often that happens. The SET expressions all see the row as it
+    // was before the update.
+    constexpr char kEnds[] = "(cancel_requested OR releases >= $6::integer)";
     pqxx::result rows = txn.exec_params(
         absl::StrCat(
             "UPDATE tests SET"
-            "   state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,"
+            "   state = CASE WHEN cancel_requested THEN 'cancelled'"
+            "                WHEN releases >= $6::integer THEN 'failed' ELSE 'queued' END,"
             "   error = CASE WHEN cancel_requested"
-            "                THEN 'cancelled; its worker released the lease' ELSE error END,"
-            "   finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,"
-            "   not_before = CASE WHEN cancel_requested THEN not_before ELSE now() END,"
-            "   max_attempts = CASE WHEN cancel_requested THEN max_attempts"
-            "                       ELSE max_attempts + 1 END,"
-            "   lease_owner = CASE WHEN cancel_requested THEN lease_owner ELSE NULL END,"
-            "   requeue_reason = CASE WHEN cancel_requested THEN requeue_reason ELSE $4 END,"
+            "                THEN 'cancelled; its worker released the lease'"
+            "                WHEN releases >= $6::integer THEN ",
+            kOverLimit, " ELSE error END,", "   finished_at = CASE WHEN ", kEnds,
+            " THEN now() ELSE NULL END,", "   not_before = CASE WHEN ", kEnds,
+            " THEN not_before ELSE now() END,", "   max_attempts = CASE WHEN ", kEnds,
+            " THEN max_attempts ELSE max_attempts + 1 END,", "   lease_owner = CASE WHEN ", kEnds,
+            " THEN lease_owner ELSE NULL END,", "   requeue_reason = CASE WHEN ", kEnds,
+            " THEN requeue_reason ELSE $4 END,",
+            "   releases = releases + 1,"
             "   lease_expires_at = NULL"
             " WHERE id = $1 AND attempt = $2 AND lease_owner = $3 AND state = 'running' AND ",
             TokenMayAct(5), " RETURNING id"),
-        test_id, attempt, worker_id, reason, TokenParam(token));
+        test_id, attempt, worker_id, reason, TokenParam(token), kMaxLeaseReleases);
     if (rows.empty()) return LeaseNotHeld(txn, test_id, attempt, &worker_id, token);
     txn.exec_params("DELETE FROM test_progress WHERE test_id = $1", test_id);
     return LoadTest(txn, test_id);

@@ -76,6 +76,13 @@ class ModelCache {
 
 class TestRepository {
  public:
+  // How many times Release may requeue one test. A release adds an attempt (it is not a
+  // failure), so without a bound a test its workers keep giving back — a worker that quits
+  // on it, a token releasing in a loop — would stay in the queue forever. 10 is more than
+  // rolling restarts of the workers during one test give back (one release per worker that
+  // leases it while stopping), few enough that such a test ends within minutes.
+  static constexpr int kMaxLeaseReleases = 10;
+
   explicit TestRepository(PostgresPool* pool) : pool_(pool) {}
 
   // Who a submitted test belongs to, and that team's limit on unfinished tests.
@@ -174,13 +181,17 @@ class TestRepository {
                                     const std::optional<v1::TestResult>& result,
                                     const std::string& error, LeaseToken token = std::nullopt);
 
-  // Gives back the lease of a running test held by worker_id at this attempt: the test is
-  // queued again at once (no owner, leasable now; the queue trigger wakes long polls),
-  // its steps of this attempt stay stored (the next lease resumes from them), requeue_reason
-  // becomes `reason`, and max_attempts grows by one (a release is not a failed attempt). A test
-  // whose cancellation was requested ends cancelled instead. FAILED_PRECONDITION when the lease is
-  // not held (stale attempt, other owner, test no longer running: nothing changes);
-  // PERMISSION_DENIED for another token; NOT_FOUND for an unknown test.
+  // Gives back the lease of a running test held by worker_id at this attempt (a worker
+  // shutting down; the service's ReleaseTest): the test is queued again at once (no owner,
+  // leasable now; the queue trigger wakes long polls), its steps of this attempt stay stored
+  // (the next lease resumes from them), requeue_reason becomes `reason`, and max_attempts
+  // grows by one (a release is not a failed attempt). A test whose cancellation was
+  // requested ends cancelled instead. A test already released kMaxLeaseReleases times ends
+  // failed instead, with an error saying so and ending in `reason`; the call succeeds and
+  // returns it (the lease is given back either way, and the caller learns the test's end
+  // from its state). FAILED_PRECONDITION when the lease is not held (stale attempt, other
+  // owner, test no longer running: nothing changes); PERMISSION_DENIED for another token;
+  // NOT_FOUND for an unknown test.
   absl::StatusOr<v1::Test> Release(int64_t test_id, int32_t attempt, const std::string& worker_id,
                                    const std::string& reason, LeaseToken token = std::nullopt);
 

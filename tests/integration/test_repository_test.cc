@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -860,6 +861,38 @@ TEST_F(TestRepositoryTest, ReleaseDoesNotUseUpAnAttempt) {
   ASSERT_TRUE(pass.ok()) << pass.status();
   EXPECT_EQ(pass->failed, 1);
   EXPECT_EQ(Get(id).state(), v1::TEST_STATE_FAILED);
+}
+
+// Releases are free attempts, so they are bounded: a test its workers keep giving back (a
+// worker that quits on it, a token releasing in a loop) fails instead of running forever.
+TEST_F(TestRepositoryTest, ATestReleasedMoreThanTheLimitFailsAtTheReleaseOverIt) {
+  int64_t id = Submit(0, "", /*max_attempts=*/1).id();
+  for (int i = 0; i < TestRepository::kMaxLeaseReleases; ++i) {
+    v1::Test leased = Lease();
+    ASSERT_EQ(leased.id(), id);
+    absl::StatusOr<v1::Test> released =
+        tests_->Release(id, leased.attempt(), "worker-1", "shutting down");
+    ASSERT_TRUE(released.ok()) << released.status();
+    ASSERT_EQ(released->state(), v1::TEST_STATE_QUEUED) << "release " << i + 1;
+  }
+  v1::Test last = Lease();
+  ASSERT_EQ(last.id(), id);
+  ASSERT_EQ(last.attempt(), TestRepository::kMaxLeaseReleases + 1);
+  absl::StatusOr<v1::Test> over = tests_->Release(id, last.attempt(), "worker-1", "shutting down");
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->state(), v1::TEST_STATE_FAILED);
+  EXPECT_THAT(over->error(),
+              HasSubstr(absl::StrCat("lease given back ", TestRepository::kMaxLeaseReleases + 1,
+                                     " times; a test may be given back ",
+                                     TestRepository::kMaxLeaseReleases)));
+  EXPECT_THAT(over->error(), HasSubstr("shutting down"));
+  EXPECT_TRUE(over->has_end_time());
+  EXPECT_TRUE(QueueIsEmpty());
+  // The release over the limit added no attempt.
+  EXPECT_EQ(std::get<4>(LeaseRow(id)), 1 + TestRepository::kMaxLeaseReleases);
+  // Its attempt is over like any finished one.
+  EXPECT_EQ(tests_->Release(id, last.attempt(), "worker-1", "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(TestRepositoryTest, ReleaseOfATestWhoseCancellationWasRequestedCancelsIt) {
