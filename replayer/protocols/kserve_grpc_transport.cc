@@ -52,6 +52,19 @@ std::string_view GrpcErrorClass(grpc::StatusCode code) {
   return index >= 0 && index < static_cast<int>(kNames.size()) ? kNames[index] : "grpc_UNKNOWN";
 }
 
+// The error class of a failed call: kErrorReplyTooLarge for a reply the channel refused as
+// larger than its limit (gRPC's RESOURCE_EXHAUSTED with this message; a server's own
+// RESOURCE_EXHAUSTED, e.g. a full queue, comes with the server's message), else its code's.
+std::string_view FailureClass(const grpc::Status& status) {
+  static constexpr std::string_view kReceivedTooLarge = "Received message larger than max";
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      std::string_view(status.error_message()).substr(0, kReceivedTooLarge.size()) ==
+          kReceivedTooLarge) {
+    return kErrorReplyTooLarge;
+  }
+  return GrpcErrorClass(status.error_code());
+}
+
 // Appends every leaf of a (possibly nested) JSON array to *out.
 void Flatten(const nlohmann::json& value, std::vector<const nlohmann::json*>* out) {
   if (value.is_array()) {
@@ -288,8 +301,7 @@ void KServeGrpcTransport::CompletionLoop() {
         c.done_ns = done_ns;
         c.ok = ok && call->status.ok();
         if (!c.ok)
-          c.error_class =
-              GrpcErrorClass(ok ? call->status.error_code() : grpc::StatusCode::CANCELLED);
+          c.error_class = ok ? FailureClass(call->status) : GrpcErrorClass(grpc::CANCELLED);
         ready_.push_back(c);
         report = true;
       }
@@ -356,7 +368,7 @@ absl::StatusOr<AsyncTransportFactory> KServeGrpcTransportFactory(const std::stri
         grpc::ChannelArguments args;
         // Each loop gets its own HTTP/2 connection instead of sharing one process-wide.
         args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-        args.SetMaxReceiveMessageSize(-1);
+        args.SetMaxReceiveMessageSize(static_cast<int>(kMaxModelInferReplyBytes));
         args.SetMaxSendMessageSize(-1);
         if (!connect_to.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, host_port);
         auto channel = grpc::CreateCustomChannel(connect_to.empty() ? host_port : connect_to,

@@ -11,8 +11,9 @@
 //
 // Requests go out through a generic stub as the bytes in OutgoingRequest::body (no parse
 // per request); a recorded gRPC trace's payloads and the template's pre-serialized body both
-// fit. Completions carry CLOCK_MONOTONIC ns and an error class "grpc_<CODE>" (e.g.
-// grpc_UNAVAILABLE) when the call failed.
+// fit. Completions carry CLOCK_MONOTONIC ns and an error class when the call failed:
+// "reply_too_large" for a reply over kMaxModelInferReplyBytes, else "grpc_<CODE>" (e.g.
+// grpc_UNAVAILABLE).
 //
 // Threading: Send/TakeCompletions/Cancel on the owning loop thread; each transport has one
 // completion-queue thread of its own that hands results over through a mutex-guarded queue
@@ -38,6 +39,13 @@
 namespace vanguard::replayer {
 
 inline constexpr std::string_view kModelInferMethod = "/inference.GRPCInferenceService/ModelInfer";
+// The largest ModelInfer reply KServeGrpcTransportFactory's channels accept: 64 MiB, the
+// replayer's bound on a body (a request body, replayer/step_config.h kMaxRequestBodyBytes; a
+// trace payload, kMaxTracePayloadBytes). A model's reply is outside input: gRPC refuses a
+// larger one, and the call completes as an error of class kErrorReplyTooLarge; the channel
+// and the calls after it go on.
+inline constexpr size_t kMaxModelInferReplyBytes = 64 << 20;
+inline constexpr std::string_view kErrorReplyTooLarge = "reply_too_large";
 
 // "host:port", "grpc://host:port" or "http://host:port[/...]" -> "host:port".
 // INVALID_ARGUMENT naming `target` otherwise.

@@ -5,6 +5,7 @@
 
 #include <poll.h>
 
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -23,7 +24,8 @@ using ::testing::HasSubstr;
 
 // ModelInfer that holds every call until `hold_until_in_flight` calls are open at once (so
 // the test proves they were all in flight together), fails model "down" with UNAVAILABLE,
-// and never answers model "hang" until cancelled.
+// never answers model "hang" until cancelled, answers model "sized" at once with a reply of
+// the request id's number of raw output bytes, and fails model "full" with RESOURCE_EXHAUSTED.
 class FakeInferenceService final : public inference::GRPCInferenceService::Service {
  public:
   explicit FakeInferenceService(int hold_until_in_flight) : hold_(hold_until_in_flight) {}
@@ -35,6 +37,14 @@ class FakeInferenceService final : public inference::GRPCInferenceService::Servi
       for (int i = 0; i < 4000 && !context->IsCancelled(); ++i)
         absl::SleepFor(absl::Milliseconds(5));
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    }
+    if (request->model_name() == "sized") {
+      // A reply whose one raw output holds as many bytes as the request's id says.
+      response->add_raw_output_contents(std::string(std::stoul(request->id()), 'x'));
+      return grpc::Status::OK;
+    }
+    if (request->model_name() == "full") {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full");
     }
     absl::MutexLock lock(&mu_);
     received_.push_back(*request);
@@ -214,6 +224,44 @@ TEST_F(KServeGrpcTransportTest, UnreachableServerCompletesWithUnavailable) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_FALSE(done[0].ok);
   EXPECT_EQ(done[0].error_class, "grpc_UNAVAILABLE");
+}
+
+// A model's reply is outside input: one larger than kMaxModelInferReplyBytes is refused as a
+// request error of its own class (not a server's RESOURCE_EXHAUSTED), and the transport goes
+// on with the next calls, a reply larger than gRPC's own 4 MiB default among them.
+TEST_F(KServeGrpcTransportTest, AReplyOverTheLimitIsAReplyTooLargeErrorAndTheNextCallsGoOn) {
+  StartServer(/*hold=*/1);
+  auto factory = KServeGrpcTransportFactory(absl::StrCat("grpc://127.0.0.1:", port_));
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  auto transport = (*factory)(0, 1);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  auto send = [&](uint64_t tag, std::string_view model, size_t reply_bytes) {
+    const std::string body = Serialized(model, absl::StrCat(reply_bytes));
+    OutgoingRequest request;
+    request.body = body;
+    request.model = std::string(model);
+    ASSERT_TRUE((*transport)->Send(tag, request).ok());
+  };
+
+  send(1, "sized", kMaxModelInferReplyBytes + 1);
+  std::vector<AsyncTransport::Completion> over = Drain(transport->get(), 1);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].tag, 1u);
+  EXPECT_FALSE(over[0].ok);
+  EXPECT_EQ(over[0].error_class, kErrorReplyTooLarge);
+
+  send(2, "sized", 8 << 20);
+  send(3, "resnet", 0);
+  send(4, "full", 0);
+  std::vector<AsyncTransport::Completion> next = Drain(transport->get(), 3);
+  ASSERT_EQ(next.size(), 3u);
+  std::map<uint64_t, AsyncTransport::Completion> by_tag;
+  for (const AsyncTransport::Completion& c : next) by_tag[c.tag] = c;
+  EXPECT_TRUE(by_tag[2].ok) << by_tag[2].error_class;
+  EXPECT_TRUE(by_tag[3].ok) << by_tag[3].error_class;
+  // The server's own RESOURCE_EXHAUSTED keeps its code's class.
+  EXPECT_FALSE(by_tag[4].ok);
+  EXPECT_EQ(by_tag[4].error_class, "grpc_RESOURCE_EXHAUSTED");
 }
 
 TEST(ModelInferRequestFromKServeJsonTest, ConvertsEveryTypedDatatype) {
