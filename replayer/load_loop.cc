@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "replayer/http_response_parser.h"
 #include "replayer/send_schedule.h"
 
 namespace vanguard::replayer {
@@ -38,7 +39,9 @@ constexpr int kMaxBurst = 256;
 constexpr int kMaxEvents = 256;
 // Polled mode sleeps at least this long between wake-ups (see Loop()).
 constexpr int64_t kWakeQuantumNs = 100'000;
-constexpr size_t kReadBufferBytes = 64 * 1024;  // also the largest response header accepted
+// A connection's read buffer, which holds a whole response header: as large as the parser
+// accepts.
+constexpr size_t kReadBufferBytes = HttpResponseParser::kDefaultMaxHeaderBytes;
 // epoll user data for the two non-connection fds.
 constexpr uint64_t kWakeTag = 1;
 constexpr uint64_t kTimerTag = 2;
@@ -57,272 +60,6 @@ int64_t ThreadCpuNs() {
 }
 
 absl::Duration Ns(int64_t ns) { return absl::Nanoseconds(ns); }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-bool ContainsTokenIgnoreCase(std::string_view value, std::string_view token) {
-  size_t pos = 0;
-  while (pos <= value.size()) {
-    size_t comma = value.find(',', pos);
-    std::string_view part =
-        value.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
-    while (!part.empty() && (part.back() == ' ' || part.back() == '\t')) part.remove_suffix(1);
-    if (EqualsIgnoreCase(part, token)) return true;
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return false;
-}
-
-// An incremental HTTP/1.1 response parser over the connection's buffer. It keeps only what
-// the loop needs (status, framing, keep-alive) and hands body bytes to a callback.
-class ResponseParser {
- public:
-  enum class Progress { kNeedMore, kComplete, kError };
-
-  void Reset() {
-    in_headers_ = true;
-    header_scan_ = 0;
-    status_ = 0;
-    keep_alive_ = true;
-    mode_ = Mode::kNone;
-    remaining_ = 0;
-    chunk_state_ = ChunkState::kSize;
-    trailing_garbage_ = false;
-    error_ = nullptr;
-  }
-
-  // Parses the header block buf[0, len) if it is complete. On kComplete of the header,
-  // *header_end is where the body starts. kNeedMore: wait for more bytes.
-  Progress ParseHeader(const char* buf, size_t len, size_t* header_end) {
-    std::string_view data(buf, len);
-    size_t from = header_scan_ > 3 ? header_scan_ - 3 : 0;
-    size_t end = data.find("\r\n\r\n", from);
-    if (end == std::string_view::npos) {
-      header_scan_ = len;
-      if (len >= kReadBufferBytes) return Fail("response header larger than 64 KiB");
-      return Progress::kNeedMore;
-    }
-    *header_end = end + 4;
-    std::string_view block = data.substr(0, end + 2);  // keep the last line's CRLF
-    size_t eol = block.find("\r\n");
-    std::string_view status_line = block.substr(0, eol);
-    // "HTTP/1.x SSS reason"
-    if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." ||
-        (status_line[7] != '0' && status_line[7] != '1') || status_line[8] != ' ') {
-      return Fail("malformed status line");
-    }
-    bool http10 = status_line[7] == '0';
-    int status = 0;
-    for (int i = 9; i < 12; ++i) {
-      char c = status_line[i];
-      if (c < '0' || c > '9') return Fail("malformed status code");
-      status = status * 10 + (c - '0');
-    }
-    if (status_line.size() > 12 && status_line[12] != ' ') return Fail("malformed status line");
-    status_ = status;
-    keep_alive_ = !http10;
-    bool chunked = false;
-    std::optional<int64_t> content_length;
-    size_t pos = eol + 2;
-    while (pos < block.size()) {
-      size_t line_end = block.find("\r\n", pos);
-      std::string_view line = block.substr(pos, line_end - pos);
-      pos = line_end + 2;
-      size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0) return Fail("malformed header line");
-      std::string_view name = line.substr(0, colon);
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-        value.remove_prefix(1);
-      }
-      while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
-        value.remove_suffix(1);
-      if (EqualsIgnoreCase(name, "content-length")) {
-        int64_t length = 0;
-        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-        if (ec != std::errc() || ptr != value.data() + value.size() || length < 0) {
-          return Fail("invalid Content-Length");
-        }
-        if (content_length.has_value() && *content_length != length) {
-          return Fail("conflicting Content-Length headers");
-        }
-        content_length = length;
-      } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-        if (ContainsTokenIgnoreCase(value, "chunked")) chunked = true;
-      } else if (EqualsIgnoreCase(name, "connection")) {
-        if (ContainsTokenIgnoreCase(value, "close")) keep_alive_ = false;
-        if (ContainsTokenIgnoreCase(value, "keep-alive")) keep_alive_ = true;
-      }
-    }
-    in_headers_ = false;
-    if ((status >= 100 && status < 200) || status == 204 || status == 304) {
-      mode_ = Mode::kNone;
-    } else if (chunked) {
-      mode_ = Mode::kChunked;
-    } else if (content_length.has_value()) {
-      mode_ = Mode::kLength;
-      remaining_ = *content_length;
-    } else {
-      mode_ = Mode::kUntilClose;
-      keep_alive_ = false;
-    }
-    return Progress::kComplete;
-  }
-
-  // Feeds body bytes; calls on_body(std::string_view) with decoded pieces. kComplete when
-  // the message ended (bytes after it mark trailing_garbage()).
-  template <typename OnBody>
-  Progress FeedBody(const char* data, size_t len, OnBody&& on_body) {
-    switch (mode_) {
-      case Mode::kNone:
-        if (len > 0) trailing_garbage_ = true;
-        return Progress::kComplete;
-      case Mode::kUntilClose:
-        if (len > 0 && !on_body(std::string_view(data, len))) return Progress::kError;
-        return Progress::kNeedMore;
-      case Mode::kLength: {
-        size_t take = static_cast<size_t>(std::min<int64_t>(remaining_, len));
-        if (take > 0 && !on_body(std::string_view(data, take))) return Progress::kError;
-        remaining_ -= static_cast<int64_t>(take);
-        if (remaining_ > 0) return Progress::kNeedMore;
-        if (len > take) trailing_garbage_ = true;
-        return Progress::kComplete;
-      }
-      case Mode::kChunked:
-        return FeedChunked(data, len, on_body);
-    }
-    return Fail("internal parser state");
-  }
-
-  // The peer closed the connection: completes a close-delimited body.
-  bool CompleteAtEof() const { return !in_headers_ && mode_ == Mode::kUntilClose; }
-
-  bool in_headers() const { return in_headers_; }
-  int status() const { return status_; }
-  bool keep_alive() const { return keep_alive_ && !trailing_garbage_; }
-  bool informational() const { return status_ >= 100 && status_ < 200; }
-  const char* error() const { return error_; }
-
- private:
-  enum class Mode { kNone, kLength, kChunked, kUntilClose };
-  enum class ChunkState {
-    kSize,
-    kExtension,
-    kSizeLf,
-    kData,
-    kDataCr,
-    kDataLf,
-    kTrailerStart,
-    kTrailerLine,
-    kTrailerLf,
-    kEndLf
-  };
-
-  Progress Fail(const char* why) {
-    error_ = why;
-    return Progress::kError;
-  }
-
-  template <typename OnBody>
-  Progress FeedChunked(const char* data, size_t len, OnBody&& on_body) {
-    size_t i = 0;
-    while (i < len) {
-      char c = data[i];
-      switch (chunk_state_) {
-        case ChunkState::kSize: {
-          int digit = c >= '0' && c <= '9'   ? c - '0'
-                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : -1;
-          if (digit >= 0) {
-            if (remaining_ > (int64_t{1} << 40)) return Fail("chunk size too large");
-            remaining_ = remaining_ * 16 + digit;
-            size_digits_++;
-          } else if (size_digits_ == 0) {
-            return Fail("malformed chunk size");
-          } else if (c == '\r') {
-            chunk_state_ = ChunkState::kSizeLf;
-          } else if (c == ';' || c == ' ' || c == '\t') {
-            chunk_state_ = ChunkState::kExtension;
-          } else {
-            return Fail("malformed chunk size");
-          }
-          ++i;
-          break;
-        }
-        case ChunkState::kExtension:
-          if (c == '\r') chunk_state_ = ChunkState::kSizeLf;
-          ++i;
-          break;
-        case ChunkState::kSizeLf:
-          if (c != '\n') return Fail("malformed chunk size line");
-          ++i;
-          size_digits_ = 0;
-          chunk_state_ = remaining_ == 0 ? ChunkState::kTrailerStart : ChunkState::kData;
-          break;
-        case ChunkState::kData: {
-          size_t take = static_cast<size_t>(std::min<int64_t>(remaining_, len - i));
-          if (!on_body(std::string_view(data + i, take))) return Progress::kError;
-          i += take;
-          remaining_ -= static_cast<int64_t>(take);
-          if (remaining_ == 0) chunk_state_ = ChunkState::kDataCr;
-          break;
-        }
-        case ChunkState::kDataCr:
-          if (c != '\r') return Fail("chunk data not followed by CRLF");
-          ++i;
-          chunk_state_ = ChunkState::kDataLf;
-          break;
-        case ChunkState::kDataLf:
-          if (c != '\n') return Fail("chunk data not followed by CRLF");
-          ++i;
-          chunk_state_ = ChunkState::kSize;
-          break;
-        case ChunkState::kTrailerStart:
-          ++i;
-          chunk_state_ = c == '\r' ? ChunkState::kEndLf : ChunkState::kTrailerLine;
-          break;
-        case ChunkState::kTrailerLine:
-          ++i;
-          if (c == '\r') chunk_state_ = ChunkState::kTrailerLf;
-          break;
-        case ChunkState::kTrailerLf:
-          if (c != '\n') return Fail("malformed trailer");
-          ++i;
-          chunk_state_ = ChunkState::kTrailerStart;
-          break;
-        case ChunkState::kEndLf:
-          if (c != '\n') return Fail("malformed last chunk");
-          ++i;
-          if (i < len) trailing_garbage_ = true;
-          return Progress::kComplete;
-      }
-    }
-    return Progress::kNeedMore;
-  }
-
-  bool in_headers_ = true;
-  size_t header_scan_ = 0;
-  int status_ = 0;
-  bool keep_alive_ = true;
-  Mode mode_ = Mode::kNone;
-  int64_t remaining_ = 0;
-  int size_digits_ = 0;
-  ChunkState chunk_state_ = ChunkState::kSize;
-  bool trailing_garbage_ = false;
-  const char* error_ = nullptr;
-};
 
 // One request in flight (or waiting for a connection). Times are ns offsets from t0.
 struct RequestState {
@@ -345,7 +82,7 @@ struct Connection {
   size_t out_offset = 0;
   std::unique_ptr<char[]> in;  // kReadBufferBytes
   size_t in_len = 0;
-  ResponseParser parser;
+  HttpResponseParser parser;
   std::unique_ptr<ResponseHandler> handler;
   RequestState request;
   int endpoint = 0;            // where it is connected (index in the step's endpoints)
@@ -1009,17 +746,17 @@ class LoadLoop::Impl {
 
   // Parses `n` new bytes at in[in_len]. False once the request is resolved.
   bool Consume(Connection* connection, size_t n) {
-    ResponseParser& parser = connection->parser;
+    HttpResponseParser& parser = connection->parser;
     const char* data = connection->in.get() + connection->in_len;
     size_t len = n;
     if (parser.in_headers()) {
       connection->in_len += n;
       while (true) {
         size_t header_end = 0;
-        ResponseParser::Progress p =
+        HttpResponseParser::Progress p =
             parser.ParseHeader(connection->in.get(), connection->in_len, &header_end);
-        if (p == ResponseParser::Progress::kNeedMore) return true;
-        if (p == ResponseParser::Progress::kError) {
+        if (p == HttpResponseParser::Progress::kNeedMore) return true;
+        if (p == HttpResponseParser::Progress::kError) {
           FailRequest(connection, kErrorBadResponse);
           return false;
         }
@@ -1037,9 +774,9 @@ class LoadLoop::Impl {
         break;
       }
     }
-    ResponseParser::Progress p = parser.FeedBody(
+    HttpResponseParser::Progress p = parser.FeedBody(
         data, len, [&](std::string_view piece) { return OnBody(connection, piece); });
-    if (p == ResponseParser::Progress::kError) {
+    if (p == HttpResponseParser::Progress::kError) {
       if (parser.error() != nullptr) {
         FailRequest(connection, kErrorBadResponse);
       } else {
@@ -1047,7 +784,7 @@ class LoadLoop::Impl {
       }
       return false;
     }
-    if (p == ResponseParser::Progress::kComplete) {
+    if (p == HttpResponseParser::Progress::kComplete) {
       OnResponse(connection, parser.keep_alive());
       return false;
     }

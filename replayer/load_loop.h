@@ -40,7 +40,7 @@
 //    sleep woke, the connections opened, and late sends (StepAccounting).
 //
 // Steady state allocates nothing per request: connections, their buffers and the FIFO's
-// slots are reused; the HTTP response parser is hand-written and works in place.
+// slots are reused; the HTTP response parser (http_response_parser.h) works in place.
 //
 //   LoadLoop loop(config, shard, shards, endpoint, std::move(parts), on_windows);
 //   std::thread t([&] { status = loop.Run(); });
