@@ -4,8 +4,8 @@
 #include <errno.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -16,6 +16,63 @@
 
 namespace vanguard::replayer {
 namespace {
+
+// Appends `bytes` with each byte other than printable ASCII as \xNN.
+void AppendPrintable(std::string_view bytes, std::string* out) {
+  for (char c : bytes) {
+    if (c >= 0x20 && c < 0x7F) {
+      out->push_back(c);
+    } else {
+      absl::StrAppend(out, "\\x", absl::Hex(static_cast<uint8_t>(c), absl::kZeroPad2));
+    }
+  }
+}
+
+// A field of the line as a reason may quote it: at most kMaxJsonlEchoBytes, printable.
+std::string Echo(std::string_view field) {
+  std::string out;
+  AppendPrintable(field.substr(0, kMaxJsonlEchoBytes), &out);
+  if (field.size() > kMaxJsonlEchoBytes) out.append("...");
+  return out;
+}
+
+// `reason` as the report keeps it: printable, at most kMaxJsonlBadLineReasonBytes. Also
+// bounds what other modules' messages (the KServe JSON reader's) quote of the line.
+std::string BoundedReason(std::string_view reason) {
+  std::string out;
+  AppendPrintable(reason.substr(0, kMaxJsonlBadLineReasonBytes), &out);
+  if (out.size() > kMaxJsonlBadLineReasonBytes || reason.size() > kMaxJsonlBadLineReasonBytes) {
+    out.resize(kMaxJsonlBadLineReasonBytes - 3);
+    out.append("...");
+  }
+  return out;
+}
+
+// Reads the next line of `in` (up to '\n' or the end) into *line, keeping at most `max`
+// bytes and setting *too_long if it had more. False at the end of the input, or on a read
+// error (then in.bad()).
+bool ReadLine(std::istream& in, size_t max, std::string* line, bool* too_long) {
+  line->clear();
+  *too_long = false;
+  using Traits = std::istream::traits_type;
+  std::streambuf* buffer = in.rdbuf();
+  if (buffer == nullptr) return false;
+  try {  // a filebuf throws on a read error
+    Traits::int_type c = buffer->sbumpc();
+    if (Traits::eq_int_type(c, Traits::eof())) return false;
+    for (; !Traits::eq_int_type(c, Traits::eof()) && c != '\n'; c = buffer->sbumpc()) {
+      if (line->size() < max) {
+        line->push_back(Traits::to_char_type(c));
+      } else {
+        *too_long = true;
+      }
+    }
+  } catch (...) {
+    in.setstate(std::ios::badbit);
+    return false;
+  }
+  return true;
+}
 
 absl::StatusOr<int64_t> ParseTimestampUs(const nlohmann::json& value) {
   if (value.is_number()) {
@@ -87,7 +144,8 @@ absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptio
     record->path = DefaultPathFor(record->protocol, record->model);
     if (record->path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("field path: missing, and protocol \"",
-                                                     record->protocol, "\" has no default path"));
+                                                     Echo(record->protocol),
+                                                     "\" has no default path"));
     }
   }
   if (record->model.empty() && record->protocol == kTraceProtocolKServeV2Rest) {
@@ -114,7 +172,7 @@ absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptio
     for (auto it = headers->begin(); it != headers->end(); ++it) {
       if (!it.value().is_string()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("field headers.", it.key(), ": value must be a string"));
+            absl::StrCat("field headers.", Echo(it.key()), ": value must be a string"));
       }
       if (!IsRecordedHeader(it.key())) continue;
       record->headers.emplace_back(it.key(), it.value().get<std::string>());
@@ -123,27 +181,15 @@ absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptio
   return ValidateTraceRecord(*record);
 }
 
-absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
-    const std::string& input_path, const std::string& output_path,
-    const JsonlConversionOptions& options) {
-  if (input_path.empty()) return absl::InvalidArgumentError("input path is empty");
-  std::FILE* input = std::fopen(input_path.c_str(), "rb");
-  if (input == nullptr) {
-    int error = errno;
-    std::string message = absl::StrCat("cannot open log ", input_path, ": ", std::strerror(error));
-    return error == ENOENT ? absl::NotFoundError(message) : absl::UnknownError(message);
-  }
-  struct Closer {
-    std::FILE* f;
-    ~Closer() { std::fclose(f); }
-  } closer{input};
-  ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(output_path));
-
+absl::StatusOr<JsonlConversionReport> ConvertJsonlLog(
+    std::istream& log, const JsonlConversionOptions& options,
+    absl::FunctionRef<absl::Status(const TraceRecord&)> emit) {
   JsonlConversionReport report;
-  auto bad_line = [&](int64_t line_number, std::string reason) {
+  auto bad_line = [&](int64_t line_number, absl::string_view reason) {
     ++report.bad_lines;
     if (report.bad_line_details.size() < options.max_reported_bad_lines) {
-      report.bad_line_details.push_back({line_number, std::move(reason)});
+      report.bad_line_details.push_back(
+          {line_number, BoundedReason(std::string_view(reason.data(), reason.size()))});
     }
   };
   std::string line;
@@ -151,25 +197,8 @@ absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
   bool have_previous = false;
   int64_t previous_us = 0;
   int64_t line_number = 0;
-  bool at_eof = false;
-  while (!at_eof) {
-    // Read one line, keeping at most max_line_bytes of it.
-    line.clear();
-    bool too_long = false;
-    int c;
-    while ((c = std::getc(input)) != EOF && c != '\n') {
-      if (line.size() < options.max_line_bytes) {
-        line.push_back(static_cast<char>(c));
-      } else {
-        too_long = true;
-      }
-    }
-    if (c == EOF) {
-      at_eof = true;
-      if (std::ferror(input))
-        return absl::UnknownError(absl::StrCat("cannot read log ", input_path));
-      if (line.empty() && !too_long) break;
-    }
+  bool too_long = false;
+  while (ReadLine(log, options.max_line_bytes, &line, &too_long)) {
     ++line_number;
     ++report.lines_read;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -184,7 +213,7 @@ absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
     int64_t timestamp_us = 0;
     absl::Status parsed = ParseJsonlLogLine(line, options, &record, &timestamp_us);
     if (!parsed.ok()) {
-      bad_line(line_number, std::string(parsed.message()));
+      bad_line(line_number, parsed.message());
       continue;
     }
     record.interarrival_us = 0;
@@ -197,8 +226,35 @@ absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
     }
     if (!have_previous || timestamp_us > previous_us) previous_us = timestamp_us;
     have_previous = true;
-    RETURN_IF_ERROR(writer->Append(record));
+    RETURN_IF_ERROR(emit(record));
     ++report.records_written;
+  }
+  if (log.bad()) {
+    return absl::UnknownError(absl::StrCat("read error after line ", line_number));
+  }
+  return report;
+}
+
+absl::StatusOr<JsonlConversionReport> ConvertJsonlLogToTrace(
+    const std::string& input_path, const std::string& output_path,
+    const JsonlConversionOptions& options) {
+  if (input_path.empty()) return absl::InvalidArgumentError("input path is empty");
+  errno = 0;
+  std::ifstream input(input_path, std::ios::binary);
+  if (!input.is_open()) {
+    int error = errno;
+    std::string message = absl::StrCat("cannot open log ", input_path, ": ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message) : absl::UnknownError(message);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(output_path));
+  absl::StatusOr<JsonlConversionReport> report = ConvertJsonlLog(
+      input, options, [&](const TraceRecord& record) { return writer->Append(record); });
+  if (!report.ok()) {
+    if (input.bad()) {
+      return absl::UnknownError(
+          absl::StrCat("cannot read log ", input_path, ": ", report.status().message()));
+    }
+    return report.status();
   }
   RETURN_IF_ERROR(writer->Close());
   return report;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -101,6 +102,56 @@ TEST(JsonlLogConverterTest, GrpcLinesStoreASerializedModelInferRequest) {
       R"({"timestamp":5,"protocol":"kserve_v2_grpc","model":"m","body":"opaque"})", {}, &record,
       &ts);
   EXPECT_THAT(bad.message(), HasSubstr("field body"));
+}
+
+// The in-memory entry point the file converter uses: records go to the sink in order.
+TEST(JsonlLogConverterTest, ConvertsALogFromAStreamIntoTheSink) {
+  std::istringstream log(R"({"timestamp":1000,"model":"a"})"
+                         "\r\n"
+                         R"({"timestamp":1002,"model":"b"})");
+  std::vector<TraceRecord> records;
+  auto report = ConvertJsonlLog(log, {}, [&](const TraceRecord& r) {
+    records.push_back(r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->records_written, 2);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].model, "a");
+  EXPECT_EQ(records[1].interarrival_us, 2'000u);
+}
+
+TEST(JsonlLogConverterTest, ASinkErrorStopsTheConversion) {
+  std::istringstream log(R"({"timestamp":1,"model":"a"})"
+                         "\n"
+                         R"({"timestamp":2,"model":"b"})");
+  int calls = 0;
+  auto report = ConvertJsonlLog(log, {}, [&](const TraceRecord&) {
+    ++calls;
+    return absl::ResourceExhaustedError("disk full");
+  });
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(calls, 1);
+}
+
+// A reason may be printed to a terminal: it quotes a bounded, escaped prefix of the line.
+TEST(JsonlLogConverterTest, ReasonsQuoteABoundedPrintablePrefixOfTheLine) {
+  std::string key = std::string(100, 'k') + "\\u001b[31m" + std::string(5000, 'z');
+  std::istringstream log(R"({"timestamp":1,"model":"m","headers":{")" + key +
+                         R"(":1}})"
+                         "\n"
+                         R"({"timestamp":1,"protocol":"p\u001b[31m"})");
+  auto report = ConvertJsonlLog(log, {}, [](const TraceRecord&) { return absl::OkStatus(); });
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->bad_line_details.size(), 2u);
+  const std::string& long_key = report->bad_line_details[0].reason;
+  EXPECT_THAT(long_key, HasSubstr("field headers." + std::string(kMaxJsonlEchoBytes, 'k') +
+                                  "...: value must be a string"));
+  EXPECT_LE(long_key.size(), kMaxJsonlBadLineReasonBytes);
+  EXPECT_EQ(long_key.find('z'), std::string::npos);
+  const std::string& escape = report->bad_line_details[1].reason;
+  EXPECT_THAT(escape, HasSubstr(R"(protocol "p\x1b[31m")"));
+  EXPECT_EQ(escape.find('\x1b'), std::string::npos);
 }
 
 TEST(JsonlLogConverterTest, MissingInputIsNotFound) {
