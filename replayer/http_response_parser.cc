@@ -49,6 +49,7 @@ void HttpResponseParser::Reset() {
   keep_alive_ = true;
   mode_ = Mode::kNone;
   remaining_ = 0;
+  size_digits_ = 0;
   chunk_state_ = ChunkState::kSize;
   trailing_garbage_ = false;
   error_ = nullptr;

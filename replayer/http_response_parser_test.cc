@@ -102,5 +102,17 @@ TEST(HttpResponseParserTest, AHeaderNotEndedWithinTheLimitIsAnError) {
   EXPECT_STREQ(parser.error(), "response header too large");
 }
 
+// A connection's parser is reused: a response abandoned in the middle of a chunk-size line
+// (a timeout, an error) must not make a bare CRLF a valid size line in the next one.
+TEST(HttpResponseParserTest, ResetForgetsAHalfReadChunkSize) {
+  HttpResponseParser parser;
+  Parsed first = Parse(parser, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1f");
+  ASSERT_EQ(first.progress, Progress::kNeedMore);
+  parser.Reset();
+  Parsed second = Parse(parser, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n\r\n");
+  EXPECT_EQ(second.progress, Progress::kError);
+  EXPECT_STREQ(parser.error(), "malformed chunk size");
+}
+
 }  // namespace
 }  // namespace vanguard::replayer
