@@ -207,8 +207,13 @@ absl::StatusOr<inference::ModelInferRequest> ModelInferRequestFromKServeJson(
         return absl::InvalidArgumentError(
             absl::StrCat(field, ".shape: dimensions must be integers >= 0"));
       }
-      tensor->add_shape(dim.get<int64_t>());
-      elements *= dim.get<int64_t>();
+      const int64_t size = dim.get<int64_t>();
+      if (size != 0 && elements > std::numeric_limits<int64_t>::max() / size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".shape: more elements than fit in 64 bits"));
+      }
+      tensor->add_shape(size);
+      elements *= size;
     }
     std::vector<const nlohmann::json*> flat;
     Flatten(*data, &flat);

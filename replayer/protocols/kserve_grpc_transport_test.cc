@@ -296,6 +296,11 @@ TEST(ModelInferRequestFromKServeJsonTest, BadBodiesNameTheField) {
   EXPECT_THAT(error(R"({"inputs":[]})"), HasSubstr("inputs"));
   EXPECT_THAT(error(R"({"inputs":[{"name":"x","shape":[3],"datatype":"FP32","data":[1,2]}]})"),
               HasSubstr("inputs[0].data: has 2 elements but shape needs 3"));
+  // The product of the dimensions overflowed int64 (undefined behaviour) before this check.
+  EXPECT_THAT(
+      error(
+          R"({"inputs":[{"name":"x","shape":[4611686018427387904,4],"datatype":"INT8","data":[1]}]})"),
+      HasSubstr("inputs[0].shape: more elements than fit in 64 bits"));
   EXPECT_THAT(error(R"({"inputs":[{"name":"x","shape":[1],"datatype":"INT32","data":["a"]}]})"),
               HasSubstr("inputs[0].data[0]"));
   EXPECT_THAT(error(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP16","data":[1]}]})"),
