@@ -74,12 +74,18 @@ bool ReadLine(std::istream& in, size_t max, std::string* line, bool* too_long) {
   return true;
 }
 
+// Timestamps lie in [the epoch, kMaxTimestampMs], so any two differ by less than 2^63 µs.
+constexpr int64_t kMaxTimestampMs = 1'000'000'000'000'000;  // about the year 33658
+
+absl::Status OutOfRange() {
+  return absl::InvalidArgumentError(
+      "field timestamp: out of range (1970-01-01T00:00:00Z to 1e15 epoch milliseconds)");
+}
+
 absl::StatusOr<int64_t> ParseTimestampUs(const nlohmann::json& value) {
   if (value.is_number()) {
     double ms = value.get<double>();
-    if (!std::isfinite(ms) || ms < 0 || ms > 1e15) {
-      return absl::InvalidArgumentError("field timestamp: epoch milliseconds out of range");
-    }
+    if (!std::isfinite(ms) || ms < 0 || ms > kMaxTimestampMs) return OutOfRange();
     return static_cast<int64_t>(std::llround(ms * 1000.0));
   }
   if (value.is_string()) {
@@ -88,6 +94,11 @@ absl::StatusOr<int64_t> ParseTimestampUs(const nlohmann::json& value) {
     if (!absl::ParseTime(absl::RFC3339_full, value.get<std::string>(), &time, &error)) {
       return absl::InvalidArgumentError(
           absl::StrCat("field timestamp: not RFC 3339 (", error, ")"));
+    }
+    // The same range as numbers: absl also parses "infinite-past", "infinite-future" and
+    // years far beyond 9999, whose differences (the inter-arrival times) overflow int64.
+    if (time < absl::UnixEpoch() || time > absl::FromUnixMillis(kMaxTimestampMs)) {
+      return OutOfRange();
     }
     return absl::ToUnixMicros(time);
   }

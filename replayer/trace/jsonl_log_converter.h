@@ -10,10 +10,11 @@
 //
 // For protocol "kserve_v2_grpc" the body must be a KServe v2 JSON object; it is stored as the
 // serialized inference.ModelInferRequest the gRPC transport sends.
-// Inter-arrival times come from consecutive timestamps (a line earlier than the previous one
-// gets 0 and is counted as out of order). Bad lines are skipped and reported with their
-// 1-based line number and the reason; blank lines are ignored. The log is streamed; a line
-// longer than max_line_bytes is reported, not loaded.
+// A timestamp lies between the epoch and 1e15 epoch milliseconds. Inter-arrival times come
+// from consecutive timestamps (a line earlier than the previous one gets 0 and is counted as
+// out of order). Bad lines are skipped and reported with their 1-based line number and the
+// reason; blank lines are ignored. The log is streamed; a line longer than max_line_bytes is
+// reported, not loaded.
 //
 // The log is outside input (anyone's file): a line never crashes the converter whatever its
 // types, numbers, times, bytes or encoding; every record it emits passes ValidateTraceRecord

@@ -154,6 +154,35 @@ TEST(JsonlLogConverterTest, ReasonsQuoteABoundedPrintablePrefixOfTheLine) {
   EXPECT_EQ(escape.find('\x1b'), std::string::npos);
 }
 
+// Inter-arrival times are differences of timestamps: RFC 3339 strings far outside the range
+// the numbers have (absl parses "infinite-past", years beyond 9999 and before 1970) would
+// overflow them.
+TEST(JsonlLogConverterTest, TimestampsOutsideTheNumbersRangeAreBadLines) {
+  std::istringstream log(R"({"timestamp":"infinite-past","model":"m"})"
+                         "\n"
+                         R"({"timestamp":"infinite-future","model":"m"})"
+                         "\n"
+                         R"({"timestamp":"1969-12-31T23:59:59Z","model":"m"})"
+                         "\n"
+                         R"({"timestamp":"99999-01-01T00:00:00Z","model":"m"})"
+                         "\n"
+                         R"({"timestamp":"1970-01-01T00:00:00Z","model":"m"})"
+                         "\n"
+                         R"({"timestamp":1e15,"model":"m"})");
+  std::vector<TraceRecord> records;
+  auto report = ConvertJsonlLog(log, {}, [&](const TraceRecord& r) {
+    records.push_back(r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->bad_lines, 4);
+  for (const JsonlBadLine& bad : report->bad_line_details) {
+    EXPECT_THAT(bad.reason, HasSubstr("field timestamp: out of range")) << bad.line_number;
+  }
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].interarrival_us, uint64_t{1'000'000'000'000'000'000});
+}
+
 TEST(JsonlLogConverterTest, MissingInputIsNotFound) {
   EXPECT_EQ(ConvertJsonlLogToTrace(TempPath("nope"), TempPath("nope.vtr"), {}).status().code(),
             absl::StatusCode::kNotFound);
