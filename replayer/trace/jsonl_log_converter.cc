@@ -3,6 +3,7 @@
 
 #include <errno.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -74,6 +75,31 @@ bool ReadLine(std::istream& in, size_t max, std::string* line, bool* too_long) {
   return true;
 }
 
+// The deepest nesting of arrays and objects in `json`, brackets inside strings not counted
+// (for text that is not JSON: some finite number).
+size_t JsonNestingDepth(std::string_view json) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 // Timestamps lie in [the epoch, kMaxTimestampMs], so any two differ by less than 2^63 µs.
 constexpr int64_t kMaxTimestampMs = 1'000'000'000'000'000;  // about the year 33658
 
@@ -118,6 +144,12 @@ absl::StatusOr<std::string> OptionalString(const nlohmann::json& object, const c
 
 absl::Status ParseJsonlLogLine(std::string_view line, const JsonlConversionOptions& options,
                                TraceRecord* record, int64_t* timestamp_us) {
+  // nlohmann parses iteratively but serializes (the body) and the KServe reader flattens
+  // recursively: a line of a million '[' would overflow the stack.
+  if (JsonNestingDepth(line) > kMaxJsonlNestingDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nested deeper than ", kMaxJsonlNestingDepth, " levels"));
+  }
   nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
   if (!json.is_object()) return absl::InvalidArgumentError("not a JSON object");

@@ -48,6 +48,8 @@
 
 namespace vanguard::replayer {
 
+// A line whose arrays and objects nest deeper than this is a bad line.
+inline constexpr size_t kMaxJsonlNestingDepth = 64;
 // A bad line's reason is at most this long (longer ones are cut, ending "...").
 inline constexpr size_t kMaxJsonlBadLineReasonBytes = 200;
 // A reason quotes at most this many bytes of one field of the line (a header name, a

@@ -183,6 +183,26 @@ TEST(JsonlLogConverterTest, TimestampsOutsideTheNumbersRangeAreBadLines) {
   EXPECT_EQ(records[1].interarrival_us, uint64_t{1'000'000'000'000'000'000});
 }
 
+// Serializing the body (and the KServe reader) recurse per level: a million levels of
+// nesting overflowed the stack before the depth check.
+TEST(JsonlLogConverterTest, DeeplyNestedLinesAreBadLines) {
+  const size_t deep = 1'000'000;
+  std::istringstream log(R"({"timestamp":1,"model":"m","body":)" + std::string(deep, '[') +
+                         std::string(deep, ']') + "}\n" + R"({"timestamp":2,"model":"m","body":)" +
+                         std::string(kMaxJsonlNestingDepth - 1, '[') + R"("[{")" +
+                         std::string(kMaxJsonlNestingDepth - 1, ']') + "}");
+  std::vector<TraceRecord> records;
+  auto report = ConvertJsonlLog(log, {}, [&](const TraceRecord& r) {
+    records.push_back(r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->bad_line_details.size(), 1u);
+  EXPECT_EQ(report->bad_line_details[0].line_number, 1);
+  EXPECT_THAT(report->bad_line_details[0].reason, HasSubstr("nested deeper than 64 levels"));
+  ASSERT_EQ(records.size(), 1u);  // brackets inside a string are not nesting
+}
+
 TEST(JsonlLogConverterTest, MissingInputIsNotFound) {
   EXPECT_EQ(ConvertJsonlLogToTrace(TempPath("nope"), TempPath("nope.vtr"), {}).status().code(),
             absl::StatusCode::kNotFound);
