@@ -1,6 +1,7 @@
 // libFuzzer harnesses for the parsers of outside bytes (CONVENTIONS.md rule 19): an
 // autoscaler's JSON answer, a Prometheus query answer, a trace file, a submitter's URL, a
-// model server's streamed (SSE, OpenAI, chunked) response, a submitter's test spec.
+// model server's streamed (SSE, OpenAI, chunked) response, a target's HTTP/1.1 response, a
+// JSONL request log, a submitter's test spec.
 // Each harness is a plain function, so two programs share it: a fuzzer (fuzzer_main.cc, one
 // binary per harness, built with -DVANGUARD_FUZZ=ON and clang) and fuzz_corpus_test (every
 // build), which feeds it each file of tests/fuzz/corpus/<name>/.
@@ -38,6 +39,10 @@ int FuzzChunkedBody(const uint8_t* data, size_t size);
 int FuzzSpecJson(const uint8_t* data, size_t size);
 // The bytes: a webhook URL for AddWebhook.
 int FuzzWebhookUrl(const uint8_t* data, size_t size);
+// The bytes: an HTTP/1.1 response as the load loop reads it (at once and in pieces).
+int FuzzHttpResponse(const uint8_t* data, size_t size);
+// The bytes: a JSONL request log for the trace converter.
+int FuzzJsonlLog(const uint8_t* data, size_t size);
 
 struct FuzzHarness {
   std::string_view name;  // fuzz_<name> is its fuzzer, corpus/<name>/ its seeds
@@ -47,11 +52,17 @@ struct FuzzHarness {
 // The one registration point: a new harness is its file, one line here and one name in
 // tests/fuzz/CMakeLists.txt.
 inline constexpr FuzzHarness kFuzzHarnesses[] = {
-    {"controller_json", &FuzzControllerJson}, {"prometheus_answer", &FuzzPrometheusAnswer},
-    {"trace_reader", &FuzzTraceReader},       {"http_url", &FuzzHttpUrl},
-    {"sse_stream", &FuzzSseStream},           {"openai_stream", &FuzzOpenAiStream},
-    {"chunked_body", &FuzzChunkedBody},       {"spec_json", &FuzzSpecJson},
+    {"controller_json", &FuzzControllerJson},
+    {"prometheus_answer", &FuzzPrometheusAnswer},
+    {"trace_reader", &FuzzTraceReader},
+    {"http_url", &FuzzHttpUrl},
+    {"sse_stream", &FuzzSseStream},
+    {"openai_stream", &FuzzOpenAiStream},
+    {"chunked_body", &FuzzChunkedBody},
+    {"spec_json", &FuzzSpecJson},
     {"webhook_url", &FuzzWebhookUrl},
+    {"http_response", &FuzzHttpResponse},
+    {"jsonl_log", &FuzzJsonlLog},
 };
 
 // A marker the seeds place in answers and URLs (as a field value, an error text, a query):
