@@ -789,7 +789,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     if (hold_search_) return NextSearchHold();
     return std::nullopt;  // the search goes on from the new bracket
   }
-  if (steps_ >= max_steps_) return FinishDuringHold(h, confident_pass);
+  if (steps_ >= max_steps_) return FinishDuringHold(h);
   // Each chunk twice the last, up to the horizon: few steps (and leads) per hold; a confident
   // reading short of the cover runs the rest of the cover in one chunk.
   purpose_ = Purpose::kHold;
@@ -798,14 +798,8 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   return RunStep{q_, hold_, /*verification=*/true};
 }
 
-Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h, bool confident) {
-  if (confident) {
-    // Under the limit with confidence, short only of its cover: the hold counts as held for
-    // the estimate (unconverged), as one over the limit so far counts as failed.
-    absl::StrAppend(&verification_, ": undecided, under the limit so far with confidence");
-    hold_results_.push_back({*hold_rate_, h.ratio, true});
-    hold_held_ = true;
-  } else if (h.requests > 0 && h.ratio > 1) {
+Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
+  if (h.requests > 0 && h.ratio > 1) {
     // Undecided but over the limit so far: the estimate must not rest on the hold's rate nor
     // on the short steps' best (it is at or below the hold). The hold counts as failed, as in
     // a hold search: the estimate is the highest held rate below it, else the retreat below it.

@@ -65,11 +65,9 @@
 //    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
 //    conservative end: the best pass less its resolution; when the step limit came during a
 //    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
-//    as in a hold search), one confidently under it so far (short only of its cover) as held
-//    (the estimate is its rate), and with two failed holds or more the estimate goes no higher
-//    than where their tail ratios, on a line in log-log, cross the limit
-//    (FailedHoldsCrossing): a retreat of kFirstHoldRetreat below the lowest is no evidence
-//    when its ratio was far over.
+//    as in a hold search), and with two failed holds or more the estimate goes no higher than
+//    where their tail ratios, on a line in log-log, cross the limit (FailedHoldsCrossing): a
+//    retreat of kFirstHoldRetreat below the lowest is no evidence when its ratio was far over.
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -309,9 +307,8 @@ class AdaptiveStrategy : public Strategy {
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
   // The step limit came during an undecided hold: unconverged; a hold reading over the limit
-  // so far counts as failed for the estimate, one `confident` (under the limit with
-  // confidence, short only of its cover) as held (see Finishing in the header).
-  Decision FinishDuringHold(const HoldReading& h, bool confident);
+  // so far counts as failed for the estimate (see Finishing in the header).
+  Decision FinishDuringHold(const HoldReading& h);
   // Where the line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
   // 1 - kFirstHoldRetreat] x the lowest failed hold; nullopt with fewer than two such holds or
