@@ -69,7 +69,7 @@ namespace {
 // P(X >= count) for X ~ Poisson(mean).
 double PoissonAtLeast(int count, double mean) {
   double below = 0, term = std::exp(-mean);
-  for (int c = 0; c < count; ++c) {
+  for (int c = 0; c < count && term > 0; ++c) {  // past underflow the terms add nothing
     below += term;
     term *= mean / (c + 1);
   }
