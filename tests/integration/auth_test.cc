@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,7 @@
 #include "orchestrator/metrics.h"
 #include "orchestrator/team_repository.h"
 #include "orchestrator/token_repository.h"
+#include "tests/integration/watch_stream.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 
 namespace vanguard {
@@ -366,27 +368,13 @@ TEST_F(AuthTest, ATokensTeamIsEnforcedOnEveryCallThatActsOnATeam) {
   EXPECT_EQ(cancelled.test().state(), v1::TEST_STATE_CANCELLED);
 }
 
-// An open WatchTest stream, or the status that refused it.
-struct Watch {
-  std::unique_ptr<grpc::ClientContext> context;
-  std::unique_ptr<grpc::ClientReader<v1::WatchTestResponse>> reader;
-  grpc::Status refused;
-};
-
 Watch OpenWatch(Stub& stub, const std::string& secret, int64_t test_id) {
-  Watch w;
-  w.context = std::make_unique<grpc::ClientContext>();
-  w.context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  w.context->AddMetadata("authorization", "Bearer " + secret);
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  context->AddMetadata("authorization", "Bearer " + secret);
   v1::WatchTestRequest request;
   request.set_id(test_id);
-  w.reader = stub.WatchTest(w.context.get(), request);
-  v1::WatchTestResponse first;
-  if (!w.reader->Read(&first)) {  // an admitted stream sends the test at once
-    w.refused = w.reader->Finish();
-    w.reader.reset();
-  }
-  return w;
+  return ::vanguard::OpenWatch(stub, std::move(context), request);
 }
 
 double OpenWatchStreams(const OrchestratorMetrics& metrics) {

@@ -22,6 +22,7 @@
 #include "database_test_base.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/integration/watch_stream.h"
 #include "tests/testing/health_check.h"
 #include "tests/testing/subprocess.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
@@ -70,26 +71,12 @@ std::unique_ptr<Stub> OwnConnection(const std::string& address) {
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
 }
 
-// An open WatchTest stream, or the status that refused it.
-struct Watch {
-  std::unique_ptr<grpc::ClientContext> context;
-  std::unique_ptr<grpc::ClientReader<v1::WatchTestResponse>> reader;
-  grpc::Status refused;
-};
-
 Watch OpenWatch(Stub& stub, const std::string& authorization, int64_t test_id) {
-  Watch w;
-  w.context = Context(authorization, absl::Seconds(60));  // outlives the flood, even slowed
   v1::WatchTestRequest request;
   request.set_id(test_id);
   request.set_progress(true);  // one more database read per poll
-  w.reader = stub.WatchTest(w.context.get(), request);
-  v1::WatchTestResponse first;
-  if (!w.reader->Read(&first)) {  // an admitted stream sends the test at once
-    w.refused = w.reader->Finish();
-    w.reader.reset();
-  }
-  return w;
+  // The deadline outlives the flood, even slowed.
+  return ::vanguard::OpenWatch(stub, Context(authorization, absl::Seconds(60)), request);
 }
 
 // Cancels an admitted stream; its status (CANCELLED when it was still open).
