@@ -32,6 +32,13 @@ struct LineFit {
 // nullopt when x and y differ in size, there are fewer than 2 points, or every x is the same.
 std::optional<LineFit> FitLine(absl::Span<const double> x, absl::Span<const double> y);
 
+// The weighted least-squares line: point i counts w[i] times (e.g. 1 / the variance of y[i]).
+// The means, sums of squares and residual are weighted; slope_se assumes the weights are
+// relative (it scales them by the residuals). nullopt as above, or when w differs in size or
+// a weight is not positive and finite. Weights of 1 give FitLine(x, y).
+std::optional<LineFit> FitLine(absl::Span<const double> x, absl::Span<const double> y,
+                               absl::Span<const double> w);
+
 }  // namespace vanguard
 
 #endif  // VANGUARD_COMMON_LINE_FIT_H_

@@ -43,5 +43,33 @@ TEST(FitLineTest, NoLineThroughOneXOrMismatchedInput) {
   EXPECT_FALSE(FitLine({1, 2}, {1}));
 }
 
+TEST(FitLineTest, AWeightCountsAPointThatManyTimes) {
+  // Weight 2 on (2, 0) is the point twice: the same means, slope and sums of squares.
+  const std::optional<LineFit> weighted = FitLine({0, 1, 2}, {0, 1, 0}, {1, 1, 2});
+  const std::optional<LineFit> twice = FitLine({0, 1, 2, 2}, {0, 1, 0, 0});
+  ASSERT_TRUE(weighted);
+  ASSERT_TRUE(twice);
+  EXPECT_NEAR(weighted->slope, twice->slope, 1e-12);
+  EXPECT_NEAR(weighted->mean_x, twice->mean_x, 1e-12);
+  EXPECT_NEAR(weighted->mean_y, twice->mean_y, 1e-12);
+  EXPECT_NEAR(weighted->sxx, twice->sxx, 1e-12);
+  EXPECT_NEAR(weighted->residual, twice->residual, 1e-12);
+  // A heavy point pulls the line through itself.
+  const std::optional<LineFit> heavy = FitLine({0, 1, 2}, {0, 1, 0}, {1e6, 1, 1e6});
+  ASSERT_TRUE(heavy);
+  EXPECT_NEAR(heavy->slope, 0, 1e-5);
+  // Weights of 1 are the unweighted fit.
+  const std::optional<LineFit> ones = FitLine({0, 1, 2, 3}, {0, 1, 0, 1}, {1, 1, 1, 1});
+  ASSERT_TRUE(ones);
+  EXPECT_NEAR(ones->slope_se, std::sqrt(0.08), 1e-12);
+}
+
+TEST(FitLineTest, NoWeightedLineWithABadWeight) {
+  EXPECT_FALSE(FitLine({0, 1}, {0, 1}, {1, 0}));
+  EXPECT_FALSE(FitLine({0, 1}, {0, 1}, {1, -1}));
+  EXPECT_FALSE(FitLine({0, 1}, {0, 1}, {1, std::nan("")}));
+  EXPECT_FALSE(FitLine({0, 1}, {0, 1}, {1}));
+}
+
 }  // namespace
 }  // namespace vanguard
