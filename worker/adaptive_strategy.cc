@@ -771,7 +771,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_pass || (at_horizon && passes_at_horizon)) {
     hold_held_ = true;
     absl::StrAppend(&verification_, ": held");
-    hold_results_.push_back({*hold_rate_, ratio, true});
+    hold_results_.push_back(ResultOf(h, true));
     if (hold_search_) return NextSearchHold();
     if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
     if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
@@ -782,10 +782,11 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   if (sure_fail || at_horizon) {
     hold_held_ = false;
     absl::StrAppend(&verification_, ": did not hold");
-    hold_results_.push_back({*hold_rate_, ratio, false});
+    hold_results_.push_back(ResultOf(h, false));
     PoolVerdicts();
-    // Far over: the short steps that passed here did not see what the hold saw.
-    hold_search_ |= ratio >= kBlindHoldRatio;
+    // Far over, or kMaxHolds holds failed, each at the short steps' best: the short steps that
+    // passed here did not see what the holds saw.
+    hold_search_ |= ratio >= kBlindHoldRatio || holds_ >= kMaxHolds;
     if (hold_search_) return NextSearchHold();
     return std::nullopt;  // the search goes on from the new bracket
   }
@@ -804,7 +805,7 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
     // on the short steps' best (it is at or below the hold). The hold counts as failed, as in
     // a hold search: the estimate is the highest held rate below it, else the retreat below it.
     absl::StrAppend(&verification_, ": undecided, over the limit so far");
-    hold_results_.push_back({*hold_rate_, h.ratio, false});
+    hold_results_.push_back(ResultOf(h, false));
     hold_search_ = true;
     PoolVerdicts();
   }
@@ -812,16 +813,26 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
   return Finish(false, "step limit reached during the hold");
 }
 
+AdaptiveStrategy::HoldResult AdaptiveStrategy::ResultOf(const HoldReading& h, bool held) const {
+  // The variance of log(ratio) is (se / ratio)^2 from the chunks' window evidence, else about
+  // 1 / the count over the limit (Poisson).
+  const double weight =
+      h.se_known && h.se > 0 ? (h.ratio / h.se) * (h.ratio / h.se) : h.expected_over * h.ratio;
+  return {*hold_rate_, h.ratio, held, weight};
+}
+
 std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
-  // Least squares of log(tail ratio) on log(rate) over the failed holds a line can use.
-  std::vector<double> log_rate, log_ratio;
+  // Weighted least squares of log(tail ratio) on log(rate) over the failed holds a line can
+  // use: a hold cut short by the step limit reads its ratio on fewer requests, and counts less.
+  std::vector<double> log_rate, log_ratio, weight;
   for (const HoldResult& h : hold_results_) {
-    if (!h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio) {
+    if (!h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio && h.weight > 0) {
       log_rate.push_back(std::log(h.rate));
       log_ratio.push_back(std::log(h.ratio));
+      weight.push_back(h.weight);
     }
   }
-  const std::optional<LineFit> line = FitLine(log_rate, log_ratio);
+  const std::optional<LineFit> line = FitLine(log_rate, log_ratio, weight);
   // Fewer than two rates, or a ratio not rising with the rate: no crossing.
   if (!line || line->slope <= 0) return std::nullopt;
   const double lowest = LowestFailedHold()->rate;

@@ -52,7 +52,8 @@
 //    the search goes on (at most kMaxHolds holds, unless a hold search follows).
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
-//    queue), so the short steps below it are no evidence either. From then on only holds
+//    queue), so the short steps below it are no evidence either; so did kMaxHolds failed holds,
+//    each at the short steps' best. From then on only holds
 //    decide: the next one retreats below the lowest failed hold, further after each failure,
 //    until one holds, then interpolates log(tail ratio) between the highest held and the
 //    lowest failed hold (NextSearchHold), until they lie within kHoldSearchBracket (converged)
@@ -198,11 +199,13 @@ class AdaptiveStrategy : public Strategy {
     bool se_known = true;
   };
 
-  // A decided hold's reading: its rate, its chunks' pooled tail ratio, whether it held.
+  // A decided hold's reading: its rate, its chunks' pooled tail ratio, whether it held, and
+  // the weight of its log(ratio) in FailedHoldsCrossing (1 / its variance).
   struct HoldResult {
     double rate = 0;
     double ratio = 0;
     bool held = false;
+    double weight = 0;
   };
 
   AdaptiveStrategy(double min_qps, double max_qps, int tau, double epsilon, int max_steps,
@@ -303,13 +306,15 @@ class AdaptiveStrategy : public Strategy {
   RunStep StartHold(double rate);
   // The hold in progress (hold_rate_) read from its chunks so far.
   HoldReading PooledHold() const;
+  // The hold in progress decided: held or not, as read by `h`.
+  HoldResult ResultOf(const HoldReading& h, bool held) const;
   // After a hold's chunk: another chunk, the finish, the next hold of a hold search, or back
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
   // The step limit came during an undecided hold: unconverged; a hold reading over the limit
   // so far counts as failed for the estimate (see Finishing in the header).
   Decision FinishDuringHold(const HoldReading& h);
-  // Where the line of log(tail ratio) on log(rate) through the failed holds (ratios in
+  // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
   // 1 - kFirstHoldRetreat] x the lowest failed hold; nullopt with fewer than two such holds or
   // a ratio not rising with the rate.

@@ -561,8 +561,9 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheHeldBestPassAndAnUnheldOneIsConservat
   // Steps of 3000 requests resolve a rate to epsilon (2%: their arrivals scatter by 1.8%),
   // steps of 300 to 1 / sqrt(300) = 5.8%. A converged search holds its best pass and reports
   // the rate held, with the interval from it to the lowest failure. When no hold holds (here
-  // every hold reads a little over the limit, below kBlindHoldRatio), the result is unconverged
-  // and the estimate is the conservative end: the best pass less its resolution.
+  // every hold reads a little over the limit, below kBlindHoldRatio), the short steps' best is
+  // no evidence either: holds retreat below the lowest failed one until the budget ends, and
+  // the result is unconverged with the next retreat, below every failed hold, as its estimate.
   for (const auto& [per_step, resolution] : std::vector<std::pair<int64_t, double>>{
            {3000, AdaptiveStrategy::kDefaultConvergenceCv}, {300, 1 / std::sqrt(300.0)}}) {
     for (bool holds_hold : {true, false}) {
@@ -585,8 +586,11 @@ TEST(AdaptiveStrategyTest, TheEstimateIsTheHeldBestPassAndAnUnheldOneIsConservat
         EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, HoldRates(run).back());
       } else {
         EXPECT_FALSE(run.done.converged) << run.done.summary;
-        EXPECT_GE(HoldRates(run).size(), 2u);  // kMaxHolds holds, each failed
-        EXPECT_NEAR(run.done.max_sustainable_qps, run.done.best_pass_qps * (1 - resolution), 1e-6)
+        const std::vector<double> holds = HoldRates(run);
+        EXPECT_GT(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
+        EXPECT_LT(run.done.max_sustainable_qps, *std::min_element(holds.begin(), holds.end()))
+            << run.done.summary;
+        EXPECT_NE(run.done.summary.find("holds left the limit undecided"), std::string::npos)
             << run.done.summary;
       }
     }
@@ -713,8 +717,9 @@ TEST(AdaptiveStrategyTest, AHoldTakesBackABestThatOnlyLuckyShortStepsPassed) {
     // The first hold, at the estimate the short steps found, reads over the limit.
     ASSERT_FALSE(hold_rates.empty());
     EXPECT_GT(truth(hold_rates.front()), 1) << ::testing::PrintToString(hold_rates);
-    EXPECT_LE(hold_rates.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
-    // The estimate comes down below the failed hold; the search goes on from the new bracket.
+    EXPECT_LE(hold_rates.size(), static_cast<size_t>(AdaptiveStrategy::kMaxSearchHolds));
+    // The estimate comes down below the failed hold; the search goes on from the new bracket
+    // (and after a second failed hold, on holds alone).
     EXPECT_LT(done.max_sustainable_qps, hold_rates.front()) << done.summary;
     EXPECT_LT(done.max_sustainable_qps, 1.03 * capacity) << done.summary;
     EXPECT_GT(done.max_sustainable_qps, 0.9 * capacity) << done.summary;
@@ -752,6 +757,32 @@ TEST(AdaptiveStrategyTest, AHoldFailingFarOverIsFollowedByHoldsBelowIt) {
     EXPECT_DOUBLE_EQ(done.confidence_low_qps, done.max_sustainable_qps);
     EXPECT_GT(done.confidence_high_qps, capacity) << done.summary;
   }
+}
+
+TEST(AdaptiveStrategyTest, AfterTwoHoldsFailNarrowlyOnlyHoldsDecide) {
+  // Stalls rarer than a step: short steps read 0.3 of the allowed share up to 1000 req/s (a
+  // cliff above), holds read the long run, 1.3 times the allowed share above the capacity of
+  // 800 and 0.6 at or below it. Both holds at the short steps' best fail narrowly (below
+  // kBlindHoldRatio); short steps just below them would pass again, so from then on only holds
+  // decide, retreating below the lowest failed one until one holds. Without that the result
+  // was the short steps' best less its resolution, over 15% above the capacity.
+  constexpr double kCapacity = 800;
+  auto s = Adaptive();
+  ASSERT_TRUE(s);
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    const double r = step.rate_qps;
+    const double ratio = r > 1000 ? 5 : step.hold > 1.5 ? (r > kCapacity ? 1.3 : 0.6) : 0.3;
+    return WithTail(r, 3000, ratio, static_cast<int64_t>(3000 * step.hold));
+  });
+  const std::vector<double> holds = HoldRates(run);
+  ASSERT_GT(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds))
+      << ::testing::PrintToString(holds);
+  EXPECT_GT(holds[1], kCapacity);
+  EXPECT_TRUE(run.done.converged) << run.done.summary;
+  EXPECT_LE(run.done.max_sustainable_qps, kCapacity) << run.done.summary;
+  EXPECT_GE(run.done.max_sustainable_qps, (1 - AdaptiveStrategy::kHoldSearchBracket) * kCapacity)
+      << run.done.summary;
+  EXPECT_DOUBLE_EQ(run.done.max_sustainable_qps, holds.back()) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, AHoldSearchWhereNoHoldHoldsIsNotConverged) {
@@ -909,6 +940,43 @@ TEST(AdaptiveStrategyTest, AStepLimitDuringAHoldClaimsNoMoreThanTheFailedHoldsCr
   EXPECT_GT(capped, 0) << "no run ended during a hold after two failed holds";
 }
 
+TEST(AdaptiveStrategyTest, AHoldCutShortCountsLessInTheFailedHoldsCrossing) {
+  // Short steps pass up to 700 req/s and fail above; holds read the long run precisely,
+  // (rate / 600)^4 +- 0.1 of it, so the holds near 700 fail narrowly, the hold search retreats
+  // 5% at a time, and its holds keep failing narrowly down to 600. Except that the first chunk
+  // (2 parts) of a hold below 640 req/s meets an episode: it reads 1.5 +- 1.5 times the
+  // allowed share. A hold the step limit cuts after that chunk counts as failed on a reading
+  // of a few requests; the estimate stays within 10% below the capacity whatever the limit.
+  // (The failed holds' crossing weighs each hold by its precision; this model's paths do not
+  // separate that from an unweighted line: gen-796271847 in docs/strategies.md does.)
+  const auto model = [](const RunStep& step) {
+    const double r = step.rate_qps;
+    if (!step.verification) return WithTail(r, 5000, r <= 700 ? 0.5 : 3);
+    const bool episode = step.hold <= 2 && r < 640;
+    const double ratio = episode ? 1.5 : std::pow(r / 600, 4);
+    StepOutcome o = WithTail(r, 5000, ratio, static_cast<int64_t>(3 * r * step.hold));
+    o.tail_units = static_cast<int>(10 * step.hold);
+    o.tail_ratio_se = (episode ? 1 : 0.1) * ratio;
+    return o;
+  };
+  int cut = 0;
+  for (int max_steps = 8; max_steps <= 40; ++max_steps) {
+    auto s = Adaptive(50, 2000, max_steps);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, model);
+    const size_t last = run.rates.size() - 1;
+    if (run.done.summary.find("undecided, over the limit so far") == std::string::npos ||
+        run.holds[last] > 2 || run.rates[last] >= 640) {
+      continue;
+    }
+    ++cut;
+    EXPECT_GT(run.done.max_sustainable_qps, 0.9 * 600)
+        << "max_steps " << max_steps << ": " << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, 600 + 1e-6) << run.done.summary;
+  }
+  EXPECT_GT(cut, 0) << "no run ended on a hold cut after its first chunk";
+}
+
 TEST(AdaptiveStrategyTest, AFewRequestsOverTheLimitAtALowRateDoNotEndTheSearch) {
   // Capacity 2000 req/s. Below 100 req/s a rare stall puts 3 requests of each 3 s step over
   // the p99 limit (at 60 req/s, 3 of 180 read 1.67 of the allowed share): at those rates a
@@ -985,7 +1053,8 @@ TEST(AdaptiveStrategyTest, AMinQpsFailingOnABatchersWaitIsProbedAboveBeforeTheTe
 TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
   // Short steps pass up to 900 (tail 0.1 of allowed, 3000 requests); every hold reads 1.1
   // over 9000 requests. Pooled with a short step at its rate it could pass; on its own it does
-  // not: its rate and everything above fail, and with no hold left to back an estimate the
+  // not: its rate and everything above fail. After kMaxHolds such holds only holds decide;
+  // none holds, each retreating below the last, and with none left to back an estimate the
   // result is not converged.
   auto s = Adaptive();
   ASSERT_TRUE(s);
@@ -995,12 +1064,12 @@ TEST(AdaptiveStrategyTest, AHoldMustPassOnItsOwn) {
   });
   const Done& done = run.done;
   const std::vector<double> holds = HoldRates(run);
-  ASSERT_EQ(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
+  ASSERT_GT(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
   EXPECT_LE(holds[0], 900);
-  EXPECT_LT(holds[1], holds[0]);
+  for (size_t i = 1; i < holds.size(); ++i) EXPECT_LT(holds[i], holds[i - 1]) << i;
   EXPECT_GT(done.max_sustainable_qps, 0);
-  EXPECT_LT(done.max_sustainable_qps, holds[1]) << done.summary;
-  EXPECT_DOUBLE_EQ(done.confidence_high_qps, holds[1]) << done.summary;
+  EXPECT_LT(done.max_sustainable_qps, holds.back()) << done.summary;
+  EXPECT_DOUBLE_EQ(done.confidence_high_qps, holds.back()) << done.summary;
   EXPECT_FALSE(done.converged) << done.summary;
   EXPECT_NE(done.verification.find("did not hold"), std::string::npos) << done.verification;
 }
@@ -1223,7 +1292,9 @@ TEST(AdaptiveStrategyTest, AMaxQpsWhoseHoldFailsIsNotAtLeastButSearchedBelow) {
   // Short steps pass everywhere (a stall every minute lands in none of them); a longer look
   // above 300 reads over the limit. No "at least 500": the failed hold at max_qps brackets
   // the search below it; with short steps still passing just below, the second hold fails
-  // too and the result says it is unverified (converged = false, the conservative end).
+  // too, and from then on holds alone decide, retreating below the lowest failed one; none
+  // holds within the holds allowed, and the result says it is unverified (converged = false,
+  // the next retreat below the lowest failed hold as its estimate).
   auto s = Adaptive(10, 500);
   ASSERT_TRUE(s);
   StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
@@ -1234,9 +1305,11 @@ TEST(AdaptiveStrategyTest, AMaxQpsWhoseHoldFailsIsNotAtLeastButSearchedBelow) {
   EXPECT_FALSE(run.done.at_least) << run.done.summary;
   EXPECT_FALSE(run.done.converged) << run.done.summary;
   EXPECT_LT(run.done.max_sustainable_qps, 500) << run.done.summary;
-  EXPECT_LT(run.done.max_sustainable_qps, run.done.best_pass_qps) << run.done.summary;
-  ASSERT_FALSE(HoldRates(run).empty());
-  EXPECT_DOUBLE_EQ(HoldRates(run).front(), 500);
+  const std::vector<double> holds = HoldRates(run);
+  ASSERT_GT(holds.size(), static_cast<size_t>(AdaptiveStrategy::kMaxHolds));
+  EXPECT_DOUBLE_EQ(holds.front(), 500);
+  EXPECT_LT(run.done.max_sustainable_qps, *std::min_element(holds.begin(), holds.end()))
+      << run.done.summary;
   EXPECT_NE(run.done.verification.find("did not hold"), std::string::npos) << run.done.verification;
 }
 
