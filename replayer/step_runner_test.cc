@@ -127,8 +127,12 @@ TEST(StepRunnerTest, HoldsTheRateAgainstAFastServer) {
   EXPECT_EQ(r.measured().seconds(), 2);
   // Everything sent in warmup and measured part reached the server.
   EXPECT_EQ(server.requests_received(), 500);
-  // Keep-alive: far fewer connections than requests.
-  EXPECT_LT(server.connections_accepted(), 100);
+  // Keep-alive: connections were reused. How many were open at once depends on how the
+  // machine scheduled the client and the server (a 1.3 s stall of either leaves 256 requests
+  // needing a connection at once: the default cap), so no bound on it here;
+  // TheConnectionCapQueuesRequestsInsideTheClient and LoadLoopTest's closed-loop test pin the
+  // count where the concurrency is fixed.
+  EXPECT_LT(server.connections_accepted(), server.requests_received());
 
   // One warmup window [0, 0.5 s), then two measured windows, streamed in order.
   ASSERT_EQ(o.windows.size(), 3u);
