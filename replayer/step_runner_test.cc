@@ -188,8 +188,11 @@ TEST(StepRunnerTest, StuckConnectionsAreClosedAtTheTimeoutAndReplaced) {
   EXPECT_EQ(r.scheduled(), 30);
   EXPECT_EQ(r.timeouts(), 30);
   EXPECT_EQ(r.dropped(), 0);
-  // A timed-out connection is never reused (its response could still arrive on it).
-  EXPECT_EQ(server.connections_accepted(), 30);
+  // A timed-out connection is never reused (its response could still arrive on it): the two
+  // stuck connections were closed and replaced (reusing them, the client would never open a
+  // third). Not "30 connections": each queued request gets its connection only 20 ms before
+  // its own deadline, so a loop running late lets some expire in the queue without one.
+  EXPECT_GT(server.connections_accepted(), 2);
 }
 
 TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClient) {
