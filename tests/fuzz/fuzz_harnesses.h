@@ -1,7 +1,7 @@
 // libFuzzer harnesses for the parsers of outside bytes (CONVENTIONS.md rule 19): an
 // autoscaler's JSON answer, a Prometheus query answer, a trace file, a submitter's URL, a
 // model server's streamed (SSE, OpenAI, chunked) response, a target's HTTP/1.1 response, a
-// JSONL request log, a submitter's test spec.
+// JSONL request log, a submitter's test spec, a schedule's cron expression.
 // Each harness is a plain function, so two programs share it: a fuzzer (fuzzer_main.cc, one
 // binary per harness, built with -DVANGUARD_FUZZ=ON and clang) and fuzz_corpus_test (every
 // build), which feeds it each file of tests/fuzz/corpus/<name>/.
@@ -43,6 +43,8 @@ int FuzzWebhookUrl(const uint8_t* data, size_t size);
 int FuzzHttpResponse(const uint8_t* data, size_t size);
 // The bytes: a JSONL request log for the trace converter.
 int FuzzJsonlLog(const uint8_t* data, size_t size);
+// The bytes: a schedule's cron expression for SetSchedule.
+int FuzzCronExpression(const uint8_t* data, size_t size);
 
 struct FuzzHarness {
   std::string_view name;  // fuzz_<name> is its fuzzer, corpus/<name>/ its seeds
@@ -63,6 +65,7 @@ inline constexpr FuzzHarness kFuzzHarnesses[] = {
     {"webhook_url", &FuzzWebhookUrl},
     {"http_response", &FuzzHttpResponse},
     {"jsonl_log", &FuzzJsonlLog},
+    {"cron_expression", &FuzzCronExpression},
 };
 
 // A marker the seeds place in answers and URLs (as a field value, an error text, a query):

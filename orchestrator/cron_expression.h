@@ -1,0 +1,61 @@
+// A cron-like schedule for test schedules (TestSchedule.cron): the five fields of crontab(5),
+// read in UTC, and the next minute they match.
+//
+//   ASSIGN_OR_RETURN(CronExpression cron, CronExpression::Parse("30 2 * * 1-5"));
+//   absl::Time next = cron.NextAfter(clock->Now());   // the next weekday 02:30 UTC
+//
+// Fields, in order: minute (0-59), hour (0-23), day of month (1-31), month (1-12 or JAN-DEC),
+// day of week (0-7 or SUN-SAT; 0 and 7 are Sunday). Each field is a comma-separated list of
+// `*`, `N`, `N-M`, each optionally `/STEP` (`N/STEP` is N to the field's end). Names are
+// case-insensitive. Macros: @yearly (@annually), @monthly, @weekly, @daily (@midnight),
+// @hourly. As in Vixie cron, when both day of month and day of week are restricted (neither
+// starts with `*`) a day matches if either does; otherwise both must. Not supported: seconds,
+// years, `L`, `W`, `#`, `?`, @reboot and time zones (always UTC).
+//
+// Parse reads a user's text (SetSchedule, or a row written with SQL): any malformed input is
+// INVALID_ARGUMENT naming the field and the rule, never a crash; so is an expression no date
+// matches (`0 0 31 2 *`). A parsed expression is immutable; any thread may use it.
+#ifndef VANGUARD_ORCHESTRATOR_CRON_EXPRESSION_H_
+#define VANGUARD_ORCHESTRATOR_CRON_EXPRESSION_H_
+
+#include <bitset>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace vanguard {
+
+class CronExpression {
+ public:
+  static constexpr size_t kMaxBytes = 256;
+
+  static absl::StatusOr<CronExpression> Parse(absl::string_view text);
+
+  // The first whole minute (UTC) strictly after `after` that the expression matches. Always
+  // within 8 years of `after` (a 29 February can be 8 years away), never InfiniteFuture for a
+  // parsed expression.
+  absl::Time NextAfter(absl::Time after) const;
+
+  // The text as given, without surrounding whitespace.
+  const std::string& text() const { return text_; }
+
+ private:
+  CronExpression() = default;
+  bool DayMatches(absl::CivilDay day) const;
+  bool AnyDayInAnyMonth() const;
+
+  std::string text_;
+  std::bitset<60> minutes_;
+  std::bitset<24> hours_;
+  std::bitset<32> days_of_month_;  // bits 1-31
+  std::bitset<13> months_;         // bits 1-12
+  std::bitset<7> days_of_week_;    // 0 = Sunday
+  bool day_of_month_restricted_ = false;
+  bool day_of_week_restricted_ = false;
+};
+
+}  // namespace vanguard
+
+#endif  // VANGUARD_ORCHESTRATOR_CRON_EXPRESSION_H_
