@@ -1,4 +1,4 @@
-// Interval schedule enqueuer; see schedule_enqueuer.h.
+// Interval and cron schedule enqueuer; see schedule_enqueuer.h.
 #include "orchestrator/schedule_enqueuer.h"
 
 #include <iostream>
@@ -11,7 +11,12 @@ void ScheduleEnqueuer::Start() {
       absl::StatusOr<ScheduleRepository::EnqueuePass> pass = RunOnce();
       if (!pass.ok()) {
         std::cerr << "schedule enqueuer: " << pass.status() << std::endl;
-      } else if (pass->queued > 0) {
+        continue;
+      }
+      for (const std::string& error : pass->errors) {
+        std::cerr << "schedule enqueuer: " << error << std::endl;
+      }
+      if (pass->queued > 0) {
         if (options_.on_queued) options_.on_queued(pass->queued);
         std::cerr << "schedule enqueuer: queued " << pass->queued << " scheduled tests"
                   << std::endl;

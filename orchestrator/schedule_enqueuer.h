@@ -1,6 +1,6 @@
-// Queues the tests of interval schedules when they fall due (ScheduleRepository::EnqueueDue),
-// every `interval`, at the time of the injected Clock. Schedules on new versions need no
-// enqueuer: a trigger on registration queues them (migration 0012).
+// Queues the tests of interval and cron schedules when they fall due
+// (ScheduleRepository::EnqueueDue), every `interval`, at the time of the injected Clock. Schedules
+// on new versions need no enqueuer: a trigger on registration queues them (migration 0012).
 //
 //   ScheduleEnqueuer enqueuer(&schedules, Clock::Real(), {.interval = absl::Seconds(10)});
 //   enqueuer.Start();   // background thread; Stop() or the destructor ends it
@@ -42,8 +42,9 @@ class ScheduleEnqueuer {
     return schedules_->EnqueueDue(clock_->Now());
   }
 
-  // A pass every interval on a background thread until Stop(). Errors (database down) are
-  // logged to stderr and retried next interval.
+  // A pass every interval on a background thread until Stop(). Errors (database down, a
+  // cron expression written with SQL that does not parse) are logged to stderr; the pass is
+  // retried next interval.
   void Start();
   void Stop();
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "orchestrator/cron_expression.h"
 #include "orchestrator/lease_reaper.h"
 #include "orchestrator/proto_json.h"
 
@@ -13,7 +14,7 @@ namespace {
 
 constexpr char kSelectSchedule[] =
     "SELECT s.id, s.model, s.name, coalesce(o.team, 'default') AS team, s.spec::text AS spec,"
-    "       s.on_new_version, s.interval_seconds,"
+    "       s.on_new_version, s.interval_seconds, s.cron,"
     "       (extract(epoch FROM s.next_run_at) * 1000000)::bigint AS next_run_us,"
     "       coalesce(s.last_test_id, 0) AS last_test_id,"
     "       (extract(epoch FROM s.created_at) * 1000000)::bigint AS created_us,"
@@ -32,6 +33,10 @@ absl::StatusOr<v1::TestSchedule> ScheduleFromRow(const pqxx::row& row) {
   s.set_on_new_version(row["on_new_version"].as<bool>());
   if (!row["interval_seconds"].is_null()) {
     *s.mutable_interval() = DurationFromSeconds(row["interval_seconds"].as<double>());
+  } else if (!row["cron"].is_null()) {
+    s.set_cron(row["cron"].c_str());
+  }
+  if (!row["next_run_us"].is_null()) {
     *s.mutable_next_run_time() = TimestampFromMicros(row["next_run_us"].as<int64_t>());
   }
   s.set_last_test_id(row["last_test_id"].as<int64_t>());
@@ -40,30 +45,63 @@ absl::StatusOr<v1::TestSchedule> ScheduleFromRow(const pqxx::row& row) {
   return s;
 }
 
+// When a schedule set at `now` is first due: now + interval, the cron expression's next
+// minute, or never (on_new_version only). INVALID_ARGUMENT for a cron expression that does
+// not parse.
+absl::StatusOr<std::optional<int64_t>> FirstRunMicros(const v1::TestSchedule& schedule,
+                                                      absl::Time now) {
+  if (schedule.repeat_case() == v1::TestSchedule::kCron) {
+    ASSIGN_OR_RETURN(CronExpression cron, CronExpression::Parse(schedule.cron()));
+    return Micros(cron.NextAfter(now));
+  }
+  if (schedule.has_interval() && DurationToSeconds(schedule.interval()) > 0) {
+    return Micros(now + absl::Seconds(DurationToSeconds(schedule.interval())));
+  }
+  return std::nullopt;
+}
+
+// When a due schedule whose pass ran at `now` is next due: one interval later, or the cron
+// expression's next minute after `now` (runs missed while no orchestrator ran are not made
+// up). A cron expression written with SQL that does not parse sets `error`, and the schedule
+// is tried again in a day.
+absl::Time NextRun(const pqxx::row& due, absl::Time now, std::string& error) {
+  if (due["cron"].is_null()) return now + absl::Seconds(due["interval_seconds"].as<double>());
+  absl::StatusOr<CronExpression> cron = CronExpression::Parse(due["cron"].c_str());
+  if (cron.ok()) return cron->NextAfter(now);
+  error = absl::StrCat("schedule ", due["id"].as<int64_t>(), ": ", cron.status().message(),
+                       "; retried in a day");
+  return now + absl::Hours(24);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::TestSchedule> ScheduleRepository::Set(const v1::TestSchedule& schedule,
                                                          const std::string& created_by,
                                                          absl::Time now) {
   ASSIGN_OR_RETURN(std::string spec, ProtoToJson(schedule.spec()));
+  ASSIGN_OR_RETURN(const std::optional<int64_t> first_run_us, FirstRunMicros(schedule, now));
   const std::optional<double> interval =
       schedule.has_interval() && DurationToSeconds(schedule.interval()) > 0
           ? std::optional<double>(DurationToSeconds(schedule.interval()))
           : std::nullopt;
+  const std::optional<std::string> cron =
+      schedule.repeat_case() == v1::TestSchedule::kCron
+          ? std::optional<std::string>(CronExpression::Parse(schedule.cron())->text())
+          : std::nullopt;
   return pool_->Transact([&](pqxx::work& txn) -> absl::StatusOr<v1::TestSchedule> {
     const int64_t id =
         txn.exec_params1(
-               "INSERT INTO test_schedules AS s"
-               "   (model, name, spec, on_new_version, interval_seconds, next_run_at, created_by)"
-               " VALUES ($1, $2, $3::jsonb, $4, $5::float8,"
-               "   to_timestamp($6::bigint / 1e6) + make_interval(secs => $5::float8), $7)"
+               "INSERT INTO test_schedules AS s (model, name, spec, on_new_version,"
+               "   interval_seconds, cron, next_run_at, created_by)"
+               " VALUES ($1, $2, $3::jsonb, $4, $5::float8, $6::text,"
+               "   to_timestamp($7::bigint / 1e6), $8)"
                " ON CONFLICT (model, name) DO UPDATE SET"
                "   spec = EXCLUDED.spec, on_new_version = EXCLUDED.on_new_version,"
-               "   interval_seconds = EXCLUDED.interval_seconds,"
+               "   interval_seconds = EXCLUDED.interval_seconds, cron = EXCLUDED.cron,"
                "   next_run_at = EXCLUDED.next_run_at, updated_at = now()"
                " RETURNING id",
-               schedule.model(), schedule.name(), spec, schedule.on_new_version(), interval,
-               Micros(now), created_by)[0]
+               schedule.model(), schedule.name(), spec, schedule.on_new_version(), interval, cron,
+               first_run_us, created_by)[0]
             .as<int64_t>();
     return ScheduleFromRow(txn.exec_params1(absl::StrCat(kSelectSchedule, "WHERE s.id = $1"), id));
   });
@@ -118,7 +156,7 @@ absl::StatusOr<ScheduleRepository::EnqueuePass> ScheduleRepository::EnqueueDue(a
     }
     pass.ran = true;
     pqxx::result due = txn.exec_params(
-        "SELECT s.id,"
+        "SELECT s.id, s.interval_seconds, s.cron,"
         "  (SELECT m.id FROM models m WHERE m.name = s.model AND NOT m.deprecated"
         "    ORDER BY m.created_at DESC, m.id DESC LIMIT 1) AS model_id,"
         "  EXISTS (SELECT 1 FROM tests t WHERE t.id = s.last_test_id"
@@ -133,17 +171,19 @@ absl::StatusOr<ScheduleRepository::EnqueuePass> ScheduleRepository::EnqueueDue(a
         ++pass.skipped;  // next_run_at stays: queued as soon as the previous test ends
         continue;
       }
-      if (row["model_id"].is_null()) {
+      std::string error;
+      const absl::Time next = NextRun(row, now, error);
+      if (!error.empty() || row["model_id"].is_null()) {
         ++pass.skipped;
+        if (!error.empty()) pass.errors.push_back(std::move(error));
       } else {
         txn.exec_params("SELECT vanguard_enqueue_scheduled_test($1, $2)", id,
                         row["model_id"].as<int64_t>());
         ++pass.queued;
       }
       txn.exec_params(
-          "UPDATE test_schedules SET next_run_at = to_timestamp($2::bigint / 1e6)"
-          "   + make_interval(secs => interval_seconds) WHERE id = $1",
-          id, Micros(now));
+          "UPDATE test_schedules SET next_run_at = to_timestamp($2::bigint / 1e6) WHERE id = $1",
+          id, Micros(next));
     }
     return pass;
   });

@@ -1,7 +1,7 @@
-// The schedules table (`test_schedules`, migration 0012): tests queued for a model without
-// anyone submitting them. Registering a version queues every on_new_version schedule of its
-// name in the registration's transaction (a trigger of 0012); EnqueueDue queues the interval
-// schedules that are due.
+// The schedules table (`test_schedules`, migrations 0012 and 0015): tests queued for a model
+// without anyone submitting them. Registering a version queues every on_new_version schedule
+// of its name in the registration's transaction (a trigger of 0012); EnqueueDue queues the
+// interval and cron schedules that are due.
 //
 //   ScheduleRepository schedules(pool);
 //   ASSIGN_OR_RETURN(v1::TestSchedule s, schedules.Set(schedule, "ci-token", clock->Now()));
@@ -33,13 +33,17 @@ class ScheduleRepository {
     // that one ends), or its model has no version that is not deprecated (it waits another
     // interval).
     int skipped = 0;
+    // Why a due schedule was skipped, when that is a fault: a cron expression written with
+    // SQL that does not parse (tried again in a day). The enqueuer logs them.
+    std::vector<std::string> errors;
   };
 
   explicit ScheduleRepository(PostgresPool* pool) : pool_(pool) {}
 
   // Creates the schedule of (schedule.model, schedule.name) or replaces its spec,
-  // on_new_version and interval. With an interval, it is next due at now + interval.
-  // FAILED_PRECONDITION when the model name was never registered.
+  // on_new_version, interval and cron. With an interval it is first due at now + interval,
+  // with a cron expression at its first minute after now. FAILED_PRECONDITION when the model
+  // name was never registered; INVALID_ARGUMENT for a cron expression that does not parse.
   absl::StatusOr<v1::TestSchedule> Set(const v1::TestSchedule& schedule,
                                        const std::string& created_by, absl::Time now);
   // NOT_FOUND for an unknown id.
@@ -50,8 +54,10 @@ class ScheduleRepository {
   // NOT_FOUND for an unknown id. The tests it queued stay.
   absl::Status Delete(int64_t id);
 
-  // Queues the test of each interval schedule due at `now` (next_run_at <= now) against its
-  // model's newest version that is not deprecated, and sets it next due at now + interval.
+  // Queues the test of each interval or cron schedule due at `now` (next_run_at <= now)
+  // against its model's newest version that is not deprecated, and sets it next due at
+  // now + interval, or at the cron expression's first minute after now (a run missed while
+  // no orchestrator ran is made up once, not once per missed minute).
   // Runs only while holding the lease reaper's transaction-scoped advisory lock
   // (LeaseReaper::kAdvisoryLockKey), so one replica enqueues at a time; returns ran = false
   // when another holds it. At most `limit` schedules a pass.

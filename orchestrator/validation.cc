@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "orchestrator/cron_expression.h"
 #include "orchestrator/proto_json.h"
 #include "orchestrator/webhook_sender.h"
 
@@ -564,8 +565,13 @@ absl::Status ValidateSchedule(const v1::TestSchedule& schedule) {
       (interval < absl::Minutes(1) || interval > absl::Hours(24 * 366))) {
     return Invalid("schedule.interval", "must be from 1m to 366 days (or 0: none)");
   }
-  if (!schedule.on_new_version() && interval == absl::ZeroDuration()) {
-    return Invalid("schedule", "set on_new_version, an interval, or both");
+  if (schedule.repeat_case() == v1::TestSchedule::kCron) {
+    absl::StatusOr<CronExpression> cron = CronExpression::Parse(schedule.cron());
+    if (!cron.ok()) return Invalid("schedule.cron", cron.status().message());
+  }
+  if (!schedule.on_new_version() && interval == absl::ZeroDuration() &&
+      schedule.repeat_case() != v1::TestSchedule::kCron) {
+    return Invalid("schedule", "set on_new_version, an interval or a cron expression");
   }
   if (!schedule.spec().model().empty() && schedule.spec().model() != schedule.model()) {
     return Invalid("schedule.spec.model", "must be empty or the schedule's model");

@@ -21,7 +21,10 @@ std::string FormatUtc(const google::protobuf::Timestamp& t) {
                           absl::UTCTimeZone());
 }
 
-std::string FormatEvery(const google::protobuf::Duration& d) {
+// The interval ("6h") or the cron expression ("cron 30 2 * * 1-5"), "-" for neither.
+std::string FormatRepeat(const v1::TestSchedule& s) {
+  if (s.repeat_case() == v1::TestSchedule::kCron) return absl::StrCat("cron ", s.cron());
+  const google::protobuf::Duration& d = s.interval();
   if (!HasDuration(d)) return "-";
   return absl::FormatDuration(absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos()));
 }
@@ -37,9 +40,15 @@ absl::StatusOr<v1::SetScheduleRequest> ParseSchedulesSet(const CommandInput& in)
   ASSIGN_OR_RETURN(bool on_new_version, in.flags.Bool("on_new_version"));
   schedule.set_on_new_version(on_new_version);
   ASSIGN_OR_RETURN(std::optional<absl::Duration> every, in.flags.Duration("every"));
+  ASSIGN_OR_RETURN(std::optional<std::string> cron, in.flags.NonEmptyText("cron"));
+  if (every.has_value() && cron.has_value()) {
+    return FlagError("cron", "give --every (a fixed interval) or --cron, not both");
+  }
   if (every.has_value()) SetProtoDuration(*every, schedule.mutable_interval());
-  if (!on_new_version && !every.has_value()) {
-    return FlagError("on_new_version", "give --on_new_version, --every=DURATION or both");
+  if (cron.has_value()) schedule.set_cron(*cron);  // the orchestrator parses it
+  if (!on_new_version && !every.has_value() && !cron.has_value()) {
+    return FlagError("on_new_version",
+                     "give --on_new_version, and/or --every=DURATION or --cron=EXPRESSION");
   }
   ASSIGN_OR_RETURN(std::optional<std::string> spec_file, in.flags.NonEmptyText("spec_file"));
   RETURN_IF_ERROR(ReadJsonMessage("spec_file", *spec_file, schedule.mutable_spec()));
@@ -168,8 +177,7 @@ std::string RenderScheduleTable(const v1::ListSchedulesResponse& list) {
                    {"LAST TEST", Align::kRight}});
   for (const v1::TestSchedule& s : list.schedules()) {
     table.AddRow({absl::StrCat(s.id()), s.model(), s.name(), s.team(),
-                  s.on_new_version() ? "yes" : "no", FormatEvery(s.interval()),
-                  FormatUtc(s.next_run_time()),
+                  s.on_new_version() ? "yes" : "no", FormatRepeat(s), FormatUtc(s.next_run_time()),
                   s.last_test_id() > 0 ? absl::StrCat(s.last_test_id()) : "-"});
   }
   return table.Render();
@@ -196,11 +204,15 @@ std::vector<CommandSpec> ScheduleCommands() {
   return {
       Command<v1::SetScheduleRequest>(
           {.words = {"schedules", "set"},
-           .summary = "Test a model on every new version and/or at a fixed interval.",
-           .details = "Replaces the schedule of the same --model and --name. The spec file is a "
-                      "vanguard.v1.TestSpec (as `vanguard submit --spec_file`) without "
-                      "model_version: each queued test pins the version it tests. --every is a "
-                      "fixed interval (no cron syntax). docs/planning.md.",
+           .summary = "Test a model on every new version and/or at an interval or cron times.",
+           .details =
+               "Replaces the schedule of the same --model and --name. The spec file is a "
+               "vanguard.v1.TestSpec (as `vanguard submit --spec_file`) without "
+               "model_version: each queued test pins the version it tests. --every is a fixed "
+               "interval; --cron five crontab fields in UTC (minute hour day-of-month month "
+               "day-of-week: '30 2 * * 1-5' is 02:30 UTC on weekdays) or @hourly, @daily, "
+               "@weekly, @monthly, @yearly. A run missed while no orchestrator ran is made up "
+               "once. docs/planning.md.",
            .flags = {required_model,
                      {.name = "name",
                       .value = "N",
@@ -211,6 +223,12 @@ std::vector<CommandSpec> ScheduleCommands() {
                       .value = "6h",
                       .help = "Queue the test at this interval (1m to 366 days) against the "
                               "newest version that is not deprecated."},
+                     {.name = "cron",
+                      .value = "'M H DOM MON DOW'",
+                      .help = "Queue the test at the minutes (UTC) this cron expression matches "
+                              "against the newest version that is not deprecated: *, N, N-M, "
+                              "lists, /STEP, JAN-DEC, SUN-SAT, or a macro (@daily); not with "
+                              "--every."},
                      {.name = "spec_file",
                       .value = "test.json",
                       .help = "The test to queue: a vanguard.v1.TestSpec in protobuf JSON.",

@@ -1,5 +1,6 @@
 // Continuous regression testing from the command line (docs/planning.md):
-//   vanguard schedules set --model=M [--name=N] [--on_new_version] [--every=6h] --spec_file=F
+//   vanguard schedules set --model=M [--name=N] [--on_new_version] [--every=6h | --cron=EXPR]
+//                          --spec_file=F
 //   vanguard schedules list [--model=M]
 //   vanguard schedules delete ID
 //   vanguard webhooks add (--model=M | --team=T) --url=URL --secret_file=F
@@ -12,6 +13,7 @@
 //   out << RenderScheduleTable(response);
 //   // ID  MODEL     NAME     TEAM     ON NEW VERSION  EVERY  NEXT RUN (UTC)    LAST TEST
 //   //  3  resnet50  default  vision   yes             6h     2026-12-02 18:00  41
+//   // (EVERY is the interval, or "cron " and the expression)
 //
 // Pure render and parse functions; the commands run on main()'s thread.
 #ifndef VANGUARD_ORCHESTRATOR_CLI_SCHEDULE_COMMANDS_H_

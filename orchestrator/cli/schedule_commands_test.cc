@@ -59,6 +59,38 @@ TEST_F(ScheduleCommandsTest, SetSendsTheSpecFileAndTriggersAndPrintsTheSchedule)
   EXPECT_THAT(out_.str(), HasSubstr("6h  2026-12-02 18:00"));
 }
 
+TEST_F(ScheduleCommandsTest, SetSendsACronExpressionAndPrintsIt) {
+  const std::string spec = WriteTempFile("schedule_spec3.json", R"({"sweep": {"rates_qps": [1]}})");
+  v1::SetScheduleRequest sent;
+  EXPECT_CALL(stub_, SetSchedule(_, _, _))
+      .WillOnce(Invoke([&](grpc::ClientContext*, const v1::SetScheduleRequest& request,
+                           v1::SetScheduleResponse* response) {
+        sent = request;
+        *response->mutable_schedule() = request.schedule();
+        response->mutable_schedule()->set_id(4);
+        response->mutable_schedule()->mutable_next_run_time()->set_seconds(
+            1'796'956'200);  // 2026-12-11 02:30 UTC
+        return grpc::Status::OK;
+      }));
+  EXPECT_EQ(RunCommand({"schedules", "set"},
+                       {{"model", "resnet50"}, {"cron", "30 2 * * 1-5"}, {"spec_file", spec}}),
+            kExitOk)
+      << err_.str() << usage_error_;
+  EXPECT_EQ(sent.schedule().cron(), "30 2 * * 1-5");
+  EXPECT_FALSE(sent.schedule().has_interval());
+  EXPECT_FALSE(sent.schedule().on_new_version());
+  EXPECT_THAT(out_.str(), HasSubstr("cron 30 2 * * 1-5  2026-12-11 02:30"));
+}
+
+TEST_F(ScheduleCommandsTest, SetTakesAnIntervalOrACronNotBoth) {
+  const std::string spec = WriteTempFile("schedule_spec4.json", R"({"sweep": {"rates_qps": [1]}})");
+  EXPECT_EQ(RunCommand({"schedules", "set"},
+                       {{"model", "m"}, {"every", "6h"}, {"cron", "@daily"}, {"spec_file", spec}}),
+            kExitUsage);
+  EXPECT_THAT(usage_error_, HasSubstr("--cron"));
+  EXPECT_THAT(usage_error_, HasSubstr("not both"));
+}
+
 TEST_F(ScheduleCommandsTest, SetNeedsATriggerAndASpecFile) {
   const std::string spec = WriteTempFile("schedule_spec2.json", R"({"sweep": {"rates_qps": [1]}})");
   EXPECT_EQ(RunCommand({"schedules", "set"}, {{"model", "m"}, {"spec_file", spec}}), kExitUsage);

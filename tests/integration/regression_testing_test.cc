@@ -73,6 +73,23 @@ class RegressionTestingTest : public DatabaseTest {
     return response.schedule();
   }
 
+  absl::StatusOr<v1::TestSchedule> SetCronSchedule(const std::string& model,
+                                                   const std::string& cron) {
+    v1::SetScheduleRequest request;
+    v1::TestSchedule& s = *request.mutable_schedule();
+    s.set_model(model);
+    s.set_cron(cron);
+    *s.mutable_spec() = ValidSpec(model);
+    ASSIGN_OR_RETURN(v1::SetScheduleResponse response, service_->SetSchedule(request));
+    return response.schedule();
+  }
+
+  int64_t NextRunSeconds(int64_t schedule_id) {
+    absl::StatusOr<v1::TestSchedule> s = schedules_->Get(schedule_id);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->next_run_time().seconds() : 0;
+  }
+
   // Every test of `model`, oldest first: (id, state, stored spec).
   struct StoredTest {
     int64_t id;
@@ -229,6 +246,75 @@ TEST_F(RegressionTestingTest, IntervalScheduleQueuesWhenDueAndNeverTwiceWhileIts
             queued[0].id);
   EXPECT_EQ(enqueuer.RunOnce()->queued, 1);
   EXPECT_EQ(TestsOf("resnet50").size(), 2u);
+}
+
+TEST_F(RegressionTestingTest, CronScheduleQueuesAtItsMinutesAndMakesUpAMissedRunOnce) {
+  // The fake clock to the next Tuesday 22:13:20 UTC.
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  absl::CivilDay tuesday = absl::ToCivilDay(clock_.Now(), utc) + 1;
+  while (absl::GetWeekday(tuesday) != absl::Weekday::tuesday) ++tuesday;
+  clock_.Advance(absl::FromCivil(absl::CivilSecond(tuesday) + (22 * 3600 + 13 * 60 + 20), utc) -
+                 clock_.Now());
+  Register("resnet50", "v1");
+  absl::StatusOr<v1::TestSchedule> set = SetCronSchedule("resnet50", "0 3 * * *");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->cron(), "0 3 * * *");
+  EXPECT_FALSE(set->has_interval());
+  // Wednesday 03:00: 4 h 46 min 40 s later.
+  const int64_t wednesday_3am = absl::ToUnixSeconds(clock_.Now()) + 4 * 3600 + 46 * 60 + 40;
+  EXPECT_EQ(set->next_run_time().seconds(), wednesday_3am);
+  ScheduleEnqueuer enqueuer(schedules_.get(), &clock_, {});
+
+  clock_.Advance(absl::Seconds(wednesday_3am - absl::ToUnixSeconds(clock_.Now()) - 1));
+  // 02:59:59
+  EXPECT_EQ(enqueuer.RunOnce()->queued, 0);
+  clock_.Advance(absl::Seconds(1));
+  absl::StatusOr<ScheduleRepository::EnqueuePass> pass = enqueuer.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->queued, 1);
+  EXPECT_EQ(NextRunSeconds(set->id()), wednesday_3am + 86400);  // Thursday 03:00
+  std::vector<StoredTest> queued = TestsOf("resnet50");
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_EQ(queued[0].spec.model_version(), "v1");
+  SqlParams("UPDATE tests SET state = 'cancelled', finished_at = now() WHERE id = $1",
+            queued[0].id);
+
+  // No orchestrator ran for three days (to Saturday 12:00): one test, not three, and the next
+  // run is Sunday 03:00.
+  clock_.Advance(absl::Hours(3 * 24 + 9));
+  EXPECT_EQ(enqueuer.RunOnce()->queued, 1);
+  EXPECT_EQ(TestsOf("resnet50").size(), 2u);
+  EXPECT_EQ(NextRunSeconds(set->id()), wednesday_3am + 4 * 86400);
+}
+
+TEST_F(RegressionTestingTest, CronSchedulesAreValidatedAndABadOneWrittenWithSqlIsSkipped) {
+  Register("resnet50", "v1");
+  absl::StatusOr<v1::TestSchedule> bad = SetCronSchedule("resnet50", "0 25 * * *");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("schedule.cron: cron's hour field: 25"));
+  EXPECT_EQ(SetCronSchedule("resnet50", "0 0 31 2 *").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetCronSchedule("resnet50", "").status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Only the orchestrator parses cron; a row written with SQL may not parse. The enqueuer
+  // skips it, says why, and tries again a day later.
+  absl::StatusOr<v1::TestSchedule> set = SetCronSchedule("resnet50", "@hourly");
+  ASSERT_TRUE(set.ok()) << set.status();
+  SqlParams("UPDATE test_schedules SET cron = 'every tuesday' WHERE id = $1", set->id());
+  clock_.Advance(absl::Hours(1));
+  ScheduleEnqueuer enqueuer(schedules_.get(), &clock_, {});
+  absl::StatusOr<ScheduleRepository::EnqueuePass> pass = enqueuer.RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->queued, 0);
+  EXPECT_EQ(pass->skipped, 1);
+  ASSERT_EQ(pass->errors.size(), 1u);
+  EXPECT_THAT(pass->errors[0], HasSubstr("5 fields"));
+  EXPECT_TRUE(TestsOf("resnet50").empty());
+  EXPECT_EQ(NextRunSeconds(set->id()), absl::ToUnixSeconds(clock_.Now() + absl::Hours(24)));
+
+  // The table refuses a schedule that repeats both ways.
+  EXPECT_ANY_THROW(
+      SqlParams("UPDATE test_schedules SET interval_seconds = 60 WHERE id = $1", set->id()));
 }
 
 TEST_F(RegressionTestingTest, TheEnqueuerSkipsItsPassWhileAnotherReplicaHoldsTheReaperLock) {
