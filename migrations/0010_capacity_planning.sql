@@ -166,6 +166,9 @@ SELECT * FROM capacity_verdicts WHERE verdict = 'regressed';
 -- capacity. cost_per_million_requests is NULL: the registry stores no price per
 -- accelerator-hour (with a price P it would be P * accelerators / (peak_qps * 0.0036)).
 -- headroom is a fraction (0.3 = 30%). Invalid input raises invalid_parameter_value.
+-- (Dropped first: a later migration gives vanguard_plan more columns, and applying this one
+-- again must not fail on that.)
+DROP FUNCTION IF EXISTS vanguard_plan(text, double precision, double precision, integer);
 CREATE OR REPLACE FUNCTION vanguard_plan(
     p_model text, peak_qps double precision, headroom double precision DEFAULT 0.3,
     survive_loss integer DEFAULT 1)

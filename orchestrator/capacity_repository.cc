@@ -196,6 +196,13 @@ absl::StatusOr<v1::PlanCapacityResponse> CapacityRepository::Plan(const std::str
       if (!row["cost_per_million_requests"].is_null()) {
         plan->set_cost_per_million_requests(row["cost_per_million_requests"].as<double>());
       }
+      if (!row["output_tokens_per_request"].is_null()) {
+        plan->set_output_tokens_per_request(row["output_tokens_per_request"].as<double>());
+      }
+      if (!row["cost_per_million_output_tokens"].is_null()) {
+        plan->set_cost_per_million_output_tokens(
+            row["cost_per_million_output_tokens"].as<double>());
+      }
       *plan->mutable_measure_time() = TimestampFromMicros(row["measured_us"].as<int64_t>());
     }
     return response;

@@ -67,6 +67,7 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
   step.set_scheduled(r.scheduled());
   step.set_sent(r.sent());
   step.set_completed(r.completed());
+  step.set_output_chunks(r.output_chunks());
   step.set_errors(r.errors());
   step.set_timeouts(r.timeouts());
   step.set_dropped(r.dropped());

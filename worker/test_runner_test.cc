@@ -165,6 +165,16 @@ TEST_F(TestRunnerTest, ReportsEveryStepAndCompletesWithHighestPassingRate) {
   EXPECT_FALSE(done.result().summary().empty());
 }
 
+TEST(BuildStepReportTest, CarriesTheMeasuredPartsOutputChunks) {
+  ExecutedStep executed;
+  executed.request.set_rate_qps(40);
+  executed.result.set_completed(400);
+  executed.result.set_output_chunks(100'000);  // 250 per completed request
+  const vanguard::v1::Step step = BuildStepReport(3, 1, executed, StepJudgement());
+  EXPECT_EQ(step.completed(), 400);
+  EXPECT_EQ(step.output_chunks(), 100'000);
+}
+
 TEST_F(TestRunnerTest, EachStepsWindowsReachTheOrchestratorAsMeasuredBeforeItsReport) {
   // One log of what the orchestrator hears, in order: "p<step>:<window indices>" per
   // progress call, "s<step>" per step report.

@@ -325,7 +325,9 @@ std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
                    {"TEST", Align::kRight},
                    {"REPLICAS", Align::kRight},
                    {"ACCELERATORS", Align::kRight},
-                   {"COST/1M REQ", Align::kRight}});
+                   {"COST/1M REQ", Align::kRight},
+                   {"OUT TOK/REQ", Align::kRight},
+                   {"COST/1M OUT TOK", Align::kRight}});
   bool unmeasured = false;
   bool priced = false;
   for (const v1::ReplicaPlan& p : plan.plans()) {
@@ -339,7 +341,12 @@ std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
          measured ? absl::StrCat(p.test_id()) : "-", measured ? absl::StrCat(p.replicas()) : "-",
          measured && p.accelerators() > 0 ? absl::StrCat(p.accelerators()) : "-",
          p.has_cost_per_million_requests() ? absl::StrFormat("%.4f", p.cost_per_million_requests())
-                                           : "-"});
+                                           : "-",
+         p.has_output_tokens_per_request() ? absl::StrFormat("%.1f", p.output_tokens_per_request())
+                                           : "-",
+         p.has_cost_per_million_output_tokens()
+             ? absl::StrFormat("%.4f", p.cost_per_million_output_tokens())
+             : "-"});
   }
   absl::StrAppend(&out, table.Render(), "replicas = ceil(", FormatQps(plan.required_qps()),
                   " / capacity per replica) + ", plan.survive_loss(), "\n");
@@ -356,7 +363,8 @@ std::string RenderPlanCsv(const v1::PlanCapacityResponse& plan) {
   std::string out =
       CsvLine({"model", "peak_qps", "headroom", "survive_loss", "required_qps", "accelerator",
                "accelerator_count", "pool", "version", "test_id", "capacity_qps", "at_least",
-               "replicas", "accelerators", "cost_per_million_requests"});
+               "replicas", "accelerators", "cost_per_million_requests", "output_tokens_per_request",
+               "cost_per_million_output_tokens"});
   for (const v1::ReplicaPlan& p : plan.plans()) {
     const bool measured = p.test_id() != 0;
     absl::StrAppend(
@@ -368,7 +376,10 @@ std::string RenderPlanCsv(const v1::PlanCapacityResponse& plan) {
                  measured ? Number(p.capacity_qps()) : "", measured ? Bool(p.at_least()) : "",
                  measured ? absl::StrCat(p.replicas()) : "",
                  measured && p.accelerators() > 0 ? absl::StrCat(p.accelerators()) : "",
-                 p.has_cost_per_million_requests() ? Number(p.cost_per_million_requests()) : ""}));
+                 p.has_cost_per_million_requests() ? Number(p.cost_per_million_requests()) : "",
+                 p.has_output_tokens_per_request() ? Number(p.output_tokens_per_request()) : "",
+                 p.has_cost_per_million_output_tokens() ? Number(p.cost_per_million_output_tokens())
+                                                        : ""}));
   }
   return out;
 }
@@ -419,7 +430,10 @@ std::vector<CommandSpec> PlanningCommands() {
            .details = "replicas = ceil(peak_qps * (1 + headroom) / capacity per replica) + "
                       "survive_loss; cost per million requests = price per accelerator-hour * "
                       "accelerators per replica / (capacity * 3600) * 1e6 where the registry "
-                      "has a price (docs/planning.md). With --profile: replicas at each time "
+                      "has a price; for generative models that stream, the output tokens per "
+                      "request the capacity test measured (one per content chunk) and cost per "
+                      "million output tokens = cost per million requests / tokens per request "
+                      "(docs/planning.md). With --profile: replicas at each time "
                       "of the day, replica-hours, accelerator-hours and cost per day (table and "
                       "CSV; JSON and YAML print the plan only).",
            .flags = {{.name = "model", .value = "N", .help = "The model.", .required = true},

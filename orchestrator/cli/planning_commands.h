@@ -7,8 +7,10 @@
 //
 //   out << RenderPlanTable(plan);
 //   // resnet50: peak 400.0 qps + 30% headroom = 520.0 qps, surviving the loss of 1 replica
-//   // HARDWARE     VERSION  CAPACITY/REPLICA  TEST  REPLICAS  ACCELERATORS  COST/1M REQ
-//   // nvidia-l4x2  v2                 100.0     7         7            14            -
+//   // HARDWARE     VERSION  CAPACITY/REPLICA  TEST  REPLICAS  ACCELERATORS  COST/1M REQ ...
+//   // nvidia-l4x2  v2                 100.0     7         7            14            - ...
+//   // (then OUT TOK/REQ and COST/1M OUT TOK: a generative model's output tokens per request
+//   // and the cost of a million of them at the SLO)
 //
 // Pure render and parse functions; the commands run on main()'s thread.
 #ifndef VANGUARD_ORCHESTRATOR_CLI_PLANNING_COMMANDS_H_

@@ -139,9 +139,9 @@ TEST_F(PlanningCommandsTest, PlanLeavesTheDefaultsToTheOrchestratorAndPrintsCsvA
   EXPECT_EQ(out_.str(),
             "model,peak_qps,headroom,survive_loss,required_qps,accelerator,accelerator_count,pool,"
             "version,test_id,capacity_qps,at_least,replicas,accelerators,"
-            "cost_per_million_requests\n"
-            "resnet50,400,0.3,1,520,cpu,0,,v1-cpu,,,,,,\n"
-            "resnet50,400,0.3,1,520,nvidia-l4,2,,v2,7,100,false,7,14,\n");
+            "cost_per_million_requests,output_tokens_per_request,cost_per_million_output_tokens\n"
+            "resnet50,400,0.3,1,520,cpu,0,,v1-cpu,,,,,,,,\n"
+            "resnet50,400,0.3,1,520,nvidia-l4,2,,v2,7,100,false,7,14,,,\n");
   out_.str("");
   ServePlan();
   EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}, {"peak_qps", "400"}, {"output", "json"}}),
@@ -149,6 +149,30 @@ TEST_F(PlanningCommandsTest, PlanLeavesTheDefaultsToTheOrchestratorAndPrintsCsvA
   const nlohmann::json json = nlohmann::json::parse(out_.str());
   EXPECT_EQ(json["plans"][1]["replicas"], "7");  // int64 as protobuf's JSON mapping has it
   EXPECT_FALSE(json["plans"][1].contains("cost_per_million_requests"));
+}
+
+TEST(RenderPlanTableTest, PrintsTheOutputTokensPerRequestAndTheirCost) {
+  v1::PlanCapacityResponse plan;
+  plan.set_model("llama");
+  plan.set_peak_qps(400);
+  plan.set_headroom(0.3);
+  plan.set_survive_loss(1);
+  plan.set_required_qps(520);
+  v1::ReplicaPlan& l4 = *plan.add_plans();
+  l4.mutable_hardware()->set_accelerator("nvidia-l4");
+  l4.mutable_hardware()->set_accelerator_count(2);
+  l4.set_model_version("v2");
+  l4.set_test_id(7);
+  l4.set_capacity_qps(100);
+  l4.set_replicas(7);
+  l4.set_accelerators(14);
+  l4.set_cost_per_million_requests(13.888888888888889);
+  l4.set_output_tokens_per_request(200);
+  l4.set_cost_per_million_output_tokens(0.069444444444444448);
+  const std::string out = RenderPlanTable(plan);
+  EXPECT_THAT(out, HasSubstr("COST/1M REQ  OUT TOK/REQ  COST/1M OUT TOK"));
+  EXPECT_THAT(out, HasSubstr("13.8889        200.0           0.0694"));
+  EXPECT_THAT(RenderPlanCsv(plan), HasSubstr(",13.88888888888889,200,0.06944444444444445\n"));
 }
 
 TEST_F(PlanningCommandsTest, PlanWithAProfileSizesForItsPeakAndPrintsTheDay) {

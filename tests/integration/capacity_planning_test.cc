@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "database_test_base.h"
 #include "gmock/gmock.h"
@@ -49,9 +50,11 @@ class CapacityPlanningTest : public DatabaseTest {
     return RegisterModelId(model);
   }
 
-  // Runs a test of `version` to the end as a worker would, with this result; its id.
+  // Runs a test of `version` to the end as a worker would, with these steps and this
+  // result; its id.
   int64_t Completed(const std::string& version, double qps, double low, double high,
-                    bool converged = true, bool at_least = false) {
+                    bool converged = true, bool at_least = false,
+                    const std::vector<v1::Step>& steps = {}) {
     v1::TestSpec spec = ValidSpec();
     spec.set_model_version(version);
     absl::StatusOr<RegisteredModel> model = models_->Get("resnet50", version);
@@ -60,6 +63,10 @@ class CapacityPlanningTest : public DatabaseTest {
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     absl::StatusOr<std::optional<v1::Test>> leased = tests_->Lease("w1", absl::Seconds(30));
     EXPECT_TRUE(leased.ok() && leased->has_value());
+    for (const v1::Step& step : steps) {
+      absl::Status reported = tests_->ReportStep(submitted->id(), (**leased).attempt(), step);
+      EXPECT_TRUE(reported.ok()) << reported;
+    }
     v1::TestResult result;
     result.set_max_sustainable_qps(qps);
     result.set_confidence_low_qps(low);
@@ -273,6 +280,56 @@ TEST_F(CapacityPlanningTest, PlanPricesAMillionRequestsAtTheMeasuredCapacity) {
                   .as<double>(),
               13.888888888888889, 1e-9);
   EXPECT_THROW(Sql("INSERT INTO accelerator_prices VALUES ('gpu', -1)"), pqxx::check_violation);
+}
+
+// A streaming model's steps record their output chunks; the plan divides the cost of a
+// million requests by the output tokens per request.
+TEST_F(CapacityPlanningTest, PlanPricesAMillionOutputTokensFromTheTestsStreamedChunks) {
+  Register("v2", "nvidia-l4", 2);
+  Register("v1-cpu", "cpu", 0);
+  // 200 output tokens per completed request over the measured steps: (199'800 + 400'000) /
+  // (999 + 2000). The interrupted step (no chunks) is left out of both sums.
+  v1::Step first = ValidStep(0, 50);
+  first.set_output_chunks(199'800);  // 999 completed
+  v1::Step second = ValidStep(1, 100);
+  second.set_completed(2000);
+  second.set_output_chunks(400'000);
+  v1::Step interrupted = ValidStep(2, 110);
+  interrupted.set_interrupted(true);
+  interrupted.set_completed(500);
+  Completed("v2", 100, 100, 110, true, false, {first, second, interrupted});
+  Completed("v1-cpu", 77, 77, 80, true, false, {ValidStep(0, 77)});  // not streamed
+  Sql("INSERT INTO accelerator_prices (accelerator, price_per_hour) VALUES "
+      "('nvidia-l4', 2.5), ('cpu', 0.36)");
+
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(400, 0.3, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->plans_size(), 2);
+  const v1::ReplicaPlan& cpu = plan->plans(0);
+  const v1::ReplicaPlan& l4 = plan->plans(1);
+  ASSERT_TRUE(l4.has_output_tokens_per_request());
+  EXPECT_NEAR(l4.output_tokens_per_request(), 200, 1e-12);
+  // 2.5 $/h * 2 accelerators / (100 req/s * 3600 s * 200 tokens) * 1e6 = 0.069444...
+  ASSERT_TRUE(l4.has_cost_per_million_output_tokens());
+  EXPECT_NEAR(l4.cost_per_million_output_tokens(), 5.0 / 72'000'000 * 1e6, 1e-12);
+  EXPECT_NEAR(l4.cost_per_million_requests() / l4.output_tokens_per_request(),
+              l4.cost_per_million_output_tokens(), 1e-12);
+  EXPECT_FALSE(cpu.has_output_tokens_per_request()) << "its steps streamed no chunks";
+  EXPECT_FALSE(cpu.has_cost_per_million_output_tokens());
+  EXPECT_TRUE(cpu.has_cost_per_million_requests());
+
+  // The same from SQL, as a planner runs it.
+  pqxx::result row =
+      Sql("SELECT output_tokens_per_request, cost_per_million_output_tokens"
+          "  FROM vanguard_plan('resnet50', 400, 0.3, 1) WHERE accelerator = 'nvidia-l4'");
+  EXPECT_NEAR(row[0][0].as<double>(), 200, 1e-12);
+  EXPECT_NEAR(row[0][1].as<double>(), 0.069444444444444444, 1e-12);
+  // Unpriced hardware has a token count but no cost.
+  Sql("DELETE FROM accelerator_prices WHERE accelerator = 'nvidia-l4'");
+  plan = Plan(400, 0.3, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->plans(1).has_output_tokens_per_request());
+  EXPECT_FALSE(plan->plans(1).has_cost_per_million_output_tokens());
 }
 
 // An autoscale test's result (max_sustainable_qps 0, TestResult.autoscale set) is stored like
