@@ -67,7 +67,10 @@ ABSL_FLAG(int32_t, concurrency, 0,
 ABSL_FLAG(std::string, protocol, "kserve_v2_rest",
           "run: kserve_v2_rest, http (GET --target, or POST --body to it), openai_completions, "
           "openai_chat or kserve_v2_grpc");
-ABSL_FLAG(std::string, trace, "", "run: a recorded trace file to replay instead of --body");
+ABSL_FLAG(std::string, trace, "",
+          "run: a recorded trace file to replay instead of --body; rates: the trace to read");
+ABSL_FLAG(absl::Duration, bucket, absl::Minutes(5),
+          "rates: the width of each rate bucket (1s to 24h)");
 ABSL_FLAG(absl::Duration, slo_latency, absl::ZeroDuration(),
           "run: per-request latency limit for goodput (0: not checked)");
 ABSL_FLAG(absl::Duration, slo_ttft, absl::ZeroDuration(),
@@ -142,6 +145,11 @@ Usage:
   vanguard-replayer convert --input=log.jsonl --output=trace.vtr
       Converts a JSONL request log (timestamp, model, body, headers per line) into a trace;
       bad lines are listed with their line numbers (exit 1 if any).
+
+  vanguard-replayer rates --trace=traffic.vtr [--bucket=5m] [--model=M]
+      Prints the trace's request rate over time as CSV (start_s,duration_s,qps, one line
+      per bucket; only model M's requests with --model) for `vanguard plan --rates=FILE`:
+      replicas over time and accelerator-hours (docs/planning.md).
 
 Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
 
@@ -482,12 +490,21 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   if (positionals.size() != 2) {
     return vanguard::replayer::UsageError(
-        positionals.size() < 2 ? "missing mode: serve, run, record or convert"
-                               : "expected exactly one mode (serve, run, record or convert)");
+        positionals.size() < 2
+            ? "missing mode: serve, run, record, convert or rates"
+            : "expected exactly one mode (serve, run, record, convert or rates)");
   }
   std::string mode = positionals[1];
   if (mode == "serve") return vanguard::replayer::Serve();
   if (mode == "run") return vanguard::replayer::RunOnce();
+  if (mode == "rates") {
+    absl::Status status =
+        vanguard::replayer::RunRates(absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_bucket),
+                                     absl::GetFlag(FLAGS_model), std::cout);
+    if (status.ok()) return 0;
+    std::cerr << "vanguard-replayer rates: " << status << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // bad flags: usage
+  }
   if (mode == "record" || mode == "convert") {  // trace subcommands (replayer/trace)
     std::string output = absl::GetFlag(FLAGS_output);
     if (output == "table" || output == "json") output.clear();  // --output's run default
@@ -504,5 +521,5 @@ int main(int argc, char** argv) {
     return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // bad flags: usage
   }
   return vanguard::replayer::UsageError(
-      absl::StrCat("unknown mode \"", mode, "\"; expected serve, run, record or convert"));
+      absl::StrCat("unknown mode \"", mode, "\"; expected serve, run, record, convert or rates"));
 }

@@ -16,6 +16,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/formats.h"
 #include "orchestrator/cli/plan_profile.h"
+#include "orchestrator/cli/plan_rates.h"
 #include "orchestrator/cli/render.h"
 
 namespace vanguard::cli {
@@ -95,10 +96,12 @@ absl::StatusOr<v1::GetCapacityTrendRequest> ParseTrend(const CommandInput& in) {
   return request;
 }
 
-// `vanguard plan`: the request, and with --profile the day it sizes over.
+// `vanguard plan`: the request, and with --profile the day it sizes over, with --rates the
+// recorded trace's rates.
 struct PlanOptions {
   v1::PlanCapacityRequest request;
   std::vector<ProfilePoint> profile;  // empty: no --profile
+  std::vector<RatePoint> rates;       // empty: no --rates
 };
 
 absl::StatusOr<PlanOptions> ParsePlan(const CommandInput& in) {
@@ -108,13 +111,24 @@ absl::StatusOr<PlanOptions> ParsePlan(const CommandInput& in) {
   ASSIGN_OR_RETURN(std::optional<std::string> model, in.flags.NonEmptyText("model"));
   request.set_model(*model);  // required flags: ParseCommand checked they are there
   ASSIGN_OR_RETURN(std::optional<std::string> profile_path, in.flags.NonEmptyText("profile"));
+  ASSIGN_OR_RETURN(std::optional<std::string> rates_path, in.flags.NonEmptyText("rates"));
+  if (profile_path.has_value() && rates_path.has_value()) {
+    return FlagError("rates", "give --profile (a day) or --rates (a recorded trace), not both");
+  }
   if (profile_path.has_value()) {
     ASSIGN_OR_RETURN(std::string csv, ReadFile("profile", *profile_path));
     ASSIGN_OR_RETURN(options.profile, ParseDailyProfile(csv));
   }
+  if (rates_path.has_value()) {
+    ASSIGN_OR_RETURN(std::string csv, ReadFile("rates", *rates_path));
+    ASSIGN_OR_RETURN(options.rates, ParseRates(csv));
+  }
   ASSIGN_OR_RETURN(std::optional<double> peak, in.flags.Number("peak_qps"));
   if (!peak.has_value() && !options.profile.empty()) peak = ProfilePeak(options.profile);
-  if (!peak.has_value()) return FlagError("peak_qps", "is required (or give --profile)");
+  if (!peak.has_value() && !options.rates.empty()) peak = RatesPeak(options.rates);
+  if (!peak.has_value()) {
+    return FlagError("peak_qps", "is required (or give --profile or --rates)");
+  }
   if (!(*peak > 0)) {
     return BadValue("peak_qps", in.flags.Text("peak_qps").value_or(absl::StrCat(*peak)),
                     "must be > 0 (requests/s)");
@@ -176,6 +190,16 @@ int RunPlan(CommandRunner& runner, const PlanOptions& options) {
   absl::StatusOr<v1::PlanCapacityResponse> response =
       runner.Call(&CommandRunner::Stub::PlanCapacity, options.request);
   if (!response.ok()) return runner.RpcFailed("PlanCapacity", response.status());
+  if (!options.rates.empty()) {
+    runner.Print(
+        *response,
+        [&] {
+          return absl::StrCat(RenderPlanTable(*response), "\n",
+                              RenderRatesTable(*response, options.rates));
+        },
+        [&] { return RenderRatesCsv(*response, options.rates); });
+    return kExitOk;
+  }
   if (options.profile.empty()) {
     runner.Print(
         *response, [&] { return RenderPlanTable(*response); },
@@ -433,7 +457,9 @@ std::vector<CommandSpec> PlanningCommands() {
                       "has a price; for generative models that stream, the output tokens per "
                       "request the capacity test measured (one per content chunk) and cost per "
                       "million output tokens = cost per million requests / tokens per request "
-                      "(docs/planning.md). With --profile: replicas at each time "
+                      "(docs/planning.md). With --rates (a recorded trace's rates): replicas "
+                      "in each bucket, the fewest and most, replica-hours, accelerator-hours "
+                      "and cost over the trace. With --profile: replicas at each time "
                       "of the day, replica-hours, accelerator-hours and cost per day (table and "
                       "CSV; JSON and YAML print the plan only).",
            .flags = {{.name = "model", .value = "N", .help = "The model.", .required = true},
@@ -446,6 +472,13 @@ std::vector<CommandSpec> PlanningCommands() {
                       .help = "A daily traffic profile, CSV lines TIME,QPS (TIME HH:MM); each "
                               "rate holds until the next time, the last until the first one "
                               "the next day."},
+                     {.name = "rates",
+                      .value = "FILE",
+                      .help = "A recorded trace's request rate over time, CSV lines "
+                              "START_S,DURATION_S,QPS as `vanguard-replayer rates "
+                              "--trace=traffic.vtr [--bucket=5m] [--model=M]` prints them; not "
+                              "with --profile.",
+                      .file = true},
                      {.name = "headroom",
                       .value = "30%",
                       .help = "Capacity kept spare above the peak, a percentage (default 30%)."},

@@ -193,6 +193,22 @@ TEST_F(PlanningCommandsTest, PlanWithAProfileSizesForItsPeakAndPrintsTheDay) {
   EXPECT_THAT(usage_error_, HasSubstr("--profile"));
 }
 
+TEST_F(PlanningCommandsTest, PlanWithRatesFromATraceSizesForItsPeakAndPrintsItsHours) {
+  const std::string path = ::testing::TempDir() + "/plan_rates.csv";
+  std::ofstream(path) << "start_s,duration_s,qps\n0,3600,100\n3600,3600,400\n7200,1800,150\n";
+  ServePlan();
+  EXPECT_EQ(RunCommand({"plan"}, {{"model", "resnet50"}, {"rates", path}}), kExitOk)
+      << err_.str() << usage_error_;
+  EXPECT_EQ(plan_request_.peak_qps(), 400);  // the trace's highest rate
+  // L4 x2 at 100 req/s, 30% headroom, one spare: 3, 7 and 3 replicas for 1, 1 and 0.5 h.
+  EXPECT_THAT(out_.str(), ::testing::ContainsRegex("nvidia-l4x2 +3 +7 +11\\.50 +23\\.00 +-\n"));
+  EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}, {"rates", path}, {"profile", path}}), kExitUsage);
+  EXPECT_THAT(usage_error_, HasSubstr("not both"));
+  EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}, {"rates", "/nonexistent/rates.csv"}}),
+            kExitUsage);
+  EXPECT_THAT(usage_error_, HasSubstr("--rates"));
+}
+
 TEST_F(PlanningCommandsTest, PlanRefusesBadFlagsBeforeAnyCall) {
   EXPECT_CALL(stub_, PlanCapacity(_, _, _)).Times(0);
   EXPECT_EQ(RunCommand({"plan"}, {{"model", "m"}}), kExitUsage);
@@ -307,7 +323,7 @@ TEST(PlanningCommandsTableTest, UsageListsTheCommandsAndTheGateExitCode) {
   for (const char* synopsis :
        {"baseline TEST_ID", "regressions [--model=N] [--latest] [--fail_on_regression]",
         "trend MODEL [--limit=N]",
-        "plan --model=N [--peak_qps=QPS] [--profile=FILE] [--headroom=30%] [--survive_loss=1]"}) {
+        "plan --model=N [--peak_qps=QPS] [--profile=FILE] [--rates=FILE] [--headroom=30%]"}) {
     EXPECT_THAT(usage, HasSubstr(synopsis));
   }
   EXPECT_THAT(usage, HasSubstr("regressions --fail_on_regression listed a regression"));

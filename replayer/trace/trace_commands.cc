@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "replayer/trace/trace_rates.h"
 
 namespace vanguard::replayer {
 
@@ -33,6 +34,23 @@ absl::Status RunConvert(const std::string& input, const std::string& output,
                                             "holds the ",
                                             report->records_written, " good ones"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status RunRates(const std::string& trace, absl::Duration bucket, const std::string& model,
+                      std::ostream& out) {
+  if (trace.empty()) return absl::InvalidArgumentError("trace: required (the trace to read)");
+  absl::StatusOr<TraceRates> rates = BucketTraceRates(trace, bucket, model);
+  if (!rates.ok()) return rates.status();
+  if (rates->counted == 0) {
+    return absl::FailedPreconditionError(
+        model.empty() ? absl::StrCat(trace, " holds no request")
+                      : absl::StrCat(trace, " holds no request of model \"", model, "\""));
+  }
+  out << TraceRatesCsv(*rates);
+  std::cerr << "vanguard-replayer rates: " << rates->counted << " of " << rates->records
+            << " requests over " << static_cast<double>(rates->span_us) / 1e6 << " s in "
+            << rates->counts.size() << " buckets of " << absl::FormatDuration(bucket) << "\n";
   return absl::OkStatus();
 }
 

@@ -1,13 +1,16 @@
 // The trace subcommands of vanguard-replayer, as plain functions main.cc dispatches to:
 //   record  — RunRecordProxy (record_proxy.h)
 //   convert — RunConvert: a JSONL request log to a trace, bad lines listed on stderr.
+//   rates   — RunRates: a trace's request rate per bucket as CSV (trace_rates.h).
 // Run on the main thread.
 #ifndef VANGUARD_REPLAYER_TRACE_TRACE_COMMANDS_H_
 #define VANGUARD_REPLAYER_TRACE_TRACE_COMMANDS_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "replayer/trace/jsonl_log_converter.h"
 #include "replayer/trace/record_proxy.h"
 
@@ -20,6 +23,12 @@ namespace vanguard::replayer {
 // ConvertJsonlLogToTrace.
 absl::Status RunConvert(const std::string& input, const std::string& output,
                         const JsonlConversionOptions& options = {});
+
+// Writes BucketTraceRates(trace, bucket, model) to `out` as TraceRatesCsv, and one summary
+// line to stderr. INVALID_ARGUMENT for a missing --trace or a bad bucket; the reader's errors
+// otherwise; FAILED_PRECONDITION when no request of `model` is in the trace.
+absl::Status RunRates(const std::string& trace, absl::Duration bucket, const std::string& model,
+                      std::ostream& out);
 
 }  // namespace vanguard::replayer
 
