@@ -203,6 +203,16 @@ absl::StatusOr<v1::PlanCapacityResponse> CapacityRepository::Plan(const std::str
         plan->set_cost_per_million_output_tokens(
             row["cost_per_million_output_tokens"].as<double>());
       }
+      if (!row["colocation_factor"].is_null()) {
+        plan->set_colocation_factor(row["colocation_factor"].as<double>());
+        plan->set_colocation_test_id(row["colocation_test_id"].as<int64_t>());
+      }
+      if (!row["survivor_factor"].is_null()) {
+        plan->set_survivor_factor(row["survivor_factor"].as<double>());
+        plan->set_survivor_test_id(row["survivor_test_id"].as<int64_t>());
+      }
+      plan->set_effective_capacity_qps(row["effective_capacity_qps"].as<double>());
+      plan->set_survivor_capacity_qps(row["survivor_capacity_qps"].as<double>());
       *plan->mutable_measure_time() = TimestampFromMicros(row["measured_us"].as<int64_t>());
     }
     return response;

@@ -45,8 +45,9 @@ class CapacityRepository {
   // baseline when one is in force. NOT_FOUND when no version of `model` is registered.
   absl::StatusOr<std::vector<v1::CapacityPoint>> Trend(const std::string& model, int limit);
 
-  // vanguard_plan(model, peak_qps, headroom, survive_loss): one plan per hardware, with the
-  // arguments echoed. NOT_FOUND when no version of `model` is registered; INVALID_ARGUMENT
+  // vanguard_plan(model, peak_qps, headroom, survive_loss): one plan per hardware (capacity,
+  // co-location and survivor factors, replicas, cost per request and per output token), with
+  // the arguments echoed. NOT_FOUND when no version of `model` is registered; INVALID_ARGUMENT
   // for arguments the function refuses.
   absl::StatusOr<v1::PlanCapacityResponse> Plan(const std::string& model, double peak_qps,
                                                 double headroom, int32_t survive_loss);

@@ -69,9 +69,7 @@ DayTotals TotalsOf(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& 
   DayTotals t;
   const std::vector<double> hours = PointHours(profile);
   for (size_t i = 0; i < profile.size(); ++i) {
-    t.replica_hours += static_cast<double>(ReplicasAt(profile[i].qps, plan.headroom(),
-                                                      plan.survive_loss(), p.capacity_qps())) *
-                       hours[i];
+    t.replica_hours += static_cast<double>(PlanReplicasAt(plan, p, profile[i].qps)) * hours[i];
   }
   if (p.hardware().accelerator_count() > 0) {
     t.accelerator_hours = t.replica_hours * p.hardware().accelerator_count();
@@ -129,6 +127,15 @@ int64_t ReplicasAt(double qps, double headroom, int32_t survive_loss, double cap
   return static_cast<int64_t>(std::ceil(needed * (1 - 1e-12))) + survive_loss;
 }
 
+int64_t PlanReplicasAt(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& p, double qps) {
+  const double effective =
+      p.effective_capacity_qps() > 0 ? p.effective_capacity_qps() : p.capacity_qps();
+  const double survivor = p.survivor_capacity_qps() > 0 ? p.survivor_capacity_qps() : effective;
+  const int64_t carrying = ReplicasAt(qps, plan.headroom(), 0, effective);
+  if (plan.survive_loss() == 0) return carrying;
+  return std::max(carrying, ReplicasAt(qps, plan.headroom(), plan.survive_loss(), survivor));
+}
+
 double ProfilePeak(const std::vector<ProfilePoint>& profile) {
   double peak = 0;
   for (const ProfilePoint& p : profile) peak = std::max(peak, p.qps);
@@ -151,8 +158,7 @@ std::string RenderProfileTable(const v1::PlanCapacityResponse& plan,
   for (const ProfilePoint& point : profile) {
     std::vector<std::string> row = {TimeText(point.second_of_day), FormatQps(point.qps)};
     for (const v1::ReplicaPlan* p : measured) {
-      row.push_back(absl::StrCat(
-          ReplicasAt(point.qps, plan.headroom(), plan.survive_loss(), p->capacity_qps())));
+      row.push_back(absl::StrCat(PlanReplicasAt(plan, *p, point.qps)));
     }
     table.AddRow(std::move(row));
   }
@@ -181,8 +187,7 @@ std::string RenderProfileCsv(const v1::PlanCapacityResponse& plan,
   for (const ProfilePoint& point : profile) {
     std::vector<std::string> row = {CsvNumber(point.second_of_day), CsvNumber(point.qps)};
     for (const v1::ReplicaPlan* p : measured) {
-      row.push_back(absl::StrCat(
-          ReplicasAt(point.qps, plan.headroom(), plan.survive_loss(), p->capacity_qps())));
+      row.push_back(absl::StrCat(PlanReplicasAt(plan, *p, point.qps)));
     }
     absl::StrAppend(&out, CsvLine(row));
   }

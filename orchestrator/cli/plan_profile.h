@@ -7,7 +7,8 @@
 // Each point's rate holds from its time to the next point's; the last one's until the first
 // one's time on the next day (the profile wraps), so the points cover 24 hours. For each
 // hardware with a measured capacity mu per replica:
-//   replicas(t)        = ceil(qps(t) * (1 + headroom) / mu) + survive_loss   (as `plan`)
+//   replicas(t)        = PlanReplicasAt(qps(t)): ceil(qps(t) * (1 + headroom) / mu) +
+//                        survive_loss, with the plan's co-location and survivor factors
 //   replica-hours      = sum of replicas(t) * hours the point holds
 //   accelerator-hours  = replica-hours * accelerator_count (when the count is registered)
 //   cost per day       = replica-hours * price of a replica-hour, the price recovered from
@@ -39,8 +40,15 @@ absl::StatusOr<std::vector<ProfilePoint>> ParseDailyProfile(absl::string_view cs
 // How long each point holds, in hours (see above); same order as `profile`.
 std::vector<double> PointHours(const std::vector<ProfilePoint>& profile);
 
-// Replicas one hardware's plan needs at `qps` (as vanguard_plan computes them at the peak).
+// ceil(qps * (1 + headroom) / capacity_qps) + survive_loss.
 int64_t ReplicasAt(double qps, double headroom, int32_t survive_loss, double capacity_qps);
+
+// Replicas hardware `p` of `plan` needs at `qps`, as vanguard_plan sizes them at the peak:
+// with its effective and survivor capacities (co-location and survivor factors),
+//   max(ceil(qps * (1 + headroom) / effective), ceil(qps * (1 + headroom) / survivor) + loss)
+// (the first term alone without a loss to survive); a response without them (an older
+// orchestrator) sizes on capacity_qps.
+int64_t PlanReplicasAt(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& p, double qps);
 
 // The highest rate of the profile (the peak `plan` sizes for).
 double ProfilePeak(const std::vector<ProfilePoint>& profile);

@@ -35,7 +35,7 @@ std::vector<const v1::ReplicaPlan*> Measured(const v1::PlanCapacityResponse& pla
 }
 
 int64_t Replicas(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& p, double qps) {
-  return ReplicasAt(qps, plan.headroom(), plan.survive_loss(), p.capacity_qps());
+  return PlanReplicasAt(plan, p, qps);
 }
 
 // One hardware over the trace; accelerator_hours and cost < 0 when not known.

@@ -335,6 +335,36 @@ std::string RenderCapacityPointsCsv(const std::vector<v1::CapacityPoint>& points
   return out;
 }
 
+namespace {
+
+// For a hardware whose plan used a co-location or survivor factor: the factors, the
+// capacities they give and the replicas they make; "" for one without.
+std::string FactorsLine(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& p) {
+  if (p.test_id() == 0 || (!p.has_colocation_factor() && !p.has_survivor_factor())) return "";
+  std::string line = absl::StrCat(HardwareText(p.hardware()), ":");
+  if (p.has_colocation_factor()) {
+    absl::StrAppend(&line, absl::StrFormat(" co-located %.2f (test %d) -> %s qps a replica;",
+                                           p.colocation_factor(), p.colocation_test_id(),
+                                           FormatQps(p.effective_capacity_qps())));
+  }
+  if (p.has_survivor_factor()) {
+    absl::StrAppend(&line,
+                    absl::StrFormat(" survivor %.2f (test %d) -> %s qps;", p.survivor_factor(),
+                                    p.survivor_test_id(), FormatQps(p.survivor_capacity_qps())));
+  }
+  const std::string required = FormatQps(plan.required_qps());
+  if (plan.survive_loss() == 0) {
+    return absl::StrCat(line, " replicas = ceil(", required, " / ",
+                        FormatQps(p.effective_capacity_qps()), ") = ", p.replicas(), "\n");
+  }
+  return absl::StrCat(line, " replicas = max(ceil(", required, " / ",
+                      FormatQps(p.effective_capacity_qps()), "), ceil(", required, " / ",
+                      FormatQps(p.survivor_capacity_qps()), ") + ", plan.survive_loss(),
+                      ") = ", p.replicas(), "\n");
+}
+
+}  // namespace
+
 std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
   std::string out = absl::StrFormat(
       "%s: peak %s qps + %g%% headroom = %s qps, surviving the loss of %d replica%s\n",
@@ -374,6 +404,7 @@ std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
   }
   absl::StrAppend(&out, table.Render(), "replicas = ceil(", FormatQps(plan.required_qps()),
                   " / capacity per replica) + ", plan.survive_loss(), "\n");
+  for (const v1::ReplicaPlan& p : plan.plans()) absl::StrAppend(&out, FactorsLine(plan, p));
   if (unmeasured) absl::StrAppend(&out, "not measured: that version has no converged test\n");
   if (!priced) {
     absl::StrAppend(&out,
@@ -452,7 +483,11 @@ std::vector<CommandSpec> PlanningCommands() {
            .summary = "Replicas needed per hardware for a peak rate, from the latest converged "
                       "capacity of the model's newest version on each hardware.",
            .details = "replicas = ceil(peak_qps * (1 + headroom) / capacity per replica) + "
-                      "survive_loss; cost per million requests = price per accelerator-hour * "
+                      "survive_loss; where the model was measured co-located with a neighbour "
+                      "or as the survivor of a lost replica (TestSpec.capacity_condition), the "
+                      "capacity is scaled by those factors and replicas = max(ceil(required / "
+                      "co-located capacity), ceil(required / survivor capacity) + "
+                      "survive_loss); cost per million requests = price per accelerator-hour * "
                       "accelerators per replica / (capacity * 3600) * 1e6 where the registry "
                       "has a price; for generative models that stream, the output tokens per "
                       "request the capacity test measured (one per content chunk) and cost per "

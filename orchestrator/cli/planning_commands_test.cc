@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "orchestrator/cli/plan_profile.h"
 #include "orchestrator/cli/testing/command_test.h"
 #include "orchestrator/cli/usage.h"
 
@@ -173,6 +174,44 @@ TEST(RenderPlanTableTest, PrintsTheOutputTokensPerRequestAndTheirCost) {
   EXPECT_THAT(out, HasSubstr("COST/1M REQ  OUT TOK/REQ  COST/1M OUT TOK"));
   EXPECT_THAT(out, HasSubstr("13.8889        200.0           0.0694"));
   EXPECT_THAT(RenderPlanCsv(plan), HasSubstr(",13.88888888888889,200,0.06944444444444445\n"));
+}
+
+TEST(RenderPlanTableTest, SaysWhichFactorsSizedAHardwareAndHow) {
+  v1::PlanCapacityResponse plan;
+  plan.set_model("resnet50");
+  plan.set_peak_qps(400);
+  plan.set_headroom(0.3);
+  plan.set_survive_loss(1);
+  plan.set_required_qps(520);
+  v1::ReplicaPlan& cpu = *plan.add_plans();
+  cpu.mutable_hardware()->set_accelerator("cpu");
+  cpu.set_model_version("v1-cpu");
+  cpu.set_test_id(5);
+  cpu.set_capacity_qps(77);
+  cpu.set_replicas(8);
+  v1::ReplicaPlan& l4 = *plan.add_plans();
+  l4.mutable_hardware()->set_accelerator("nvidia-l4");
+  l4.mutable_hardware()->set_accelerator_count(2);
+  l4.set_model_version("v2");
+  l4.set_test_id(3);
+  l4.set_capacity_qps(100);
+  l4.set_colocation_factor(0.8);
+  l4.set_colocation_test_id(4);
+  l4.set_survivor_factor(0.75);
+  l4.set_survivor_test_id(2);
+  l4.set_effective_capacity_qps(80);
+  l4.set_survivor_capacity_qps(60);
+  l4.set_replicas(10);
+  l4.set_accelerators(20);
+  const std::string out = RenderPlanTable(plan);
+  EXPECT_THAT(out, HasSubstr("nvidia-l4x2: co-located 0.80 (test 4) -> 80.0 qps a replica; "
+                             "survivor 0.75 (test 2) -> 60.0 qps; replicas = max(ceil(520.0 / "
+                             "80.0), ceil(520.0 / 60.0) + 1) = 10\n"));
+  EXPECT_THAT(out, Not(HasSubstr("cpu:")));  // no factor measured: the general line holds
+  // The profile and the trace's rates size each rate the same way: at 400 req/s, 10.
+  EXPECT_EQ(PlanReplicasAt(plan, plan.plans(1), 400), 10);
+  EXPECT_EQ(PlanReplicasAt(plan, plan.plans(1), 100), 4);  // max(ceil(1.625), ceil(2.17) + 1)
+  EXPECT_EQ(PlanReplicasAt(plan, plan.plans(0), 400), 8);  // no factors: ceil(520 / 77) + 1
 }
 
 TEST_F(PlanningCommandsTest, PlanWithAProfileSizesForItsPeakAndPrintsTheDay) {

@@ -54,9 +54,11 @@ class CapacityPlanningTest : public DatabaseTest {
   // result; its id.
   int64_t Completed(const std::string& version, double qps, double low, double high,
                     bool converged = true, bool at_least = false,
-                    const std::vector<v1::Step>& steps = {}) {
+                    const std::vector<v1::Step>& steps = {},
+                    v1::CapacityCondition condition = v1::CAPACITY_CONDITION_UNSPECIFIED) {
     v1::TestSpec spec = ValidSpec();
     spec.set_model_version(version);
+    spec.set_capacity_condition(condition);
     absl::StatusOr<RegisteredModel> model = models_->Get("resnet50", version);
     EXPECT_TRUE(model.ok()) << model.status();
     absl::StatusOr<v1::Test> submitted = tests_->Submit(spec, model->id, "");
@@ -330,6 +332,78 @@ TEST_F(CapacityPlanningTest, PlanPricesAMillionOutputTokensFromTheTestsStreamedC
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->plans(1).has_output_tokens_per_request());
   EXPECT_FALSE(plan->plans(1).has_cost_per_million_output_tokens());
+}
+
+// Tests measured under a condition are not the capacity; they scale it. The co-location
+// factor comes from v2 (80 next to a neighbour / 100 alone), the survivor factor from v1 (90
+// as the survivor of a lost partner / 120 alone): both apply to the newest version on L4 x2.
+TEST_F(CapacityPlanningTest, PlanScalesTheCapacityByTheMeasuredCoLocationAndSurvivorFactors) {
+  Register("v1", "nvidia-l4", 2);
+  Register("v2", "nvidia-l4", 2);
+  Register("v1-cpu", "cpu", 0);
+  const int64_t v1_alone = Completed("v1", 120, 120, 130);
+  const int64_t v1_survivor =
+      Completed("v1", 90, 90, 100, true, false, {}, v1::CAPACITY_CONDITION_SURVIVOR);
+  const int64_t v2_alone = Completed("v2", 100, 100, 110);
+  const int64_t v2_colocated =
+      Completed("v2", 80, 80, 90, true, false, {}, v1::CAPACITY_CONDITION_COLOCATED);
+  Completed("v1-cpu", 77, 77, 80);
+  // Measured higher next to a neighbour (noise): a neighbour never adds capacity, factor 1.
+  Completed("v1-cpu", 85, 85, 90, true, false, {}, v1::CAPACITY_CONDITION_COLOCATED);
+
+  absl::StatusOr<v1::PlanCapacityResponse> plan = Plan(400, 0.3, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->plans_size(), 2);
+  const v1::ReplicaPlan& cpu = plan->plans(0);
+  const v1::ReplicaPlan& l4 = plan->plans(1);
+  // L4: capacity 100 (v2 alone, not the later co-located 80); effective 100 * 0.8 = 80,
+  // survivor 80 * 0.75 = 60; required 520: max(ceil(520 / 80), ceil(520 / 60) + 1)
+  // = max(7, 9 + 1) = 10 replicas (without the factors: ceil(520 / 100) + 1 = 7).
+  EXPECT_EQ(l4.test_id(), v2_alone);
+  EXPECT_DOUBLE_EQ(l4.capacity_qps(), 100);
+  ASSERT_TRUE(l4.has_colocation_factor());
+  EXPECT_NEAR(l4.colocation_factor(), 0.8, 1e-12);
+  EXPECT_EQ(l4.colocation_test_id(), v2_colocated);
+  ASSERT_TRUE(l4.has_survivor_factor());
+  EXPECT_NEAR(l4.survivor_factor(), 0.75, 1e-12);
+  EXPECT_EQ(l4.survivor_test_id(), v1_survivor);
+  EXPECT_NEAR(l4.effective_capacity_qps(), 80, 1e-9);
+  EXPECT_NEAR(l4.survivor_capacity_qps(), 60, 1e-9);
+  EXPECT_EQ(l4.replicas(), 10);
+  EXPECT_EQ(l4.accelerators(), 20);
+  // cpu: factor 1, no survivor measurement: ceil(520 / 77) + 1 = 8, as before.
+  EXPECT_NEAR(cpu.colocation_factor(), 1, 1e-12);
+  EXPECT_FALSE(cpu.has_survivor_factor());
+  EXPECT_DOUBLE_EQ(cpu.effective_capacity_qps(), 77);
+  EXPECT_EQ(cpu.replicas(), 8);
+
+  // No loss to survive: the survivor capacity does not count, ceil(520 / 80) = 7. Two: 9 + 2.
+  EXPECT_EQ(Plan(400, 0.3, 0)->plans(1).replicas(), 7);
+  EXPECT_EQ(Plan(400, 0.3, 2)->plans(1).replicas(), 11);
+
+  // The same from SQL.
+  pqxx::result row =
+      Sql("SELECT replicas, colocation_factor, survivor_factor, effective_capacity_qps,"
+          "       survivor_capacity_qps FROM vanguard_plan('resnet50', 400, 0.3, 1)"
+          " WHERE accelerator = 'nvidia-l4'");
+  EXPECT_EQ(row[0][0].as<int64_t>(), 10);
+  EXPECT_NEAR(row[0][1].as<double>(), 0.8, 1e-12);
+  EXPECT_NEAR(row[0][2].as<double>(), 0.75, 1e-12);
+  EXPECT_NEAR(row[0][3].as<double>(), 80, 1e-9);
+  EXPECT_NEAR(row[0][4].as<double>(), 60, 1e-9);
+  pqxx::result survivor = SqlParams(
+      "SELECT condition, alone_test_id, factor FROM capacity_conditions WHERE test_id = $1",
+      v1_survivor);
+  ASSERT_EQ(survivor.size(), 1u);
+  EXPECT_STREQ(survivor[0][0].c_str(), "survivor");
+  EXPECT_EQ(survivor[0][1].as<int64_t>(), v1_alone);
+  EXPECT_NEAR(survivor[0][2].as<double>(), 0.75, 1e-12);
+
+  // Conditioned tests are not capacities: the trend (and verdicts) leave them out.
+  std::map<int64_t, v1::CapacityPoint> trend = Trend();
+  EXPECT_EQ(trend.size(), 3u);
+  EXPECT_EQ(trend.count(v1_survivor), 0u);
+  EXPECT_EQ(trend.count(v2_colocated), 0u);
 }
 
 // An autoscale test's result (max_sustainable_qps 0, TestResult.autoscale set) is stored like
