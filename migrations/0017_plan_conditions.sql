@@ -1,13 +1,18 @@
 -- Vanguard schema, version 17: survivor capacity and co-location factors in replica sizing
 -- (issue 23; docs/planning.md section 3).
 --
--- A test's spec may say under which condition its capacity was measured
--- (TestSpec.capacity_condition): CAPACITY_CONDITION_SURVIVOR (one replica while a partner is
--- lost and its load moved onto the survivor) or CAPACITY_CONDITION_COLOCATED (one replica
--- sharing its accelerators with a neighbour's load). Such a test is not the model's capacity:
--- the capacity views (and so baselines, verdicts, the trend and the plan's capacity) leave it
--- out, and capacity_conditions turns it into a factor on the capacity of its own version:
---   factor = least(1, conditioned capacity / the version's latest converged capacity)
+-- Co-location: a test's spec may say its capacity was measured while a neighbour model loaded
+-- the same accelerators (TestSpec.capacity_condition = CAPACITY_CONDITION_COLOCATED). Such a
+-- test is not the model's capacity: the capacity views (and so baselines, verdicts, the trend
+-- and the plan's capacity) leave it out.
+-- Survivor: a replica-loss test (the replica-loss strategy, issue 22) stores
+-- results.detail -> 'replica_loss' with survivor_capacity_qps, the fleet rate its N endpoints
+-- held through the loss of one, and endpoints = N; each survivor then carried
+-- survivor_capacity_qps / (N - 1). Its max_sustainable_qps is 0 and the capacity views leave
+-- it out too.
+-- capacity_conditions turns each into a factor on the capacity of its own version alone (that
+-- version's latest converged ordinary test):
+--   factor = least(1, capacity per replica under the condition / capacity alone)
 -- (a condition never adds capacity: a factor above 1 is noise). vanguard_plan takes, per
 -- hardware, the latest factor of each kind from any version of the model on that hardware:
 --   effective_capacity_qps = capacity_qps * colocation_factor          (1 when not measured)
@@ -22,7 +27,7 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT coalesce(spec ->> 'capacity_condition', 'CAPACITY_CONDITION_UNSPECIFIED')
 $$;
 
--- Version 13's views, without conditioned tests (same columns).
+-- Version 13's views, without co-located and replica-loss tests (same columns).
 CREATE OR REPLACE VIEW capacity_results AS
 SELECT m.name AS model,
        m.version AS model_version,
@@ -41,7 +46,7 @@ SELECT m.name AS model,
 FROM results r
 JOIN tests t ON t.id = r.test_id
 JOIN models m ON m.id = r.model_id
-WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale')
+WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale') AND NOT (r.detail ? 'replica_loss')
   AND vanguard_capacity_condition(t.spec) = 'CAPACITY_CONDITION_UNSPECIFIED';
 
 CREATE OR REPLACE VIEW capacity_intervals AS
@@ -69,44 +74,52 @@ SELECT m.id AS model_id,
 FROM results r
 JOIN tests t ON t.id = r.test_id
 JOIN models m ON m.id = r.model_id
-WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale')
+WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale') AND NOT (r.detail ? 'replica_loss')
   AND vanguard_capacity_condition(t.spec) = 'CAPACITY_CONDITION_UNSPECIFIED';
 
--- Every converged test measured under a condition, with the capacity of its own version
--- alone (that version's latest converged unconditioned test) and the factor between them.
--- Tests whose version has no such capacity are listed with a NULL factor.
+-- Every converged co-located test and every converged replica-loss test, with the capacity
+-- per replica it measured, the capacity of its own version alone (that version's latest
+-- converged ordinary test) and the factor between them (NULL when the version has none).
 CREATE OR REPLACE VIEW capacity_conditions AS
+WITH measured AS (
+  SELECT r.test_id, r.model_id, r.recorded_at, 'colocated'::text AS condition,
+         r.max_sustainable_qps AS per_replica_qps
+  FROM results r JOIN tests t ON t.id = r.test_id
+  WHERE t.state = 'succeeded' AND r.converged AND r.max_sustainable_qps > 0
+    AND NOT (r.detail ? 'autoscale') AND NOT (r.detail ? 'replica_loss')
+    AND vanguard_capacity_condition(t.spec) = 'CAPACITY_CONDITION_COLOCATED'
+  UNION ALL
+  SELECT r.test_id, r.model_id, r.recorded_at, 'survivor'::text,
+         (r.detail #>> '{replica_loss,survivor_capacity_qps}')::double precision
+           / ((r.detail #>> '{replica_loss,endpoints}')::integer - 1)
+  FROM results r JOIN tests t ON t.id = r.test_id
+  WHERE t.state = 'succeeded' AND r.converged
+    AND coalesce((r.detail #>> '{replica_loss,survivor_capacity_qps}')::double precision, 0) > 0
+    AND coalesce((r.detail #>> '{replica_loss,endpoints}')::integer, 0) >= 2
+)
 SELECT m.id AS model_id,
        m.name AS model,
        m.version AS model_version,
        coalesce(m.spec #>> '{hardware,accelerator}', '') AS accelerator,
        coalesce((m.spec #>> '{hardware,accelerator_count}')::integer, 0) AS accelerator_count,
        coalesce(m.spec #>> '{hardware,pool}', '') AS pool,
-       CASE vanguard_capacity_condition(t.spec)
-         WHEN 'CAPACITY_CONDITION_SURVIVOR' THEN 'survivor'
-         WHEN 'CAPACITY_CONDITION_COLOCATED' THEN 'colocated'
-         ELSE lower(vanguard_capacity_condition(t.spec))
-       END AS condition,
-       r.test_id,
-       r.max_sustainable_qps AS conditioned_qps,
+       c.condition,
+       c.test_id,
+       c.per_replica_qps AS conditioned_qps,
        alone.test_id AS alone_test_id,
        alone.max_sustainable_qps AS alone_qps,
-       least(1, r.max_sustainable_qps::numeric
+       least(1, c.per_replica_qps::numeric
                 / NULLIF(alone.max_sustainable_qps, 0)::numeric)::double precision AS factor,
-       r.recorded_at
-FROM results r
-JOIN tests t ON t.id = r.test_id
-JOIN models m ON m.id = r.model_id
+       c.recorded_at
+FROM measured c
+JOIN models m ON m.id = c.model_id
 LEFT JOIN LATERAL (
   SELECT ci.test_id, ci.max_sustainable_qps
   FROM capacity_intervals ci
   WHERE ci.model_id = m.id AND ci.converged AND ci.max_sustainable_qps > 0
   ORDER BY ci.recorded_at DESC, ci.test_id DESC
   LIMIT 1
-) alone ON true
-WHERE t.state = 'succeeded' AND NOT (r.detail ? 'autoscale') AND r.converged
-  AND r.max_sustainable_qps > 0
-  AND vanguard_capacity_condition(t.spec) <> 'CAPACITY_CONDITION_UNSPECIFIED';
+) alone ON true;
 
 -- vanguard_plan of migration 0016 with the factors (its return type changes: dropped and
 -- created; 0010 drops it too, so applying every migration again still works).

@@ -334,16 +334,22 @@ TEST_F(CapacityPlanningTest, PlanPricesAMillionOutputTokensFromTheTestsStreamedC
   EXPECT_FALSE(plan->plans(1).has_cost_per_million_output_tokens());
 }
 
-// Tests measured under a condition are not the capacity; they scale it. The co-location
-// factor comes from v2 (80 next to a neighbour / 100 alone), the survivor factor from v1 (90
-// as the survivor of a lost partner / 120 alone): both apply to the newest version on L4 x2.
+// Co-located and replica-loss tests are not the capacity; they scale it. The co-location
+// factor comes from v2 (80 next to a neighbour / 100 alone), the survivor factor from v1's
+// replica-loss test (4 replicas held 270 req/s through the loss of one: 90 per survivor / 120
+// alone): both apply to the newest version on L4 x2.
 TEST_F(CapacityPlanningTest, PlanScalesTheCapacityByTheMeasuredCoLocationAndSurvivorFactors) {
   Register("v1", "nvidia-l4", 2);
   Register("v2", "nvidia-l4", 2);
   Register("v1-cpu", "cpu", 0);
   const int64_t v1_alone = Completed("v1", 120, 120, 130);
-  const int64_t v1_survivor =
-      Completed("v1", 90, 90, 100, true, false, {}, v1::CAPACITY_CONDITION_SURVIVOR);
+  // A replica-loss result as that strategy stores it (TestResult.replica_loss, issue 22):
+  // max_sustainable_qps 0, the survivor capacity of the fleet in detail.
+  const int64_t v1_survivor = Completed("v1", 0, 0, 0);
+  SqlParams(
+      "UPDATE results SET detail = detail || '{\"replica_loss\": {\"survivor_capacity_qps\": 270,"
+      " \"full_fleet_held_qps\": 400, \"endpoints\": 4}}'::jsonb WHERE test_id = $1",
+      v1_survivor);
   const int64_t v2_alone = Completed("v2", 100, 100, 110);
   const int64_t v2_colocated =
       Completed("v2", 80, 80, 90, true, false, {}, v1::CAPACITY_CONDITION_COLOCATED);
