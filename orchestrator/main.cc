@@ -75,8 +75,8 @@ ABSL_FLAG(absl::Duration, reaper_outage_grace, absl::Seconds(10),
           "leases of running tests get this long to be renewed before any is reaped: their "
           "workers' heartbeats failed too, they did not die (0: reap at once)");
 ABSL_FLAG(absl::Duration, schedule_interval, absl::Seconds(10),
-          "how often interval schedules that fall due are queued (one replica at a time, under "
-          "the reaper's advisory lock); a schedule runs at most this late");
+          "how often interval and cron schedules that fall due are queued (one replica at a "
+          "time, under the reaper's advisory lock); a schedule runs at most this late");
 ABSL_FLAG(absl::Duration, webhook_interval, absl::Seconds(5),
           "how often new regressions are turned into webhook deliveries and due deliveries "
           "are sent");
