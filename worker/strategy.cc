@@ -12,6 +12,7 @@
 #include "worker/direct_controller_strategy.h"
 #include "worker/ladder_strategy.h"
 #include "worker/proto_time.h"
+#include "worker/replica_loss_strategy.h"
 #include "worker/stability_strategy.h"
 #include "worker/sweep_strategy.h"
 
@@ -112,6 +113,8 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::Tes
     }
     case vanguard::v1::TestSpec::kAutoscale:
       return Upcast(AutoscaleStrategy::Create(spec.autoscale(), context));
+    case vanguard::v1::TestSpec::kReplicaLoss:
+      return Upcast(ReplicaLossStrategy::Create(spec.replica_loss(), context));
     case vanguard::v1::TestSpec::STRATEGY_NOT_SET:
       return absl::InvalidArgumentError("spec.strategy: no strategy set (e.g. spec.sweep)");
   }

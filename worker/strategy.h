@@ -120,6 +120,9 @@ struct StrategyContext {
   // The model's SLO limits a strategy judges windows by itself (autoscale); 0: no limit.
   double slo_p99_ms = 0;
   double slo_max_error_rate = 0;
+  // The model's endpoints (Model.endpoints), for the strategies that act on one replica
+  // (replica loss).
+  std::vector<std::string> endpoints;
 };
 
 // Run the next step at this offered rate.
@@ -137,6 +140,15 @@ struct RunStep {
   bool as_is = false;
   double duration_s = 0;
   double ramp_end_qps = 0;
+  // A replica loss (replica_loss_strategy.h), with as_is: before the step the runner POSTs
+  // remove_url and sends the step to every endpoint of the model but removed_endpoint; after
+  // it, it POSTs restore_url when that is set.
+  struct ReplicaRemoval {
+    std::string remove_url;
+    std::string restore_url;
+    std::string removed_endpoint;
+  };
+  std::optional<ReplicaRemoval> removal;
 };
 
 // What an autoscale test found (see autoscale_strategy.h for the definitions).
@@ -179,6 +191,8 @@ struct Done {
   double more_time_needed_s = 0;
   // Autoscale tests only.
   std::optional<AutoscaleFindings> autoscale;
+  // Replica-loss tests only.
+  std::optional<vanguard::v1::ReplicaLossResult> replica_loss;
 };
 
 using Decision = std::variant<RunStep, Done>;
