@@ -30,17 +30,19 @@ namespace {
 
 // The error for a failed exchange, naming the target by host:port only: the reasons are
 // Beast's and the system's fixed texts, never bytes the server sent.
-absl::Status ExchangeError(const beast::error_code& ec, const HttpUrl& url, absl::Duration timeout,
-                           size_t max_body_bytes) {
+absl::Status ExchangeError(http::verb verb, const beast::error_code& ec, const HttpUrl& url,
+                           absl::Duration timeout, size_t max_body_bytes) {
+  const std::string what(http::to_string(verb));
   if (ec == beast::error::timeout) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("GET ", url.HostPort(), ": no answer within ", absl::FormatDuration(timeout)));
+    return absl::DeadlineExceededError(absl::StrCat(
+        what, " ", url.HostPort(), ": no answer within ", absl::FormatDuration(timeout)));
   }
   if (ec == http::error::body_limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "GET ", url.HostPort(), ": the answer's body is larger than ", max_body_bytes, " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat(what, " ", url.HostPort(),
+                                                     ": the answer's body is larger than ",
+                                                     max_body_bytes, " bytes"));
   }
-  return absl::UnavailableError(absl::StrCat("GET ", url.HostPort(), ": ", ec.message()));
+  return absl::UnavailableError(absl::StrCat(what, " ", url.HostPort(), ": ", ec.message()));
 }
 
 // One GET on one connection, as a chain of async steps under a single expiry (so a stalled
@@ -51,8 +53,8 @@ absl::Status ExchangeError(const beast::error_code& ec, const HttpUrl& url, absl
 class GetExchange {
  public:
   GetExchange(boost::asio::io_context& io, const HttpUrl& url, size_t max_body_bytes,
-              const TargetPolicy& policy)
-      : url_(url), policy_(policy), resolver_(io), stream_(io) {
+              const TargetPolicy& policy, http::verb verb)
+      : url_(url), policy_(policy), verb_(verb), resolver_(io), stream_(io) {
     parser_.body_limit(static_cast<std::uint64_t>(max_body_bytes));
   }
 
@@ -99,7 +101,8 @@ class GetExchange {
   }
 
   void Write() {
-    request_ = http::request<http::empty_body>(http::verb::get, url_.target, 11);
+    request_ = http::request<http::empty_body>(verb_, url_.target, 11);
+    if (verb_ == http::verb::post) request_.content_length(0);
     request_.set(http::field::host, url_.HostHeader());
     request_.set(http::field::user_agent, "vanguard-worker");
     request_.set(http::field::connection, "close");
@@ -124,6 +127,7 @@ class GetExchange {
 
   const HttpUrl& url_;
   const TargetPolicy& policy_;
+  const http::verb verb_;
   std::chrono::steady_clock::time_point deadline_;
   tcp::resolver resolver_;
   std::vector<tcp::endpoint> allowed_;
@@ -135,8 +139,11 @@ class GetExchange {
 
 }  // namespace
 
-absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
-                                     size_t max_body_bytes, const TargetPolicy* policy) {
+namespace {
+
+absl::StatusOr<HttpResponse> Exchange(http::verb verb, const std::string& url,
+                                      absl::Duration timeout, size_t max_body_bytes,
+                                      const TargetPolicy* policy) {
   absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url);
   if (!parsed.ok()) return parsed.status();
   static const TargetPolicy* const kDefaultPolicy = new TargetPolicy(TargetPolicy::Default());
@@ -147,7 +154,7 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration time
     return verdict;
   }
   boost::asio::io_context io;
-  GetExchange exchange(io, *parsed, max_body_bytes, allowed);
+  GetExchange exchange(io, *parsed, max_body_bytes, allowed, verb);
   const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   exchange.Start(deadline);
   io.run_until(deadline);
@@ -156,8 +163,34 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration time
     exchange.ec = beast::error::timeout;
   }
   if (!exchange.refusal.ok()) return exchange.refusal;
-  if (exchange.ec) return ExchangeError(exchange.ec, *parsed, timeout, max_body_bytes);
+  if (exchange.ec) return ExchangeError(verb, exchange.ec, *parsed, timeout, max_body_bytes);
   return std::move(exchange.response);
+}
+
+}  // namespace
+
+absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
+                                     size_t max_body_bytes, const TargetPolicy* policy) {
+  return Exchange(http::verb::get, url, timeout, max_body_bytes, policy);
+}
+
+absl::StatusOr<HttpResponse> HttpPost(const std::string& url, absl::Duration timeout,
+                                      const TargetPolicy* policy) {
+  return Exchange(http::verb::post, url, timeout, kMaxHttpPostAnswerBytes, policy);
+}
+
+UrlPoster PolicyHttpPoster(TargetPolicy policy) {
+  return [policy = std::move(policy)](const std::string& url) -> absl::Status {
+    absl::StatusOr<HttpResponse> r = HttpPost(url, kFaultHookTimeout, &policy);
+    if (!r.ok()) return r.status();
+    if (r->status < 200 || r->status > 299) {
+      absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url);
+      return absl::FailedPreconditionError(
+          absl::StrCat("POST ", parsed.ok() ? parsed->HostPort() : std::string("?"),
+                       ": answered HTTP ", r->status));
+    }
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace vanguard::worker

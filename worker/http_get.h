@@ -1,5 +1,6 @@
-// A small blocking HTTP/1.1 GET over plain TCP, for the few worker-side fetches: the
-// predictor's /metrics page each window and an autoscaler's target rate.
+// A small blocking HTTP/1.1 GET (and POST) over plain TCP, for the few worker-side fetches: the
+// predictor's /metrics page each window, an autoscaler's target rate, and the fault hooks a
+// replica-loss test POSTs.
 //
 //   ASSIGN_OR_RETURN(HttpResponse r, HttpGet("http://127.0.0.1:8000/metrics", absl::Seconds(1)));
 //
@@ -23,6 +24,7 @@
 #define VANGUARD_WORKER_HTTP_GET_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -44,6 +46,21 @@ struct HttpResponse {
 absl::StatusOr<HttpResponse> HttpGet(const std::string& url, absl::Duration timeout,
                                      size_t max_body_bytes = kDefaultMaxHttpBodyBytes,
                                      const TargetPolicy* policy = nullptr);
+
+// The same exchange as a POST with an empty body, for the fault hooks a test names (the
+// replica-loss strategy's remove_url and restore_url); the answer's body is read up to
+// kMaxHttpPostAnswerBytes and otherwise ignored by callers. Errors as HttpGet's (naming POST).
+inline constexpr size_t kMaxHttpPostAnswerBytes = 64 << 10;
+absl::StatusOr<HttpResponse> HttpPost(const std::string& url, absl::Duration timeout,
+                                      const TargetPolicy* policy = nullptr);
+
+// POST url -> ok when it answered 2xx. An error's message must hold nothing the server sent.
+using UrlPoster = std::function<absl::Status(const std::string& url)>;
+
+// HttpPost with a kFaultHookTimeout timeout to the targets `policy` allows (the worker's
+// --allowed_targets); a non-2xx answer is FAILED_PRECONDITION naming host:port and the status.
+inline constexpr absl::Duration kFaultHookTimeout = absl::Seconds(5);
+UrlPoster PolicyHttpPoster(TargetPolicy policy);
 
 }  // namespace vanguard::worker
 

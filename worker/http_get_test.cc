@@ -27,6 +27,28 @@ TEST(HttpGetTest, FetchesABody) {
   EXPECT_EQ(r->body, "queue_len 3");
 }
 
+TEST(HttpGetTest, PostSendsAnEmptyPostAndReturnsTheStatus) {
+  OneShotHttpServer server("HTTP/1.1 202 Accepted\r\nContent-Length: 4\r\n\r\ndown");
+  auto r = HttpPost(absl::StrCat("http://127.0.0.1:", server.port(), "/admin/down?seconds=3"),
+                    absl::Seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 202);
+  EXPECT_THAT(server.request(), HasSubstr("POST /admin/down?seconds=3 HTTP/1.1"));
+  EXPECT_THAT(server.request(), HasSubstr("Content-Length: 0"));
+}
+
+TEST(HttpGetTest, PostToARefusedTargetIsNeverConnected) {
+  const int port = ClosedLoopbackPort();
+  auto policy = TargetPolicy::FromFlag("10.0.0.0/8");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  auto r =
+      HttpPost(absl::StrCat("http://127.0.0.1:", port, "/admin/down"), absl::Seconds(5), &*policy);
+  EXPECT_TRUE(absl::IsPermissionDenied(r.status())) << r.status();
+  auto refused = HttpPost(absl::StrCat("http://127.0.0.1:", port, "/admin/down"), absl::Seconds(5));
+  ASSERT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("POST 127.0.0.1:"));
+}
+
 TEST(HttpGetTest, ARefusedConnectionNamesHostPortNotPathOrQuery) {
   const int port = ClosedLoopbackPort();
   auto r = HttpGet(absl::StrCat("http://127.0.0.1:", port, "/secret-path?token=SECRET"),

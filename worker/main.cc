@@ -35,6 +35,7 @@
 #include "prometheus/exposer.h"
 #include "vanguard/v1/orchestrator.grpc.pb.h"
 #include "worker/controller_rate_source.h"
+#include "worker/http_get.h"
 #include "worker/lease_loop.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
@@ -249,6 +250,7 @@ vanguard::worker::TestRunnerOptions RunnerOptions(const WorkerConfig& c) {
     };
   }
   o.controller_fetcher = vanguard::worker::PolicyHttpFetcher(c.target_policy);
+  o.fault_poster = vanguard::worker::PolicyHttpPoster(c.target_policy);
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/target_policy.h"
 #include "worker/lease_keeper.h"
 #include "worker/proto_time.h"
 #include "worker/strategy.h"
@@ -241,6 +242,7 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
     *result.mutable_more_time_needed() = ToProtoDuration(absl::Seconds(done.more_time_needed_s));
   }
   if (done.autoscale) *result.mutable_autoscale() = AutoscaleResultOf(*done.autoscale);
+  if (done.replica_loss) *result.mutable_replica_loss() = *done.replica_loss;
   if (first_step != nullptr) {
     *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
     if (first_step->model_warming) {
@@ -452,6 +454,7 @@ std::optional<std::string> TestRunner::SetUp(TestRun& run) {
   context.slo_p99_ms =
       absl::ToDoubleMilliseconds(FromProtoDuration(test.model().slo().p99_latency()));
   context.slo_max_error_rate = test.model().slo().max_error_rate();
+  context.endpoints.assign(test.model().endpoints().begin(), test.model().endpoints().end());
   absl::StatusOr<std::unique_ptr<Strategy>> strategy = CreateStrategy(test.spec(), context);
   if (!strategy.ok()) return std::string(strategy.status().message());
   run.strategy = std::move(*strategy);
@@ -677,10 +680,21 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
   absl::StatusOr<vanguard::v1::RunStepRequest> request =
       StepExecutor::BuildRequest(run.test, step.rate_qps, run.index);
   if (request.ok() && step.as_is) ShapePhase(step, &*request);
+  if (request.ok() && step.removal) {
+    if (absl::Status excluded = ExcludeRemoved(*step.removal, &*request); !excluded.ok()) {
+      request = excluded;
+    }
+  }
   if (!request.ok()) {
     return CompleteWithError(run,
                              absl::StrCat("step ", run.index, ": ", request.status().message()),
                              TestRunOutcome::kFailed);
+  }
+  if (step.removal) {
+    if (std::optional<std::string> error =
+            PostHook(run, run.index, "replica_loss.remove_url", step.removal->remove_url)) {
+      return CompleteWithError(run, *error, TestRunOutcome::kFailed);
+    }
   }
   if (run.progress) {
     const absl::Duration planned =
@@ -700,7 +714,42 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
   if (!executed.ok()) {
     return StepFailed(run, executed.status(), step.rate_qps, step_start, windows_so_far);
   }
-  return ReportMeasuredStep(run, *executed);
+  const int index = run.index;
+  if (std::optional<TestRunOutcome> o = ReportMeasuredStep(run, *executed)) return o;
+  if (step.removal && !step.removal->restore_url.empty()) {
+    if (std::optional<std::string> error =
+            PostHook(run, index, "replica_loss.restore_url", step.removal->restore_url)) {
+      return CompleteWithError(run, *error, TestRunOutcome::kFailed);
+    }
+  }
+  return std::nullopt;
+}
+
+absl::Status TestRunner::ExcludeRemoved(const RunStep::ReplicaRemoval& removal,
+                                        vanguard::v1::RunStepRequest* request) {
+  google::protobuf::RepeatedPtrField<std::string>* targets = request->mutable_targets();
+  auto removed = std::find(targets->begin(), targets->end(), removal.removed_endpoint);
+  if (removed == targets->end() || targets->size() < 2) {
+    return absl::InvalidArgumentError(
+        "replica_loss: the step's targets do not list the removed endpoint (a KServe v2 gRPC "
+        "model's steps go to its first endpoint only)");
+  }
+  targets->erase(removed);
+  request->set_target(targets->Get(0));
+  return absl::OkStatus();
+}
+
+std::optional<std::string> TestRunner::PostHook(const TestRun& run, int step_index,
+                                                const std::string& field, const std::string& url) {
+  static const UrlPoster* const kDefault = new UrlPoster(PolicyHttpPoster(TargetPolicy::Default()));
+  const UrlPoster& post = options_.fault_poster ? options_.fault_poster : *kDefault;
+  const absl::Status posted = post(url);
+  if (posted.ok()) {
+    Log(absl::StrFormat("test %d step %d: %s posted", run.test_id, step_index, field));
+    return std::nullopt;
+  }
+  return absl::StrCat("step ", step_index, ": ", field, ": ",
+                      absl::StatusCodeToString(posted.code()), ": ", posted.message());
 }
 
 void TestRunner::ShapePhase(const RunStep& step, vanguard::v1::RunStepRequest* request) {

@@ -25,6 +25,11 @@
 //    test at once, without completing it (the new lease holder owns it);
 //  - a replayer that is UNAVAILABLE is retried twice with backoff, then the test is
 //    completed with the error;
+//  - a replica-loss step (RunStep::removal): the removal URL is POSTed just before the step,
+//    which goes to every endpoint but the removed one; after the step is reported, the
+//    restore URL when there is one. A hook that fails (refused by the target policy,
+//    unreachable, not 2xx) completes the test with the error ("step 4: replica_loss.remove_url:
+//    POST host:port: answered HTTP 500");
 //  - before its first step the replayers are made ready for the test
 //    (ReplayerClient::BeginTest: a DNS pool is resolved again); when that fails the test is
 //    completed with the error ("FAILED_PRECONDITION: replayer pool ...") and no step runs;
@@ -54,6 +59,7 @@
 #include "worker/cancellation.h"
 #include "worker/controller_rate_source.h"
 #include "worker/health_assessor.h"
+#include "worker/http_get.h"
 #include "worker/measured_step_runner.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
@@ -103,6 +109,9 @@ struct TestRunnerOptions {
   std::function<MetricsCollector::Fetcher(const vanguard::v1::Model&)> metrics_fetcher;
   // Fetches an autoscaler's target rate (direct controller); null: HttpFetch.
   UrlFetcher controller_fetcher;
+  // POSTs the fault hooks a replica-loss test names (remove_url, restore_url); null:
+  // PolicyHttpPoster(TargetPolicy::Default()), loopback only.
+  UrlPoster fault_poster;
   // Steps run and replayer errors are counted here; nullptr: no metrics. Must outlive the
   // runner.
   WorkerMetrics* metrics = nullptr;
@@ -219,6 +228,14 @@ class TestRunner {
   absl::StatusOr<MeasuredStep> MeasureWithRetries(
       TestRun& run, const vanguard::v1::RunStepRequest& request, const RunStep& step,
       absl::Time* step_start, std::vector<vanguard::v1::StepWindow>* windows_so_far);
+  // A replica loss (RunStep::removal): the step's targets without the removed endpoint;
+  // INVALID_ARGUMENT when the request does not list it.
+  static absl::Status ExcludeRemoved(const RunStep::ReplicaRemoval& removal,
+                                     vanguard::v1::RunStepRequest* request);
+  // POSTs a fault hook of the spec's `field` (e.g. "replica_loss.remove_url"); the error to
+  // complete the test with, if it failed.
+  std::optional<std::string> PostHook(const TestRun& run, int step_index, const std::string& field,
+                                      const std::string& url);
   // A phase of a load shape (RunStep::as_is): no warmup, the phase's duration and ramp.
   static void ShapePhase(const RunStep& step, vanguard::v1::RunStepRequest* request);
   // Counts a step that ended (its verdict, its time since `began` on the monotonic clock and,

@@ -282,6 +282,81 @@ TEST_F(TestRunnerTest, LeaseLostOnHeartbeatStopsTheStepAndAbandons) {
   EXPECT_EQ(last_script_->reads, 1);
 }
 
+// A replica-loss test over three endpoints, one trial at 100 qps.
+vanguard::v1::LeaseTestResponse ReplicaLossLease(vanguard::v1::LeaseTestResponse lease) {
+  vanguard::v1::Model* model = lease.mutable_test()->mutable_model();
+  model->add_endpoints("http://127.0.0.1:8001");
+  model->add_endpoints("http://127.0.0.1:8002");
+  vanguard::v1::ReplicaLossStrategy* loss =
+      lease.mutable_test()->mutable_spec()->mutable_replica_loss();
+  loss->set_min_qps(100);
+  loss->set_max_qps(200);
+  loss->set_max_trials(1);
+  loss->set_remove_url("http://127.0.0.1:8002/admin/down?seconds=30");
+  loss->set_restore_url("http://127.0.0.1:8002/admin/up");
+  *loss->mutable_after_loss() = ToProtoDuration(absl::Seconds(5));
+  return lease;
+}
+
+TEST_F(TestRunnerTest, AReplicaLossPostsTheRemovalThenSendsToTheSurvivorsThenRestores) {
+  std::vector<std::string> heard;  // RunStep targets and POSTed hooks, in order
+  options_.fault_poster = [&](const std::string& url) {
+    heard.push_back(absl::StrCat("POST ", url));
+    return absl::OkStatus();
+  };
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        std::string entry = absl::StrCat("step ", r.target(), " over");
+        for (const std::string& t : r.targets()) absl::StrAppend(&entry, " ", t);
+        heard.push_back(entry);
+        return NewScriptedReader(PredictorStep(r.rate_qps()));
+      });
+
+  EXPECT_EQ(runner().Run(ReplicaLossLease(Lease())), TestRunOutcome::kSucceeded);
+
+  EXPECT_THAT(heard,
+              ::testing::ElementsAre(
+                  "step http://127.0.0.1:8000 over http://127.0.0.1:8000 http://127.0.0.1:8001 "
+                  "http://127.0.0.1:8002",
+                  "POST http://127.0.0.1:8002/admin/down?seconds=30",
+                  "step http://127.0.0.1:8000 over http://127.0.0.1:8000 http://127.0.0.1:8001",
+                  "POST http://127.0.0.1:8002/admin/up"));
+  ASSERT_EQ(reports_.size(), 2u);
+  EXPECT_EQ(FromProtoDuration(reports_[1].step().warmup()), absl::ZeroDuration());  // as is
+  ASSERT_EQ(completions_.size(), 1u);
+  const vanguard::v1::TestResult& result = completions_[0].result();
+  EXPECT_EQ(result.max_sustainable_qps(), 0);
+  ASSERT_EQ(result.replica_loss().trials_size(), 1);
+  EXPECT_TRUE(result.replica_loss().trials(0).lost());
+  EXPECT_EQ(result.replica_loss().endpoints(), 3);
+  EXPECT_EQ(result.replica_loss().removed_endpoint(), "http://127.0.0.1:8002");
+}
+
+TEST_F(TestRunnerTest, ARemovalHookThatFailsFailsTheTestNamingTheField) {
+  options_.fault_poster = [](const std::string&) {
+    return absl::FailedPreconditionError("POST 127.0.0.1:8002: answered HTTP 500");
+  };
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(1);  // the step before the loss only
+
+  EXPECT_EQ(runner().Run(ReplicaLossLease(Lease())), TestRunOutcome::kFailed);
+
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].error(),
+            "step 2: replica_loss.remove_url: FAILED_PRECONDITION: POST 127.0.0.1:8002: "
+            "answered HTTP 500");
+}
+
+TEST_F(TestRunnerTest, AReplicaLossTestOfAModelWithOneEndpointFailsBeforeAnyStep) {
+  vanguard::v1::LeaseTestResponse lease = ReplicaLossLease(Lease());
+  lease.mutable_test()->mutable_model()->mutable_endpoints()->DeleteSubrange(1, 2);
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+
+  EXPECT_EQ(runner().Run(lease), TestRunOutcome::kFailed);
+
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_THAT(completions_[0].error(), HasSubstr("needs at least 2"));
+}
+
 TEST_F(TestRunnerTest, UnavailableReplayerIsRetriedTwiceThenTheTestFails) {
   EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(3).WillRepeatedly([](auto*, auto&) {
     auto script = std::make_shared<StreamScript>();

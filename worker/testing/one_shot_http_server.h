@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -35,7 +36,11 @@ class OneShotHttpServer {
       const int c = accept(fd_, nullptr, nullptr);
       if (c < 0) return;
       char buf[4096];
-      (void)!read(c, buf, sizeof(buf));
+      const ssize_t n = read(c, buf, sizeof(buf));
+      if (n > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        request_.assign(buf, static_cast<size_t>(n));
+      }
       // MSG_NOSIGNAL: a client that hangs up early (a body over its limit) is no SIGPIPE.
       (void)!send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
       close(c);
@@ -51,9 +56,18 @@ class OneShotHttpServer {
 
   int port() const { return port_; }
 
+  // The bytes of the request it read (the first read only); call after the client's
+  // exchange ended (the answer was sent after the read).
+  std::string request() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return request_;
+  }
+
  private:
   int fd_;
   int port_;
+  mutable std::mutex mu_;
+  std::string request_;
   std::thread thread_;
 };
 
