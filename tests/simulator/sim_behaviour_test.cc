@@ -555,6 +555,35 @@ TEST(SimBehaviourTest, AdminFaultHooks) {
   EXPECT_ANY_THROW(user.Post("/v2/models/sim/infer", kInferBody));
   EXPECT_EQ(admin.Get("/v2/health/ready").status, 200);  // the caller's own survives
 
+  // down: a lost replica closes every request's connection unanswered (admin excepted) until
+  // up or the time runs out.
+  HttpConnection before_down(sim->port());
+  ASSERT_EQ(before_down.Post("/v2/models/sim/infer", kInferBody).status, 200);
+  Reply down = admin.Post("/admin/down?seconds=600");
+  ASSERT_EQ(down.status, 200);
+  EXPECT_THAT(down.body, HasSubstr("\"down_seconds\":600"));
+  EXPECT_ANY_THROW(before_down.Post("/v2/models/sim/infer", kInferBody));  // dropped
+  {
+    HttpConnection during(sim->port());
+    EXPECT_ANY_THROW(during.Post("/v2/models/sim/infer", kInferBody));
+  }
+  {
+    HttpConnection metrics(sim->port());
+    EXPECT_ANY_THROW(metrics.Get("/metrics"));
+  }
+  EXPECT_EQ(admin.Post("/admin/down?seconds=-1").status, 400);
+  ASSERT_EQ(admin.Post("/admin/up").status, 200);
+  HttpConnection after_up(sim->port());
+  EXPECT_EQ(after_up.Post("/v2/models/sim/infer", kInferBody).status, 200);
+  ASSERT_EQ(admin.Post("/admin/down?seconds=0.2").status, 200);
+  {
+    HttpConnection during(sim->port());
+    EXPECT_ANY_THROW(during.Post("/v2/models/sim/infer", kInferBody));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the down time runs out
+  HttpConnection after_time(sim->port());
+  EXPECT_EQ(after_time.Post("/v2/models/sim/infer", kInferBody).status, 200);
+
   // Bad parameters name themselves.
   Reply bad = admin.Post("/admin/stall?ms=-5");
   EXPECT_EQ(bad.status, 400);

@@ -236,6 +236,10 @@ struct SimPredictorServer::Core {
   void Submit(std::shared_ptr<PendingRequest> request, int max_tokens, double cost = 1);
   // Any thread: true (and counts it) if the request must fail by /admin/fail_next.
   bool TakeInjectedFailure();
+  // Any thread: /admin/down is in force.
+  bool Down() const {
+    return absl::ToInt64Nanoseconds(Now()) < down_until_ns.load(std::memory_order_relaxed);
+  }
   // Any thread: closes every HTTP connection except `keep`; returns how many.
   int DropConnections(const HttpSession* keep);
   void RegisterSession(const std::shared_ptr<HttpSession>& session);
@@ -270,6 +274,9 @@ struct SimPredictorServer::Core {
   std::atomic<uint64_t> malformed_requests{0};
   std::atomic<uint64_t> injected_failures{0};
   std::atomic<int64_t> fail_next{0};
+  // /admin/down: until this virtual time (ns), every request but /admin/ ones has its
+  // connection closed unanswered, as a lost replica's would be. 0: up.
+  std::atomic<int64_t> down_until_ns{0};
   std::atomic<uint64_t> next_completion_id{1};
   std::atomic<bool> stopping{false};
 
@@ -411,6 +418,9 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
       path = path.substr(0, mark);
     }
     const http::verb method = request.method();
+    constexpr absl::string_view kAdmin = "/admin/";
+    const bool admin = path.substr(0, kAdmin.size()) == kAdmin;
+    if (!admin && core_->Down()) return Close();  // a lost replica answers nothing
 
     if (path == "/v2/health/live" || path == "/v2/health/ready") {
       if (method != http::verb::get) return MethodNotAllowed("GET");
@@ -442,8 +452,7 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
                       absl::StrCat(R"({"object":"list","data":[{"id":")", core_->model_label,
                                    R"(","object":"model","owned_by":"vanguard-sim"}]})"));
     }
-    constexpr absl::string_view kAdmin = "/admin/";
-    if (path.substr(0, kAdmin.size()) == kAdmin) {
+    if (admin) {
       if (method != http::verb::post) return MethodNotAllowed("POST");
       return HandleAdmin(path.substr(kAdmin.size()), query);
     }
@@ -649,6 +658,19 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
       const int dropped = core_->DropConnections(this);
       return SendJson(http::status::ok, absl::StrCat("{\"dropped\":", dropped, "}"));
     }
+    if (action == "down") {
+      std::optional<double> seconds = number("seconds", 0, 86400);
+      if (!seconds) return SendError(http::status::bad_request, "down needs seconds=0..86400");
+      core_->down_until_ns.store(absl::ToInt64Nanoseconds(core_->Now()) +
+                                 static_cast<int64_t>(*seconds * 1e9));
+      const int dropped = core_->DropConnections(this);
+      return SendJson(http::status::ok,
+                      absl::StrCat("{\"down_seconds\":", *seconds, ",\"dropped\":", dropped, "}"));
+    }
+    if (action == "up") {
+      core_->down_until_ns.store(0);
+      return SendJson(http::status::ok, "{\"up\":true}");
+    }
     if (action == "colocation") {
       std::optional<double> fraction = number("fraction", 0, 0.95);
       if (!fraction)
@@ -671,7 +693,7 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
     SendError(http::status::not_found,
               absl::StrCat("unknown admin action \"", action,
                            "\"; known: stall?ms=, fail_next?n=, drop_connections, "
-                           "colocation?fraction=, exit?code="));
+                           "down?seconds=, up, colocation?fraction=, exit?code="));
   }
 
   void MethodNotAllowed(absl::string_view allowed) {

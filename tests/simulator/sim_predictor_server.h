@@ -3,6 +3,8 @@
 //  - HTTP/1.1: KServe v2 REST, OpenAI-compatible /v1/completions and /v1/chat/completions
 //    (SSE streaming; generative profiles), Triton- and vLLM-style /metrics, and admin fault
 //    hooks (POST /admin/stall?ms=, /admin/fail_next?n=, /admin/drop_connections,
+//    /admin/down?seconds= (a lost replica: every connection is closed and every request but
+//    /admin/ ones has its connection closed unanswered for that long; /admin/up ends it),
 //    /admin/colocation?fraction=, /admin/exit?code=);
 //  - optionally a fleet that scales itself (batch models; config.autoscale): the ready
 //    replicas (ReplicaAutoscaler, each with the profile's slots) serve, and /metrics shows
