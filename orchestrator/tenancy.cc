@@ -14,6 +14,14 @@ namespace {
 
 // The worker's defaults where a strategy leaves a count unset (test.proto).
 constexpr int64_t kDefaultSearchSteps = 30;
+// The worker's replica-loss defaults (worker/replica_loss_strategy.h): the most trials, and
+// the loss part's length.
+constexpr int64_t kMaxReplicaLossTrials = 12;
+constexpr absl::Duration kDefaultReplicaLossAfterLoss = absl::Seconds(20);
+
+int64_t ReplicaLossTrials(const v1::ReplicaLossStrategy& r) {
+  return r.max_trials() > 0 ? r.max_trials() : kMaxReplicaLossTrials;
+}
 constexpr int64_t kDefaultStabilitySegments = 10;
 // An autoscale test's defaults, as vanguard.v1.AutoscaleStrategy documents them.
 constexpr int64_t kDefaultAutoscaleSegments = 12;
@@ -157,6 +165,8 @@ double HighestRateQps(const v1::TestSpec& spec) {
       return spec.stability().rate_qps();
     case v1::TestSpec::kAutoscale:
       return std::max(spec.autoscale().base_qps(), spec.autoscale().peak_qps());
+    case v1::TestSpec::kReplicaLoss:
+      return spec.replica_loss().max_qps();
     default:
       return 0;
   }
@@ -185,6 +195,8 @@ int64_t MostSteps(const v1::TestSpec& spec) {
                                                : kDefaultAutoscaleSegments;
       }
       return spec.autoscale().shape() == v1::LOAD_SHAPE_RAMP ? 4 : 3;
+    case v1::TestSpec::kReplicaLoss:  // a step before the loss and one after, per trial
+      return 2 * ReplicaLossTrials(spec.replica_loss());
     default:
       return 0;
   }
@@ -193,6 +205,14 @@ int64_t MostSteps(const v1::TestSpec& spec) {
 absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
   // An autoscale test's phases have their own lengths (no warmup).
   if (spec.has_autoscale()) return AutoscaleShapeDuration(spec.autoscale());
+  if (spec.has_replica_loss()) {
+    // Per trial: a step over the whole fleet, then the loss part (as is, after_loss long).
+    const v1::ReplicaLossStrategy& r = spec.replica_loss();
+    const absl::Duration after =
+        r.has_after_loss() ? FromProtoDuration(r.after_loss()) : kDefaultReplicaLossAfterLoss;
+    return ReplicaLossTrials(r) * (FromProtoDuration(spec.step_warmup()) +
+                                   FromProtoDuration(spec.step_duration()) + after);
+  }
   const absl::Duration step =
       FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());
   absl::Duration longest = step * MostSteps(spec);

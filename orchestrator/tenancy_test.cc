@@ -69,6 +69,21 @@ TEST(HighestRateQpsTest, TheTopOfEachStrategy) {
   autoscale.mutable_autoscale()->set_base_qps(30);
   autoscale.mutable_autoscale()->set_peak_qps(120);
   EXPECT_EQ(HighestRateQps(autoscale), 120);
+  v1::TestSpec loss = SweepSpec(1, 1, 0);
+  loss.mutable_replica_loss()->set_min_qps(50);
+  loss.mutable_replica_loss()->set_max_qps(400);
+  EXPECT_EQ(HighestRateQps(loss), 400);
+}
+
+TEST(LongestTestDurationTest, AReplicaLossTestLastsItsTrialsStepsAndLosses) {
+  v1::TestSpec loss = SweepSpec(1, 10, 2);  // steps of 2 s warmup + 10 s
+  loss.mutable_replica_loss()->set_max_qps(400);
+  EXPECT_EQ(MostSteps(loss), 2 * 12);
+  EXPECT_EQ(LongestTestDuration(loss), 12 * absl::Seconds(2 + 10 + 20));
+  loss.mutable_replica_loss()->set_max_trials(3);
+  loss.mutable_replica_loss()->mutable_after_loss()->set_seconds(5);
+  EXPECT_EQ(MostSteps(loss), 6);
+  EXPECT_EQ(LongestTestDuration(loss), 3 * absl::Seconds(2 + 10 + 5));
 }
 
 TEST(LongestTestDurationTest, AnAutoscaleTestLastsItsShape) {

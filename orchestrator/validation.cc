@@ -140,6 +140,28 @@ absl::Status ValidateName(absl::string_view value, absl::string_view field) {
   return absl::OkStatus();
 }
 
+// The replica-loss rules the orchestrator can check without the model (its endpoints are the
+// worker's to count): rates, the removal URL, the loss part's durations.
+absl::Status ValidateReplicaLoss(const v1::ReplicaLossStrategy& r) {
+  if (!(r.min_qps() > 0)) return Invalid("spec.replica_loss.min_qps", "must be > 0");
+  if (!(r.max_qps() > r.min_qps())) {
+    return Invalid("spec.replica_loss.max_qps", "must be > min_qps");
+  }
+  if (r.remove_url().empty()) {
+    return Invalid("spec.replica_loss.remove_url",
+                   "is required: the URL the worker POSTs to take a replica away");
+  }
+  RETURN_IF_ERROR(
+      ValidateDuration(r.after_loss(), "spec.replica_loss.after_loss", DurationRule::kNonNegative));
+  RETURN_IF_ERROR(ValidateDuration(r.max_recovery(), "spec.replica_loss.max_recovery",
+                                   DurationRule::kNonNegative));
+  if (r.removed_endpoint().size() > kMaxEndpointBytes) {
+    return Invalid("spec.replica_loss.removed_endpoint",
+                   absl::StrCat("must be at most ", kMaxEndpointBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateSweep(const v1::SweepStrategy& sweep) {
   const bool has_range = sweep.min_qps() != 0 || sweep.max_qps() != 0 || sweep.steps() != 0;
   if (sweep.rates_qps_size() > 0) {
@@ -306,6 +328,13 @@ absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
                              {s.peak_qps(), "spec.autoscale.peak_qps"},
                              {s.replica_capacity_qps(), "spec.autoscale.replica_capacity_qps"}},
                             {{s.segments(), "spec.autoscale.segments"}}, {});
+    }
+    case v1::TestSpec::kReplicaLoss: {
+      const v1::ReplicaLossStrategy& s = spec.replica_loss();
+      return ValidateBounds({{s.min_qps(), "spec.replica_loss.min_qps"},
+                             {s.max_qps(), "spec.replica_loss.max_qps"},
+                             {s.tolerance_qps(), "spec.replica_loss.tolerance_qps"}},
+                            {{s.max_trials(), "spec.replica_loss.max_trials"}}, {});
     }
     default:
       return absl::OkStatus();
@@ -489,6 +518,9 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
     case v1::TestSpec::kSweep:
       if (absl::Status s = ValidateSweep(spec.sweep()); !s.ok()) return s;
       break;
+    case v1::TestSpec::kReplicaLoss:
+      if (absl::Status s = ValidateReplicaLoss(spec.replica_loss()); !s.ok()) return s;
+      break;
     case v1::TestSpec::STRATEGY_NOT_SET:
       return Invalid("spec.strategy", "must be set");
     default:
@@ -542,6 +574,14 @@ absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* po
 }
 
 absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* policy) {
+  if (spec.has_replica_loss()) {
+    const v1::ReplicaLossStrategy& loss = spec.replica_loss();
+    RETURN_IF_ERROR(CheckTarget(loss.remove_url(), "spec.replica_loss.remove_url", policy));
+    if (!loss.restore_url().empty()) {
+      RETURN_IF_ERROR(CheckTarget(loss.restore_url(), "spec.replica_loss.restore_url", policy));
+    }
+    return absl::OkStatus();
+  }
   const v1::DirectControllerStrategy& controller = spec.direct_controller();
   if (controller.source_case() == v1::DirectControllerStrategy::kJsonUrl) {
     return CheckTarget(controller.json_url(), "spec.direct_controller.json_url", policy);

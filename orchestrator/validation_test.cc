@@ -380,5 +380,39 @@ TEST(ValidateTestTargetsTest, ControllerUrlsFollowThePolicy) {
               HasSubstr("spec.direct_controller.json_url: must name a host and a port"));
 }
 
+TEST(ValidateTestSpecTest, AReplicaLossSpecNeedsRatesAndARemovalUrl) {
+  v1::TestSpec spec = BoundedSpec();
+  v1::ReplicaLossStrategy* loss = spec.mutable_replica_loss();
+  loss->set_min_qps(10);
+  loss->set_max_qps(100);
+  loss->set_remove_url("http://10.1.2.3:8000/admin/down?seconds=30");
+  EXPECT_TRUE(ValidateTestSpec(spec).ok()) << ValidateTestSpec(spec);
+  const std::vector<Bound<v1::ReplicaLossStrategy>> broken = {
+      {"spec.replica_loss.min_qps: must be > 0", [](auto& r) { r.set_min_qps(0); }},
+      {"spec.replica_loss.max_qps: must be > min_qps", [](auto& r) { r.set_max_qps(10); }},
+      {"spec.replica_loss.max_qps: must be > min_qps",
+       [](auto& r) { r.set_max_qps(std::nan("")); }},
+      {"spec.replica_loss.remove_url: is required", [](auto& r) { r.clear_remove_url(); }},
+      {"spec.replica_loss.after_loss", [](auto& r) { r.mutable_after_loss()->set_seconds(-1); }},
+      {"spec.replica_loss.max_trials", [](auto& r) { r.set_max_trials(-1); }},
+  };
+  for (const auto& b : broken) {
+    v1::TestSpec copy = spec;
+    b.breaks(*copy.mutable_replica_loss());
+    ExpectRefused(ValidateTestSpec(copy), b.expected);
+  }
+}
+
+TEST(ValidateTestTargetsTest, ReplicaLossHooksFollowThePolicy) {
+  const TargetPolicy policy = Policy("10.0.0.0/8:8000");
+  v1::TestSpec spec;
+  spec.mutable_replica_loss()->set_remove_url("http://10.1.2.3:8000/admin/down?seconds=30");
+  EXPECT_TRUE(ValidateTestTargets(spec, &policy).ok());
+  spec.mutable_replica_loss()->set_restore_url("http://192.168.1.1:8000/admin/up");
+  ExpectRefused(ValidateTestTargets(spec, &policy), "spec.replica_loss.restore_url: target");
+  spec.mutable_replica_loss()->set_remove_url("http://169.254.169.254/latest");
+  ExpectRefused(ValidateTestTargets(spec, nullptr), "spec.replica_loss.remove_url: target");
+}
+
 }  // namespace
 }  // namespace vanguard

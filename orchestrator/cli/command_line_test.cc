@@ -159,6 +159,44 @@ TEST(SubmitSpecTest, StrategyFlagSelectsTheSearch) {
                    "--rates");
 }
 
+TEST(SubmitSpecTest, ReplicaLossTakesItsRatesAndHooks) {
+  const GivenFlags base = {{"model", "m"},
+                           {"strategy", "replica_loss"},
+                           {"min_qps", "50"},
+                           {"max_qps", "300"},
+                           {"remove_url", "http://r2:8000/admin/down"}};
+  absl::StatusOr<ParsedCommand> parsed = Parse({"submit"}, base);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::ReplicaLossStrategy& loss = parsed->Options<SubmitOptions>().spec.replica_loss();
+  EXPECT_EQ(loss.min_qps(), 50);
+  EXPECT_EQ(loss.max_qps(), 300);
+  EXPECT_EQ(loss.remove_url(), "http://r2:8000/admin/down");
+  EXPECT_FALSE(loss.has_after_loss());
+
+  auto with = [&](const GivenFlags& more) { return With(base, more); };
+  parsed = Parse({"submit"}, with({{"restore_url", "http://r2:8000/admin/up"},
+                                   {"removed_endpoint", "http://r2:8000"},
+                                   {"after_loss", "12s"},
+                                   {"max_recovery", "3s"}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::ReplicaLossStrategy& full = parsed->Options<SubmitOptions>().spec.replica_loss();
+  EXPECT_EQ(full.restore_url(), "http://r2:8000/admin/up");
+  EXPECT_EQ(full.removed_endpoint(), "http://r2:8000");
+  EXPECT_EQ(Millis(full.after_loss()), 12'000);
+  EXPECT_EQ(Millis(full.max_recovery()), 3'000);
+
+  GivenFlags no_url = base;
+  no_url.erase("remove_url");
+  ExpectUsageError({"submit"}, no_url, "--remove_url");
+  ExpectUsageError({"submit"}, with({{"max_qps", "50"}}), "--max_qps");
+  ExpectUsageError({"submit"}, with({{"min_qps", "-1"}}), "--min_qps");
+  ExpectUsageError({"submit"}, with({{"after_loss", "0s"}}), "--after_loss");
+  ExpectUsageError({"submit"}, with({{"rates", "1,2"}}), "--rates");
+  // Its flags belong to it alone.
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"rates", "1"}, {"remove_url", "http://x:1/"}},
+                   "--remove_url");
+}
+
 TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"submit"}, With(kSubmitBase, {{"model_version", "v3"},

@@ -240,6 +240,17 @@ std::vector<CommandSpec> ModelCommands() {
   };
 }
 
+// --strategy: help and choices from the one strategy table (submit_flags.h).
+FlagSpec StrategyFlag() {
+  FlagSpec flag{.name = "strategy", .value = "STRATEGY"};
+  for (const SubmitStrategy& s : SubmitStrategies()) {
+    absl::StrAppend(&flag.help, flag.help.empty() ? "" : "; ", s.name, " (", s.help, ")");
+    flag.choices.push_back(s.name);
+  }
+  absl::StrAppend(&flag.help, ".");
+  return flag;
+}
+
 std::vector<FlagSpec> SubmitFlags() {
   return {
       {.name = "model", .value = "N", .help = "The registered model to test (required)."},
@@ -254,10 +265,7 @@ std::vector<FlagSpec> SubmitFlags() {
       {.name = "steps",
        .value = "K",
        .help = "Sweep: number of rates from --min_qps to --max_qps."},
-      {.name = "strategy",
-       .value = "STRATEGY",
-       .help = "sweep (default), binary, adaptive (Algorithm 1) or ladder (seed 003).",
-       .choices = {"sweep", "binary", "adaptive", "ladder"}},
+      StrategyFlag(),
       {.name = "stop_after_failures",
        .value = "1",
        .help = "Sweep: stop after this many consecutive failed steps."},
@@ -300,6 +308,26 @@ std::vector<FlagSpec> SubmitFlags() {
        .value = "test.json",
        .help = "Read a vanguard.v1.TestSpec in protobuf JSON; flags override its fields.",
        .file = true},
+      {.name = "remove_url",
+       .value = "URL",
+       .help = "Replica loss: POSTed by the worker to take a replica away mid-hold (e.g. the "
+               "simulator's http://host:port/admin/down?seconds=30); the worker's "
+               "--allowed_targets must allow it."},
+      {.name = "restore_url",
+       .value = "URL",
+       .help = "Replica loss: POSTed after each loss to bring the replica back (default: none, "
+               "the fleet heals itself before the next trial)."},
+      {.name = "removed_endpoint",
+       .value = "URL",
+       .help = "Replica loss: which of the model's endpoints --remove_url takes away (default: "
+               "the last)."},
+      {.name = "after_loss",
+       .value = "20s",
+       .help = "Replica loss: how long the survivors are measured after the loss."},
+      {.name = "max_recovery",
+       .value = "5s",
+       .help = "Replica loss: the longest recovery (loss to SLO met again) that still holds "
+               "(default: a quarter of --after_loss)."},
       {.name = "confirm_best",
        .help = "Adaptive: accepted for old scripts and ignored (every adaptive search now holds "
                "its estimate, see --sustain_horizon)."},
@@ -328,7 +356,8 @@ std::vector<CommandSpec> TestCommands() {
            .summary = "Queue a capacity test of a model version.",
            .details = "The search is a sweep (--rates, or --min_qps --max_qps --steps) or "
                       "--strategy=binary|adaptive with --min_qps and --max_qps, or "
-                      "--strategy=ladder [--max_qps].",
+                      "--strategy=ladder [--max_qps], or --strategy=replica_loss with "
+                      "--min_qps, --max_qps and --remove_url (a model with 2+ endpoints).",
            .flags = SubmitFlags(),
            .outputs = kEveryOutput,
            .parse = ParseSubmit,

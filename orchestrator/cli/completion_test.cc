@@ -75,7 +75,8 @@ TEST_F(BashCompletionTest, CompletesTheCommandsFlagsAndTheGlobalOnes) {
 
 TEST_F(BashCompletionTest, CompletesFlagValues) {
   EXPECT_EQ(Complete("vanguard submit --strategy=a"), "adaptive");
-  EXPECT_EQ(Complete("vanguard submit --model m --strategy "), "adaptive binary ladder sweep");
+  EXPECT_EQ(Complete("vanguard submit --model m --strategy "),
+            "adaptive binary ladder replica_loss sweep");
   EXPECT_EQ(Complete("vanguard list --output="), "csv json table yaml");
   EXPECT_EQ(Complete("vanguard tokens create --role=w"), "worker");
   // A valued flag's separate value is not taken for a command word.
@@ -118,16 +119,17 @@ TEST(ZshCompletionTest, ParsesAndItsHelpersAnswerFromTheTable) {
   std::remove(script.c_str());
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->exit_code, 0) << run->err;
-  EXPECT_EQ(run->out,
-            "models register\nregister get list deprecate\nsweep binary adaptive ladder\n"
-            "valued\nbool\n_vanguard\n");
+  EXPECT_EQ(
+      run->out,
+      "models register\nregister get list deprecate\nsweep binary adaptive ladder replica_loss\n"
+      "valued\nbool\n_vanguard\n");
 }
 
 TEST(ZshCompletionTest, DescribesCommandsAndSpecifiesEveryFlag) {
   const std::string script = ZshCompletion(Commands());
   EXPECT_THAT(script, HasSubstr("'submit:Queue a capacity test of a model version.'"));
   EXPECT_THAT(script, HasSubstr("'models:register, get, list, deprecate'"));
-  EXPECT_THAT(script, HasSubstr("'--strategy=[sweep (default), binary"));
+  EXPECT_THAT(script, HasSubstr("'--strategy=[sweep (the default"));
   EXPECT_THAT(script, HasSubstr("\\:PORT"));  // colons in messages are escaped
   EXPECT_THAT(script, HasSubstr("(table json"));
   for (const CommandSpec& spec : Commands()) {

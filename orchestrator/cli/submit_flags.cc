@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
@@ -118,14 +119,8 @@ absl::Status ParseSweepRange(const FlagSet& flags, v1::SweepStrategy* sweep) {
   return absl::OkStatus();
 }
 
-absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
-  if (std::optional<std::string> strategy = flags.Text("strategy");
-      strategy.has_value() && *strategy != "sweep") {
-    if (*strategy != "binary" && *strategy != "adaptive" && *strategy != "ladder") {
-      return BadValue("strategy", *strategy, "must be sweep, binary, adaptive or ladder");
-    }
-    return ParseSearch(flags, *strategy, spec);
-  }
+// The sweep: --rates, or --min_qps, --max_qps and --steps (or the spec file's).
+absl::Status ParseSweepStrategy(const FlagSet& flags, v1::TestSpec* spec) {
   if (flags.Has("confirm_best")) {
     return FlagError("confirm_best", "belongs to --strategy=adaptive, not sweep");
   }
@@ -152,6 +147,71 @@ absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
         "submit needs the sweep's rates: --rates=R1,R2,... or --min_qps, --max_qps and --steps");
   }
   return absl::OkStatus();
+}
+
+// --strategy=replica_loss: --min_qps, --max_qps and --remove_url, optionally --restore_url,
+// --removed_endpoint, --after_loss and --max_recovery (the worker checks the model's
+// endpoints).
+absl::Status ParseReplicaLoss(const FlagSet& flags, v1::TestSpec* spec) {
+  for (const char* other : {"rates", "steps", "stop_after_failures", "confirm_best"}) {
+    if (flags.Has(other)) return FlagError(other, "belongs to another strategy, not replica_loss");
+  }
+  v1::ReplicaLossStrategy* loss = spec->mutable_replica_loss();
+  ASSIGN_OR_RETURN(std::optional<double> min_qps, flags.Number("min_qps"));
+  ASSIGN_OR_RETURN(std::optional<double> max_qps, flags.Number("max_qps"));
+  if (min_qps.has_value()) loss->set_min_qps(*min_qps);
+  if (max_qps.has_value()) loss->set_max_qps(*max_qps);
+  if (!(loss->min_qps() > 0)) {
+    return FlagError("min_qps", "is required with --strategy=replica_loss and must be positive");
+  }
+  if (!(loss->max_qps() > loss->min_qps())) {
+    return FlagError("max_qps", "is required with --strategy=replica_loss, above --min_qps");
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> remove, flags.NonEmptyText("remove_url"));
+  if (remove.has_value()) loss->set_remove_url(*remove);
+  if (loss->remove_url().empty()) {
+    return FlagError("remove_url",
+                     "is required with --strategy=replica_loss (the URL the worker POSTs to "
+                     "take a replica away, e.g. http://host:port/admin/down?seconds=30)");
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> restore, flags.NonEmptyText("restore_url"));
+  if (restore.has_value()) loss->set_restore_url(*restore);
+  ASSIGN_OR_RETURN(std::optional<std::string> removed, flags.NonEmptyText("removed_endpoint"));
+  if (removed.has_value()) loss->set_removed_endpoint(*removed);
+  ASSIGN_OR_RETURN(std::optional<absl::Duration> after, flags.Duration("after_loss"));
+  if (after.has_value()) {
+    if (*after <= absl::ZeroDuration()) {
+      return BadValue("after_loss", *flags.Text("after_loss"), "must be positive");
+    }
+    SetProtoDuration(*after, loss->mutable_after_loss());
+  }
+  ASSIGN_OR_RETURN(std::optional<absl::Duration> recovery, flags.Duration("max_recovery"));
+  if (recovery.has_value()) {
+    if (*recovery < absl::ZeroDuration()) {
+      return BadValue("max_recovery", *flags.Text("max_recovery"), "must not be negative");
+    }
+    SetProtoDuration(*recovery, loss->mutable_max_recovery());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
+  const std::string strategy =
+      flags.Text("strategy").value_or(spec->has_replica_loss() ? "replica_loss" : "sweep");
+  if (strategy != "replica_loss") {
+    for (const char* name : kReplicaLossFlags) {
+      if (flags.Has(name)) {
+        return FlagError(name, absl::StrCat("belongs to --strategy=replica_loss, not ", strategy));
+      }
+    }
+  }
+  for (const SubmitStrategy& s : SubmitStrategies()) {
+    if (s.name == strategy) return s.parse(flags, spec);
+  }
+  std::vector<std::string> names;
+  for (const SubmitStrategy& s : SubmitStrategies()) names.push_back(s.name);
+  return BadValue("strategy", strategy,
+                  absl::StrCat("must be one of ", absl::StrJoin(names, ", ")));
 }
 
 // A duration flag that must be positive when given.
@@ -245,6 +305,25 @@ absl::StatusOr<GateOptions> ParseGates(const FlagSet& flags, FollowMode follow) 
 }
 
 }  // namespace
+
+const std::vector<SubmitStrategy>& SubmitStrategies() {
+  auto search = [](const std::string& name) {
+    return
+        [name](const FlagSet& flags, v1::TestSpec* spec) { return ParseSearch(flags, name, spec); };
+  };
+  static const auto* const kStrategies = new std::vector<SubmitStrategy>{
+      {"sweep", "the default; --rates, or --min_qps --max_qps --steps", ParseSweepStrategy},
+      {"binary", "binary search between --min_qps and --max_qps", search("binary")},
+      {"adaptive", "Algorithm 1 between --min_qps and --max_qps", search("adaptive")},
+      {"ladder", "seed 003's ladder from --min_qps (default 2), ceiling --max_qps",
+       search("ladder")},
+      {"replica_loss",
+       "survivor capacity: the largest rate between --min_qps and --max_qps for which losing "
+       "one replica (--remove_url POSTed mid-hold) keeps the SLO",
+       ParseReplicaLoss},
+  };
+  return *kStrategies;
+}
 
 absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags) {
   SubmitOptions options;

@@ -8,8 +8,10 @@
 #ifndef VANGUARD_ORCHESTRATOR_CLI_SUBMIT_FLAGS_H_
 #define VANGUARD_ORCHESTRATOR_CLI_SUBMIT_FLAGS_H_
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "orchestrator/cli/command_line.h"
@@ -38,6 +40,20 @@ struct SubmitOptions {
   FollowMode follow = FollowMode::kNone;
   GateOptions gates;
 };
+
+// One value of `vanguard submit --strategy=NAME`: the one table the --strategy help, its
+// completion choices and the parsing read. `parse` turns the strategy's flags into the spec's
+// strategy; INVALID_ARGUMENT naming the flag.
+struct SubmitStrategy {
+  std::string name;
+  std::string help;  // one line: what it finds and which flags it needs
+  std::function<absl::Status(const FlagSet& flags, v1::TestSpec* spec)> parse;
+};
+const std::vector<SubmitStrategy>& SubmitStrategies();
+
+// The flags that belong to one strategy only (they are refused with any other).
+inline constexpr const char* kReplicaLossFlags[] = {"remove_url", "restore_url", "removed_endpoint",
+                                                    "after_loss", "max_recovery"};
 
 // INVALID_ARGUMENT naming the flag for a bad value, a missing model or sweep, flags of a
 // strategy other than the one chosen, or a gate without --wait or --watch.
