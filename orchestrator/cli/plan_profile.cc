@@ -71,12 +71,9 @@ DayTotals TotalsOf(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& 
   for (size_t i = 0; i < profile.size(); ++i) {
     t.replica_hours += static_cast<double>(PlanReplicasAt(plan, p, profile[i].qps)) * hours[i];
   }
-  if (p.hardware().accelerator_count() > 0) {
-    t.accelerator_hours = t.replica_hours * p.hardware().accelerator_count();
-  }
-  if (p.has_cost_per_million_requests()) {
-    t.cost = t.replica_hours * p.cost_per_million_requests() * p.capacity_qps() * 3600 / 1e6;
-  }
+  const HardwareHours h = HoursOf(p, t.replica_hours);
+  t.accelerator_hours = h.accelerator_hours;
+  t.cost = h.cost;
   return t;
 }
 
@@ -108,6 +105,18 @@ absl::StatusOr<std::vector<ProfilePoint>> ParseDailyProfile(absl::string_view cs
   }
   if (points.empty()) return absl::InvalidArgumentError("--profile: no TIME,QPS line");
   return points;
+}
+
+HardwareHours HoursOf(const v1::ReplicaPlan& p, double replica_hours) {
+  HardwareHours h;
+  if (p.hardware().accelerator_count() > 0) {
+    h.accelerator_hours = replica_hours * p.hardware().accelerator_count();
+  }
+  if (p.has_cost_per_million_requests()) {
+    // The price of a replica-hour: a replica serves capacity_qps * 3600 requests an hour.
+    h.cost = replica_hours * p.cost_per_million_requests() * p.capacity_qps() * 3600 / 1e6;
+  }
+  return h;
 }
 
 std::vector<double> PointHours(const std::vector<ProfilePoint>& profile) {

@@ -40,6 +40,14 @@ absl::StatusOr<std::vector<ProfilePoint>> ParseDailyProfile(absl::string_view cs
 // How long each point holds, in hours (see above); same order as `profile`.
 std::vector<double> PointHours(const std::vector<ProfilePoint>& profile);
 
+// Accelerator-hours (< 0: the count is not registered) and cost (< 0: unpriced) of
+// `replica_hours` of hardware `p`, as in the header comment above.
+struct HardwareHours {
+  double accelerator_hours = -1;
+  double cost = -1;
+};
+HardwareHours HoursOf(const v1::ReplicaPlan& p, double replica_hours);
+
 // ceil(qps * (1 + headroom) / capacity_qps) + survive_loss.
 int64_t ReplicasAt(double qps, double headroom, int32_t survive_loss, double capacity_qps);
 

@@ -34,10 +34,6 @@ std::vector<const v1::ReplicaPlan*> Measured(const v1::PlanCapacityResponse& pla
   return out;
 }
 
-int64_t Replicas(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan& p, double qps) {
-  return PlanReplicasAt(plan, p, qps);
-}
-
 // One hardware over the trace; accelerator_hours and cost < 0 when not known.
 struct SpanTotals {
   int64_t min_replicas = std::numeric_limits<int64_t>::max();
@@ -51,18 +47,14 @@ SpanTotals TotalsOf(const v1::PlanCapacityResponse& plan, const v1::ReplicaPlan&
                     const std::vector<RatePoint>& rates) {
   SpanTotals t;
   for (const RatePoint& r : rates) {
-    const int64_t replicas = Replicas(plan, p, r.qps);
+    const int64_t replicas = PlanReplicasAt(plan, p, r.qps);
     t.min_replicas = std::min(t.min_replicas, replicas);
     t.max_replicas = std::max(t.max_replicas, replicas);
     t.replica_hours += static_cast<double>(replicas) * r.duration_s / 3600;
   }
-  if (p.hardware().accelerator_count() > 0) {
-    t.accelerator_hours = t.replica_hours * p.hardware().accelerator_count();
-  }
-  if (p.has_cost_per_million_requests()) {
-    // The price of a replica-hour, recovered as plan_profile.h does.
-    t.cost = t.replica_hours * p.cost_per_million_requests() * p.capacity_qps() * 3600 / 1e6;
-  }
+  const HardwareHours h = HoursOf(p, t.replica_hours);
+  t.accelerator_hours = h.accelerator_hours;
+  t.cost = h.cost;
   return t;
 }
 
@@ -153,7 +145,7 @@ std::string RenderRatesCsv(const v1::PlanCapacityResponse& plan,
     std::vector<std::string> row = {CsvNumber(r.start_s), CsvNumber(r.duration_s),
                                     CsvNumber(r.qps)};
     for (const v1::ReplicaPlan* p : measured)
-      row.push_back(absl::StrCat(Replicas(plan, *p, r.qps)));
+      row.push_back(absl::StrCat(PlanReplicasAt(plan, *p, r.qps)));
     absl::StrAppend(&out, CsvLine(row));
   }
   std::vector<std::string> totals[3] = {
