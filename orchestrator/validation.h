@@ -73,8 +73,9 @@ absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* p
 
 // A schedule to store (prefixed "schedule."), before its spec is validated as a TestSpec:
 // a plain name (empty: "default"), on_new_version and/or an interval from 1 minute to 366
-// days or a cron expression CronExpression::Parse accepts (schedule.cron), spec.model equal to schedule.model (or empty), and no spec.model_version or
-// spec.not_before (each queued test pins its own version and runs when queued).
+// days or a cron expression CronExpression::Parse accepts (schedule.cron), spec.model equal to
+// schedule.model (or empty), and no spec.model_version or spec.not_before (each queued test pins
+// its own version and runs when queued).
 absl::Status ValidateSchedule(const v1::TestSchedule& schedule);
 
 // A webhook to add (prefixed "webhook."): an http:// or https:// url of at most 2048 bytes without
