@@ -808,6 +808,12 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
     hold_results_.push_back(ResultOf(h, false));
     hold_search_ = true;
     PoolVerdicts();
+  } else if (hold_search_ && h.others_held && h.se_known && h.ratio + h.se < 1 &&
+             !judged_.back().outcome.backlog_rising) {
+    // Under the limit so far by a standard error, below the lowest failed hold: the
+    // best-supported rate of the hold search (not verified: the result stays unconverged).
+    absl::StrAppend(&verification_, ": under the limit so far, not verified");
+    hold_results_.push_back(ResultOf(h, true));
   }
   failed_holds_cap_ = FailedHoldsCrossing();
   return Finish(false, "step limit reached during the hold");
@@ -836,6 +842,8 @@ std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
   // Fewer than two rates, or a ratio not rising with the rate: no crossing.
   if (!line || line->slope <= 0) return std::nullopt;
   const double lowest = LowestFailedHold()->rate;
+  // A hold that held below the lowest failed one is evidence; the line is not needed.
+  if (HighestHeldBelow(lowest) != nullptr) return std::nullopt;
   const double crossing = std::exp(line->mean_x - line->mean_y / line->slope);
   return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
 }

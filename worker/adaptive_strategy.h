@@ -66,9 +66,11 @@
 //    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
 //    conservative end: the best pass less its resolution; when the step limit came during a
 //    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
-//    as in a hold search), and with two failed holds or more the estimate goes no higher than
-//    where their tail ratios, on a line in log-log, cross the limit (FailedHoldsCrossing): a
-//    retreat of kFirstHoldRetreat below the lowest is no evidence when its ratio was far over.
+//    as in a hold search), and with two failed holds or more and none held below them the
+//    estimate goes no higher than where their tail ratios, on a line in log-log, cross the
+//    limit (FailedHoldsCrossing): a retreat of kFirstHoldRetreat below the lowest is no
+//    evidence when its ratio was far over. A hold search's hold the limit cuts while it reads
+//    under the limit by more than its standard error is the estimate (not verified).
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -312,12 +314,13 @@ class AdaptiveStrategy : public Strategy {
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
   // The step limit came during an undecided hold: unconverged; a hold reading over the limit
-  // so far counts as failed for the estimate (see Finishing in the header).
+  // so far counts as failed for the estimate, a hold search's hold under it by a standard error
+  // as held (see Finishing in the header).
   Decision FinishDuringHold(const HoldReading& h);
   // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
-  // 1 - kFirstHoldRetreat] x the lowest failed hold; nullopt with fewer than two such holds or
-  // a ratio not rising with the rate.
+  // 1 - kFirstHoldRetreat] x the lowest failed hold; nullopt with fewer than two such holds, a
+  // ratio not rising with the rate, or a held hold below the lowest failed one.
   std::optional<double> FailedHoldsCrossing() const;
   // The hold search's next hold, or its finish (see the header).
   Decision NextSearchHold();
