@@ -839,12 +839,14 @@ std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
     }
   }
   const std::optional<LineFit> line = FitLine(log_rate, log_ratio, weight);
-  // Fewer than two rates, or a ratio not rising with the rate: no crossing.
-  if (!line || line->slope <= 0) return std::nullopt;
+  if (!line) return std::nullopt;  // fewer than two rates
   const double lowest = LowestFailedHold()->rate;
   // A hold that held below the lowest failed one is evidence; the line is not needed.
   if (HighestHeldBelow(lowest) != nullptr) return std::nullopt;
-  const double crossing = std::exp(line->mean_x - line->mean_y / line->slope);
+  // A ratio not rising with the rate over three holds or more crosses the limit further below
+  // than any line can say; through two (a line fits any two) it says nothing.
+  if (line->slope <= 0 && log_rate.size() < 3) return std::nullopt;
+  const double crossing = line->slope > 0 ? std::exp(line->mean_x - line->mean_y / line->slope) : 0;
   return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
 }
 
@@ -895,6 +897,7 @@ Decision AdaptiveStrategy::NextSearchHold() {
                                         held->rate, failed->rate, 100 * kHoldSearchBracket));
   }
   if (holds_ >= kMaxSearchHolds || steps_ >= max_steps_) {
+    failed_holds_cap_ = FailedHoldsCrossing();
     return Finish(false, "holds left the limit undecided");
   }
   const double next = std::max(min_qps_, SearchHoldRate(held, *failed));

@@ -1046,6 +1046,36 @@ TEST(AdaptiveStrategyTest, AHoldUnderTheLimitWhenTheStepLimitComesIsTheEstimate)
   EXPECT_GT(cut_under, 0) << "no run ended on a hold above one that held";
 }
 
+TEST(AdaptiveStrategyTest, HoldsFailingAlikeAtEveryRateCapTheEstimateFarBelowThem) {
+  // Stalls set the tail: every hold above the capacity of 300 req/s reads 1.5 times the allowed
+  // share, whatever its rate, while short steps pass up to 1000. The hold search retreats 5% at
+  // a time and runs out of holds far above the capacity; the failed holds' ratios do not rise
+  // with the rate, so the crossing lies further below than they can say: the estimate is
+  // capped at the floor, kMinFittedCrossingShare of the lowest failed hold, not a retreat of 5%.
+  auto s = Adaptive(50, 2000);
+  ASSERT_TRUE(s);
+  StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
+    const double r = step.rate_qps;
+    if (!step.verification) return WithTail(r, 5000, r <= 1000 ? 0.3 : 5);
+    const double ratio = r > 300 ? 1.5 : 0.5;
+    StepOutcome o = WithTail(r, 5000, ratio, static_cast<int64_t>(3 * r * step.hold));
+    o.tail_units = static_cast<int>(10 * step.hold);
+    o.tail_ratio_se = 0.1 * ratio;
+    return o;
+  });
+  double lowest_hold = 1e9;
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    if (run.verifications[i]) lowest_hold = std::min(lowest_hold, run.rates[i]);
+  }
+  ASSERT_GT(lowest_hold, 300) << run.done.summary;
+  EXPECT_NE(run.done.summary.find("holds left the limit undecided"), std::string::npos)
+      << run.done.summary;
+  EXPECT_FALSE(run.done.converged);
+  EXPECT_LE(run.done.max_sustainable_qps,
+            AdaptiveStrategy::kMinFittedCrossingShare * lowest_hold + 1e-6)
+      << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, AFewRequestsOverTheLimitAtALowRateDoNotEndTheSearch) {
   // Capacity 2000 req/s. Below 100 req/s a rare stall puts 3 requests of each 3 s step over
   // the p99 limit (at 60 req/s, 3 of 180 read 1.67 of the allowed share): at those rates a
