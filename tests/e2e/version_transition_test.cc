@@ -1,12 +1,12 @@
-// End to end: the version-transition strategy against a simulated fleet of two replicas of 50
-// req/s each (one slot of 20 ms), through the real binaries. Each trial holds a rate over both,
+// End to end: the version-transition strategy against a simulated fleet of two replicas of 100
+// req/s each (one slot of 10 ms), through the real binaries. Each trial holds a rate over both,
 // then the worker POSTs each replica's /admin/restart in turn: the replica is down for 0.3 s
-// (its requests fail), then serves 4x slower, warm again after 2 s. At 20 req/s (10 per
-// replica, under the cold 12.5) each restart costs the window it was down in and nothing
-// more: it recovers within max_recovery. At 50 req/s (25 per replica) the cold replica falls
-// behind and its backlog keeps the p99 over the SLO for seconds: the rolling update halts at the
-// first restart. So with min_qps 20, max_qps 80 and a tolerance of 30 the search takes two
-// trials and the safe rate is 20 req/s, below the 50 the warm fleet held.
+// (its requests fail), then serves 4x slower, warm again after 2 s. At 40 req/s (20 per
+// replica, under the cold 25) each restart costs the window it was down in and nothing more:
+// it recovers within max_recovery. At 100 req/s (50 per replica) the cold replica falls behind
+// and its backlog keeps the p99 over the SLO: the rolling update halts at the first restart.
+// So with min_qps 40, max_qps 160 and a tolerance of 60 the search takes two trials and the
+// safe rate is 40 req/s, below the 100 the warm fleet held.
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -25,7 +25,7 @@ using ::vanguard::testing::E2eStack;
 using ::vanguard::testing::RunResult;
 using ::vanguard::testing::Subprocess;
 
-constexpr double kReplicaServiceMs = 20;  // one slot: 50 req/s per replica when warm
+constexpr double kReplicaServiceMs = 10;  // one slot: 100 req/s per replica when warm
 constexpr double kMaxRecoveryS = 1.5;
 
 class VersionTransitionTest : public E2eStack {
@@ -63,10 +63,10 @@ TEST_F(VersionTransitionTest, TheSafeRateIsBelowTheWarmFleetsAndEachRestartRepor
 
   const std::string restart = "/admin/restart?down_s=0.3&warmup_s=2&factor=4";
   const std::string spec_path = absl::StrCat(::testing::TempDir(), "/version_transition_spec.json");
-  std::ofstream(spec_path) << R"({"version_transition": {"tolerance_qps": 30}})";
+  std::ofstream(spec_path) << R"({"version_transition": {"tolerance_qps": 60}})";
   RunResult sub = Vanguard(
       {"submit", absl::StrCat("--spec_file=", spec_path), "--model=e2e", "--version=v1",
-       "--strategy=version_transition", "--min_qps=20", "--max_qps=80",
+       "--strategy=version_transition", "--min_qps=40", "--max_qps=160",
        absl::StrCat("--restart_url=", first, restart, ",", second, restart), "--per_replica=3s",
        absl::StrCat("--max_recovery=", kMaxRecoveryS, "s"), "--step_duration=2s",
        "--step_warmup=1s", "--endpoint_policy=round_robin", "--wait", "--output=json"},
