@@ -22,6 +22,13 @@ constexpr absl::Duration kDefaultReplicaLossAfterLoss = absl::Seconds(20);
 int64_t ReplicaLossTrials(const v1::ReplicaLossStrategy& r) {
   return r.max_trials() > 0 ? r.max_trials() : kMaxReplicaLossTrials;
 }
+// The worker's version-transition defaults (worker/version_transition_strategy.h).
+constexpr int64_t kMaxVersionTransitionTrials = 12;
+constexpr absl::Duration kDefaultVersionTransitionPerReplica = absl::Seconds(10);
+
+int64_t VersionTransitionTrials(const v1::VersionTransitionStrategy& v) {
+  return v.max_trials() > 0 ? v.max_trials() : kMaxVersionTransitionTrials;
+}
 constexpr int64_t kDefaultStabilitySegments = 10;
 // An autoscale test's defaults, as vanguard.v1.AutoscaleStrategy documents them.
 constexpr int64_t kDefaultAutoscaleSegments = 12;
@@ -167,6 +174,8 @@ double HighestRateQps(const v1::TestSpec& spec) {
       return std::max(spec.autoscale().base_qps(), spec.autoscale().peak_qps());
     case v1::TestSpec::kReplicaLoss:
       return spec.replica_loss().max_qps();
+    case v1::TestSpec::kVersionTransition:
+      return spec.version_transition().max_qps();
     default:
       return 0;
   }
@@ -197,6 +206,9 @@ int64_t MostSteps(const v1::TestSpec& spec) {
       return spec.autoscale().shape() == v1::LOAD_SHAPE_RAMP ? 4 : 3;
     case v1::TestSpec::kReplicaLoss:  // a step before the loss and one after, per trial
       return 2 * ReplicaLossTrials(spec.replica_loss());
+    case v1::TestSpec::kVersionTransition:  // a warm step and one per restart, per trial
+      return (1 + spec.version_transition().restart_urls_size()) *
+             VersionTransitionTrials(spec.version_transition());
     default:
       return 0;
   }
@@ -212,6 +224,15 @@ absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
         r.has_after_loss() ? FromProtoDuration(r.after_loss()) : kDefaultReplicaLossAfterLoss;
     return ReplicaLossTrials(r) * (FromProtoDuration(spec.step_warmup()) +
                                    FromProtoDuration(spec.step_duration()) + after);
+  }
+  if (spec.has_version_transition()) {
+    // Per trial: a step over the warm fleet, then one part (as is) per restarted replica.
+    const v1::VersionTransitionStrategy& v = spec.version_transition();
+    const absl::Duration part = v.has_per_replica() ? FromProtoDuration(v.per_replica())
+                                                    : kDefaultVersionTransitionPerReplica;
+    return VersionTransitionTrials(v) *
+           (FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration()) +
+            v.restart_urls_size() * part);
   }
   const absl::Duration step =
       FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());

@@ -68,8 +68,9 @@ int64_t MostSteps(const v1::TestSpec& spec);
 // sustain_horizon (empty: 5 minutes) for the searches that hold their estimate (binary
 // search, adaptive, ladder); for an autoscale test, its shape's phases (their own lengths,
 // defaults as AutoscaleStrategy documents them); for a replica-loss test, each trial's step
-// plus its after_loss (default 20 s), max_trials (default 12) times. `spec` has the service's
-// defaults applied.
+// plus its after_loss (default 20 s), max_trials (default 12) times; for a version-transition
+// test, each trial's step plus one per_replica (default 10 s) per restart URL, max_trials
+// (default 12) times. `spec` has the service's defaults applied.
 absl::Duration LongestTestDuration(const v1::TestSpec& spec);
 
 // `spec` (defaults applied) against `limits` for a caller of `role` (the admin ceiling

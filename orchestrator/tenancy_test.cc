@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -84,6 +85,21 @@ TEST(LongestTestDurationTest, AReplicaLossTestLastsItsTrialsStepsAndLosses) {
   loss.mutable_replica_loss()->mutable_after_loss()->set_seconds(5);
   EXPECT_EQ(MostSteps(loss), 6);
   EXPECT_EQ(LongestTestDuration(loss), 3 * absl::Seconds(2 + 10 + 5));
+}
+
+TEST(LongestTestDurationTest, AVersionTransitionLastsItsTrialsStepsAndRestarts) {
+  v1::TestSpec transition = SweepSpec(1, 10, 2);  // steps of 2 s warmup + 10 s
+  v1::VersionTransitionStrategy* v = transition.mutable_version_transition();
+  v->set_max_qps(300);
+  for (int i = 0; i < 3; ++i)
+    v->add_restart_urls(absl::StrCat("http://r", i, ":8000/admin/restart"));
+  EXPECT_EQ(HighestRateQps(transition), 300);
+  EXPECT_EQ(MostSteps(transition), (1 + 3) * 12);
+  EXPECT_EQ(LongestTestDuration(transition), 12 * absl::Seconds(2 + 10 + 3 * 10));
+  v->set_max_trials(2);
+  v->mutable_per_replica()->set_seconds(4);
+  EXPECT_EQ(MostSteps(transition), 8);
+  EXPECT_EQ(LongestTestDuration(transition), 2 * absl::Seconds(2 + 10 + 3 * 4));
 }
 
 TEST(LongestTestDurationTest, AnAutoscaleTestLastsItsShape) {

@@ -162,6 +162,34 @@ absl::Status ValidateReplicaLoss(const v1::ReplicaLossStrategy& r) {
   return absl::OkStatus();
 }
 
+// The version-transition rules the orchestrator can check without the model (that there is
+// one restart URL per endpoint is the worker's to check): rates, the restart URLs, durations.
+absl::Status ValidateVersionTransition(const v1::VersionTransitionStrategy& v) {
+  if (!(v.min_qps() > 0)) return Invalid("spec.version_transition.min_qps", "must be > 0");
+  if (!(v.max_qps() > v.min_qps())) {
+    return Invalid("spec.version_transition.max_qps", "must be > min_qps");
+  }
+  if (v.restart_urls().empty()) {
+    return Invalid("spec.version_transition.restart_urls",
+                   "is required: one URL per endpoint of the model, POSTed to switch that "
+                   "replica to the new version");
+  }
+  if (v.restart_urls_size() > kMaxEndpoints) {
+    return Invalid("spec.version_transition.restart_urls",
+                   absl::StrCat("must list at most ", kMaxEndpoints, " URLs (one per endpoint)"));
+  }
+  for (int i = 0; i < v.restart_urls_size(); ++i) {
+    if (v.restart_urls(i).empty() || v.restart_urls(i).size() > kMaxEndpointBytes) {
+      return Invalid(absl::StrCat("spec.version_transition.restart_urls[", i, "]"),
+                     absl::StrCat("must be 1 to ", kMaxEndpointBytes, " bytes"));
+    }
+  }
+  RETURN_IF_ERROR(ValidateDuration(v.per_replica(), "spec.version_transition.per_replica",
+                                   DurationRule::kNonNegative));
+  return ValidateDuration(v.max_recovery(), "spec.version_transition.max_recovery",
+                          DurationRule::kNonNegative);
+}
+
 absl::Status ValidateSweep(const v1::SweepStrategy& sweep) {
   const bool has_range = sweep.min_qps() != 0 || sweep.max_qps() != 0 || sweep.steps() != 0;
   if (sweep.rates_qps_size() > 0) {
@@ -335,6 +363,13 @@ absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
                              {s.max_qps(), "spec.replica_loss.max_qps"},
                              {s.tolerance_qps(), "spec.replica_loss.tolerance_qps"}},
                             {{s.max_trials(), "spec.replica_loss.max_trials"}}, {});
+    }
+    case v1::TestSpec::kVersionTransition: {
+      const v1::VersionTransitionStrategy& s = spec.version_transition();
+      return ValidateBounds({{s.min_qps(), "spec.version_transition.min_qps"},
+                             {s.max_qps(), "spec.version_transition.max_qps"},
+                             {s.tolerance_qps(), "spec.version_transition.tolerance_qps"}},
+                            {{s.max_trials(), "spec.version_transition.max_trials"}}, {});
     }
     default:
       return absl::OkStatus();
@@ -521,6 +556,11 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
     case v1::TestSpec::kReplicaLoss:
       if (absl::Status s = ValidateReplicaLoss(spec.replica_loss()); !s.ok()) return s;
       break;
+    case v1::TestSpec::kVersionTransition:
+      if (absl::Status s = ValidateVersionTransition(spec.version_transition()); !s.ok()) {
+        return s;
+      }
+      break;
     case v1::TestSpec::STRATEGY_NOT_SET:
       return Invalid("spec.strategy", "must be set");
     default:
@@ -579,6 +619,15 @@ absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* p
     RETURN_IF_ERROR(CheckTarget(loss.remove_url(), "spec.replica_loss.remove_url", policy));
     if (!loss.restore_url().empty()) {
       RETURN_IF_ERROR(CheckTarget(loss.restore_url(), "spec.replica_loss.restore_url", policy));
+    }
+    return absl::OkStatus();
+  }
+  if (spec.has_version_transition()) {
+    const v1::VersionTransitionStrategy& v = spec.version_transition();
+    for (int i = 0; i < v.restart_urls_size(); ++i) {
+      RETURN_IF_ERROR(CheckTarget(v.restart_urls(i),
+                                  absl::StrCat("spec.version_transition.restart_urls[", i, "]"),
+                                  policy));
     }
     return absl::OkStatus();
   }

@@ -414,5 +414,47 @@ TEST(ValidateTestTargetsTest, ReplicaLossHooksFollowThePolicy) {
   ExpectRefused(ValidateTestTargets(spec, nullptr), "spec.replica_loss.remove_url: target");
 }
 
+TEST(ValidateTestSpecTest, AVersionTransitionSpecNeedsRatesAndRestartUrls) {
+  v1::TestSpec spec = BoundedSpec();
+  v1::VersionTransitionStrategy* transition = spec.mutable_version_transition();
+  transition->set_min_qps(10);
+  transition->set_max_qps(100);
+  transition->add_restart_urls("http://10.1.2.3:8000/admin/restart?factor=4");
+  transition->add_restart_urls("http://10.1.2.4:8000/admin/restart?factor=4");
+  EXPECT_TRUE(ValidateTestSpec(spec).ok()) << ValidateTestSpec(spec);
+  const std::vector<Bound<v1::VersionTransitionStrategy>> broken = {
+      {"spec.version_transition.min_qps: must be > 0", [](auto& v) { v.set_min_qps(0); }},
+      {"spec.version_transition.max_qps: must be > min_qps", [](auto& v) { v.set_max_qps(10); }},
+      {"spec.version_transition.restart_urls: is required",
+       [](auto& v) { v.clear_restart_urls(); }},
+      {"spec.version_transition.restart_urls[1]: must be 1 to",
+       [](auto& v) { v.set_restart_urls(1, ""); }},
+      {"spec.version_transition.restart_urls: must list at most",
+       [](auto& v) {
+         for (int i = 0; i < kMaxEndpoints; ++i) v.add_restart_urls("http://10.1.2.3:8000/");
+       }},
+      {"spec.version_transition.per_replica",
+       [](auto& v) { v.mutable_per_replica()->set_seconds(-1); }},
+      {"spec.version_transition.max_recovery",
+       [](auto& v) { v.mutable_max_recovery()->set_seconds(-1); }},
+      {"spec.version_transition.max_trials", [](auto& v) { v.set_max_trials(-1); }},
+  };
+  for (const auto& b : broken) {
+    v1::TestSpec copy = spec;
+    b.breaks(*copy.mutable_version_transition());
+    ExpectRefused(ValidateTestSpec(copy), b.expected);
+  }
+}
+
+TEST(ValidateTestTargetsTest, VersionTransitionRestartUrlsFollowThePolicy) {
+  const TargetPolicy policy = Policy("10.0.0.0/8:8000");
+  v1::TestSpec spec;
+  spec.mutable_version_transition()->add_restart_urls("http://10.1.2.3:8000/admin/restart");
+  EXPECT_TRUE(ValidateTestTargets(spec, &policy).ok());
+  spec.mutable_version_transition()->add_restart_urls("http://192.168.1.1:8000/admin/restart");
+  ExpectRefused(ValidateTestTargets(spec, &policy),
+                "spec.version_transition.restart_urls[1]: target");
+}
+
 }  // namespace
 }  // namespace vanguard

@@ -15,6 +15,7 @@
 #include "worker/replica_loss_strategy.h"
 #include "worker/stability_strategy.h"
 #include "worker/sweep_strategy.h"
+#include "worker/version_transition_strategy.h"
 
 namespace vanguard::worker {
 namespace {
@@ -115,6 +116,8 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateStrategy(const vanguard::v1::Tes
       return Upcast(AutoscaleStrategy::Create(spec.autoscale(), context));
     case vanguard::v1::TestSpec::kReplicaLoss:
       return Upcast(ReplicaLossStrategy::Create(spec.replica_loss(), context));
+    case vanguard::v1::TestSpec::kVersionTransition:
+      return Upcast(VersionTransitionStrategy::Create(spec.version_transition(), context));
     case vanguard::v1::TestSpec::STRATEGY_NOT_SET:
       return absl::InvalidArgumentError("spec.strategy: no strategy set (e.g. spec.sweep)");
   }

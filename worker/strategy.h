@@ -121,7 +121,7 @@ struct StrategyContext {
   double slo_p99_ms = 0;
   double slo_max_error_rate = 0;
   // The model's endpoints (Model.endpoints), for the strategies that act on one replica
-  // (replica loss).
+  // (replica loss, version transition).
   std::vector<std::string> endpoints;
 };
 
@@ -149,6 +149,14 @@ struct RunStep {
     std::string removed_endpoint;
   };
   std::optional<ReplicaRemoval> removal;
+  // A replica switching to a new version (version_transition_strategy.h), with as_is: before
+  // the step the runner POSTs restart_url; the step goes to every endpoint of the model. A
+  // failed POST names `field` (e.g. "version_transition.restart_urls[1]").
+  struct ReplicaRestart {
+    std::string restart_url;
+    std::string field;
+  };
+  std::optional<ReplicaRestart> restart;
 };
 
 // What an autoscale test found (see autoscale_strategy.h for the definitions).
@@ -193,6 +201,8 @@ struct Done {
   std::optional<AutoscaleFindings> autoscale;
   // Replica-loss tests only.
   std::optional<vanguard::v1::ReplicaLossResult> replica_loss;
+  // Version-transition tests only.
+  std::optional<vanguard::v1::VersionTransitionResult> version_transition;
 };
 
 using Decision = std::variant<RunStep, Done>;

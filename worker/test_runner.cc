@@ -243,6 +243,7 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
   }
   if (done.autoscale) *result.mutable_autoscale() = AutoscaleResultOf(*done.autoscale);
   if (done.replica_loss) *result.mutable_replica_loss() = *done.replica_loss;
+  if (done.version_transition) *result.mutable_version_transition() = *done.version_transition;
   if (first_step != nullptr) {
     *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
     if (first_step->model_warming) {
@@ -693,6 +694,12 @@ std::optional<TestRunOutcome> TestRunner::TakeStep(TestRun& run, const RunStep& 
   if (step.removal) {
     if (std::optional<std::string> error =
             PostHook(run, run.index, "replica_loss.remove_url", step.removal->remove_url)) {
+      return CompleteWithError(run, *error, TestRunOutcome::kFailed);
+    }
+  }
+  if (step.restart) {
+    if (std::optional<std::string> error =
+            PostHook(run, run.index, step.restart->field, step.restart->restart_url)) {
       return CompleteWithError(run, *error, TestRunOutcome::kFailed);
     }
   }

@@ -30,6 +30,9 @@
 //    restore URL when there is one. A hook that fails (refused by the target policy,
 //    unreachable, not 2xx) completes the test with the error ("step 4: replica_loss.remove_url:
 //    POST host:port: answered HTTP 500");
+//  - a version-transition step (RunStep::restart): the restart URL is POSTed just before the
+//    step, which goes to every endpoint; a failed POST completes the test the same way
+//    ("step 5: version_transition.restart_urls[1]: ...");
 //  - before its first step the replayers are made ready for the test
 //    (ReplayerClient::BeginTest: a DNS pool is resolved again); when that fails the test is
 //    completed with the error ("FAILED_PRECONDITION: replayer pool ...") and no step runs;
@@ -109,7 +112,8 @@ struct TestRunnerOptions {
   std::function<MetricsCollector::Fetcher(const vanguard::v1::Model&)> metrics_fetcher;
   // Fetches an autoscaler's target rate (direct controller); null: HttpFetch.
   UrlFetcher controller_fetcher;
-  // POSTs the fault hooks a replica-loss test names (remove_url, restore_url); null:
+  // POSTs the fault hooks a replica-loss or version-transition test names (remove_url,
+  // restore_url, restart_urls); null:
   // PolicyHttpPoster(TargetPolicy::Default()), loopback only.
   UrlPoster fault_poster;
   // Steps run and replayer errors are counted here; nullptr: no metrics. Must outlive the

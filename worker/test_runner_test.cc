@@ -357,6 +357,66 @@ TEST_F(TestRunnerTest, AReplicaLossTestOfAModelWithOneEndpointFailsBeforeAnyStep
   EXPECT_THAT(completions_[0].error(), HasSubstr("needs at least 2"));
 }
 
+vanguard::v1::LeaseTestResponse VersionTransitionLease(vanguard::v1::LeaseTestResponse lease) {
+  vanguard::v1::Model* model = lease.mutable_test()->mutable_model();
+  model->add_endpoints("http://127.0.0.1:8001");
+  vanguard::v1::VersionTransitionStrategy* transition =
+      lease.mutable_test()->mutable_spec()->mutable_version_transition();
+  transition->set_min_qps(100);
+  transition->set_max_qps(200);
+  transition->set_max_trials(1);
+  transition->add_restart_urls("http://127.0.0.1:8000/admin/restart?factor=4");
+  transition->add_restart_urls("http://127.0.0.1:8001/admin/restart?factor=4");
+  *transition->mutable_per_replica() = ToProtoDuration(absl::Seconds(5));
+  return lease;
+}
+
+TEST_F(TestRunnerTest, AVersionTransitionPostsEachRestartBeforeItsStepOverEveryEndpoint) {
+  std::vector<std::string> heard;  // RunStep targets and POSTed hooks, in order
+  options_.fault_poster = [&](const std::string& url) {
+    heard.push_back(absl::StrCat("POST ", url));
+    return absl::OkStatus();
+  };
+  ON_CALL(replayer_, RunStepRaw(_, _))
+      .WillByDefault([&](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+        std::string entry = "step over";
+        for (const std::string& t : r.targets()) absl::StrAppend(&entry, " ", t);
+        heard.push_back(entry);
+        return NewScriptedReader(PredictorStep(r.rate_qps()));
+      });
+
+  EXPECT_EQ(runner().Run(VersionTransitionLease(Lease())), TestRunOutcome::kSucceeded);
+
+  const std::string every = "step over http://127.0.0.1:8000 http://127.0.0.1:8001";
+  EXPECT_THAT(heard, ::testing::ElementsAre(
+                         every, "POST http://127.0.0.1:8000/admin/restart?factor=4", every,
+                         "POST http://127.0.0.1:8001/admin/restart?factor=4", every));
+  ASSERT_EQ(reports_.size(), 3u);
+  EXPECT_EQ(FromProtoDuration(reports_[1].step().warmup()), absl::ZeroDuration());  // as is
+  ASSERT_EQ(completions_.size(), 1u);
+  const vanguard::v1::TestResult& result = completions_[0].result();
+  EXPECT_EQ(result.max_sustainable_qps(), 0);
+  ASSERT_EQ(result.version_transition().trials_size(), 1);
+  EXPECT_EQ(result.version_transition().trials(0).restarts_size(), 2);
+  EXPECT_EQ(result.version_transition().endpoints(), 2);
+}
+
+TEST_F(TestRunnerTest, ARestartHookThatFailsFailsTheTestNamingTheURL) {
+  int posts = 0;
+  options_.fault_poster = [&](const std::string&) {
+    return ++posts == 2 ? absl::UnavailableError("POST 127.0.0.1:8001: connection refused")
+                        : absl::OkStatus();
+  };
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(2);  // the warm step and the first restart's
+
+  EXPECT_EQ(runner().Run(VersionTransitionLease(Lease())), TestRunOutcome::kFailed);
+
+  ASSERT_EQ(completions_.size(), 1u);
+  EXPECT_EQ(completions_[0].error(),
+            "step 3: version_transition.restart_urls[1]: UNAVAILABLE: POST 127.0.0.1:8001: "
+            "connection refused");
+}
+
 TEST_F(TestRunnerTest, UnavailableReplayerIsRetriedTwiceThenTheTestFails) {
   EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(3).WillRepeatedly([](auto*, auto&) {
     auto script = std::make_shared<StreamScript>();

@@ -197,6 +197,46 @@ TEST(SubmitSpecTest, ReplicaLossTakesItsRatesAndHooks) {
                    "--remove_url");
 }
 
+TEST(SubmitSpecTest, VersionTransitionTakesItsRatesAndRestartUrls) {
+  const GivenFlags base = {
+      {"model", "m"},
+      {"strategy", "version_transition"},
+      {"min_qps", "50"},
+      {"max_qps", "300"},
+      {"restart_url", "http://r0:8000/admin/restart?factor=4, http://r1:8000/admin/restart"}};
+  absl::StatusOr<ParsedCommand> parsed = Parse({"submit"}, base);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::VersionTransitionStrategy& transition =
+      parsed->Options<SubmitOptions>().spec.version_transition();
+  EXPECT_EQ(transition.min_qps(), 50);
+  EXPECT_EQ(transition.max_qps(), 300);
+  EXPECT_THAT(transition.restart_urls(),
+              ::testing::ElementsAre("http://r0:8000/admin/restart?factor=4",
+                                     "http://r1:8000/admin/restart"));
+  EXPECT_FALSE(transition.has_per_replica());
+
+  auto with = [&](const GivenFlags& more) { return With(base, more); };
+  parsed = Parse({"submit"}, with({{"per_replica", "8s"}, {"max_recovery", "3s"}}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::VersionTransitionStrategy& full =
+      parsed->Options<SubmitOptions>().spec.version_transition();
+  EXPECT_EQ(Millis(full.per_replica()), 8'000);
+  EXPECT_EQ(Millis(full.max_recovery()), 3'000);
+
+  GivenFlags no_url = base;
+  no_url.erase("restart_url");
+  ExpectUsageError({"submit"}, no_url, "--restart_url");
+  ExpectUsageError({"submit"}, with({{"restart_url", "http://r0:1/,"}}), "--restart_url");
+  ExpectUsageError({"submit"}, with({{"max_qps", "50"}}), "--max_qps");
+  ExpectUsageError({"submit"}, with({{"per_replica", "0s"}}), "--per_replica");
+  ExpectUsageError({"submit"}, with({{"remove_url", "http://x:1/"}}), "--remove_url");
+  // Its own flags belong to it (max_recovery to it and replica_loss) alone.
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"rates", "1"}, {"restart_url", "http://x:1/"}},
+                   "--restart_url");
+  ExpectUsageError({"submit"}, {{"model", "m"}, {"rates", "1"}, {"max_recovery", "1s"}},
+                   "--max_recovery");
+}
+
 TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   absl::StatusOr<ParsedCommand> parsed =
       Parse({"submit"}, With(kSubmitBase, {{"model_version", "v3"},

@@ -327,7 +327,18 @@ std::vector<FlagSpec> SubmitFlags() {
       {.name = "max_recovery",
        .value = "5s",
        .help = "Replica loss: the longest recovery (loss to SLO met again) that still holds "
-               "(default: a quarter of --after_loss)."},
+               "(default: a quarter of --after_loss). Version transition: the longest recovery "
+               "of one restart (default: half of --per_replica)."},
+      {.name = "restart_url",
+       .value = "URL,URL",
+       .help = "Version transition: one URL per endpoint of the model, comma-separated in its "
+               "endpoint order, POSTed by the worker to switch that replica to the new version "
+               "(e.g. the simulator's http://host:port/admin/restart?warmup_s=5&factor=4); the "
+               "worker's --allowed_targets must allow them."},
+      {.name = "per_replica",
+       .value = "10s",
+       .help = "Version transition: how long the fleet is measured after each replica's "
+               "restart."},
       {.name = "confirm_best",
        .help = "Adaptive: accepted for old scripts and ignored (every adaptive search now holds "
                "its estimate, see --sustain_horizon)."},
@@ -357,7 +368,9 @@ std::vector<CommandSpec> TestCommands() {
            .details = "The search is a sweep (--rates, or --min_qps --max_qps --steps) or "
                       "--strategy=binary|adaptive with --min_qps and --max_qps, or "
                       "--strategy=ladder [--max_qps], or --strategy=replica_loss with "
-                      "--min_qps, --max_qps and --remove_url (a model with 2+ endpoints).",
+                      "--min_qps, --max_qps and --remove_url, or "
+                      "--strategy=version_transition with --min_qps, --max_qps and "
+                      "--restart_url (both for a model with 2+ endpoints).",
            .flags = SubmitFlags(),
            .outputs = kEveryOutput,
            .parse = ParseSubmit,

@@ -76,7 +76,7 @@ TEST_F(BashCompletionTest, CompletesTheCommandsFlagsAndTheGlobalOnes) {
 TEST_F(BashCompletionTest, CompletesFlagValues) {
   EXPECT_EQ(Complete("vanguard submit --strategy=a"), "adaptive");
   EXPECT_EQ(Complete("vanguard submit --model m --strategy "),
-            "adaptive binary ladder replica_loss sweep");
+            "adaptive binary ladder replica_loss sweep version_transition");
   EXPECT_EQ(Complete("vanguard list --output="), "csv json table yaml");
   EXPECT_EQ(Complete("vanguard tokens create --role=w"), "worker");
   // A valued flag's separate value is not taken for a command word.
@@ -119,10 +119,10 @@ TEST(ZshCompletionTest, ParsesAndItsHelpersAnswerFromTheTable) {
   std::remove(script.c_str());
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->exit_code, 0) << run->err;
-  EXPECT_EQ(
-      run->out,
-      "models register\nregister get list deprecate\nsweep binary adaptive ladder replica_loss\n"
-      "valued\nbool\n_vanguard\n");
+  EXPECT_EQ(run->out,
+            "models register\nregister get list deprecate\nsweep binary adaptive ladder "
+            "replica_loss version_transition\n"
+            "valued\nbool\n_vanguard\n");
 }
 
 TEST(ZshCompletionTest, DescribesCommandsAndSpecifiesEveryFlag) {

@@ -1,6 +1,7 @@
 // `vanguard submit` flags to a TestSpec; see submit_flags.h.
 #include "orchestrator/cli/submit_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -195,23 +196,83 @@ absl::Status ParseReplicaLoss(const FlagSet& flags, v1::TestSpec* spec) {
   return absl::OkStatus();
 }
 
+// --strategy=version_transition: --min_qps, --max_qps and --restart_url (one URL per endpoint,
+// comma-separated, in the model's endpoint order), optionally --per_replica and
+// --max_recovery (the worker checks the count against the model's endpoints).
+absl::Status ParseVersionTransition(const FlagSet& flags, v1::TestSpec* spec) {
+  for (const char* other : {"rates", "steps", "stop_after_failures", "confirm_best"}) {
+    if (flags.Has(other)) {
+      return FlagError(other, "belongs to another strategy, not version_transition");
+    }
+  }
+  v1::VersionTransitionStrategy* transition = spec->mutable_version_transition();
+  ASSIGN_OR_RETURN(std::optional<double> min_qps, flags.Number("min_qps"));
+  ASSIGN_OR_RETURN(std::optional<double> max_qps, flags.Number("max_qps"));
+  if (min_qps.has_value()) transition->set_min_qps(*min_qps);
+  if (max_qps.has_value()) transition->set_max_qps(*max_qps);
+  if (!(transition->min_qps() > 0)) {
+    return FlagError("min_qps",
+                     "is required with --strategy=version_transition and must be positive");
+  }
+  if (!(transition->max_qps() > transition->min_qps())) {
+    return FlagError("max_qps", "is required with --strategy=version_transition, above --min_qps");
+  }
+  if (std::optional<std::string> urls = flags.Text("restart_url"); urls.has_value()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> entries, SplitList("restart_url", *urls));
+    transition->clear_restart_urls();
+    for (std::string& url : entries) transition->add_restart_urls(std::move(url));
+  }
+  if (transition->restart_urls().empty()) {
+    return FlagError("restart_url",
+                     "is required with --strategy=version_transition: one URL per endpoint, "
+                     "comma-separated in the model's endpoint order (e.g. "
+                     "http://host:port/admin/restart?warmup_s=5&factor=4)");
+  }
+  ASSIGN_OR_RETURN(std::optional<absl::Duration> part, flags.Duration("per_replica"));
+  if (part.has_value()) {
+    if (*part <= absl::ZeroDuration()) {
+      return BadValue("per_replica", *flags.Text("per_replica"), "must be positive");
+    }
+    SetProtoDuration(*part, transition->mutable_per_replica());
+  }
+  ASSIGN_OR_RETURN(std::optional<absl::Duration> recovery, flags.Duration("max_recovery"));
+  if (recovery.has_value()) {
+    if (*recovery < absl::ZeroDuration()) {
+      return BadValue("max_recovery", *flags.Text("max_recovery"), "must not be negative");
+    }
+    SetProtoDuration(*recovery, transition->mutable_max_recovery());
+  }
+  return absl::OkStatus();
+}
+
+// The strategy a spec file already chose, when it chose one that has its own flags.
+std::string SpecStrategy(const v1::TestSpec& spec) {
+  if (spec.has_replica_loss()) return "replica_loss";
+  if (spec.has_version_transition()) return "version_transition";
+  return "sweep";
+}
+
 absl::Status ParseSweep(const FlagSet& flags, v1::TestSpec* spec) {
-  const std::string strategy =
-      flags.Text("strategy").value_or(spec->has_replica_loss() ? "replica_loss" : "sweep");
-  if (strategy != "replica_loss") {
-    for (const char* name : kReplicaLossFlags) {
-      if (flags.Has(name)) {
-        return FlagError(name, absl::StrCat("belongs to --strategy=replica_loss, not ", strategy));
+  const std::string strategy = flags.Text("strategy").value_or(SpecStrategy(*spec));
+  const SubmitStrategy* chosen = nullptr;
+  for (const SubmitStrategy& s : SubmitStrategies()) {
+    if (s.name == strategy) chosen = &s;
+  }
+  if (chosen == nullptr) {
+    std::vector<std::string> names;
+    for (const SubmitStrategy& s : SubmitStrategies()) names.push_back(s.name);
+    return BadValue("strategy", strategy,
+                    absl::StrCat("must be one of ", absl::StrJoin(names, ", ")));
+  }
+  for (const SubmitStrategy& s : SubmitStrategies()) {
+    for (const std::string& name : s.own_flags) {
+      if (flags.Has(name) && std::find(chosen->own_flags.begin(), chosen->own_flags.end(), name) ==
+                                 chosen->own_flags.end()) {
+        return FlagError(name, absl::StrCat("belongs to --strategy=", s.name, ", not ", strategy));
       }
     }
   }
-  for (const SubmitStrategy& s : SubmitStrategies()) {
-    if (s.name == strategy) return s.parse(flags, spec);
-  }
-  std::vector<std::string> names;
-  for (const SubmitStrategy& s : SubmitStrategies()) names.push_back(s.name);
-  return BadValue("strategy", strategy,
-                  absl::StrCat("must be one of ", absl::StrJoin(names, ", ")));
+  return chosen->parse(flags, spec);
 }
 
 // A duration flag that must be positive when given.
@@ -320,7 +381,13 @@ const std::vector<SubmitStrategy>& SubmitStrategies() {
       {"replica_loss",
        "survivor capacity: the largest rate between --min_qps and --max_qps for which losing "
        "one replica (--remove_url POSTed mid-hold) keeps the SLO",
-       ParseReplicaLoss},
+       ParseReplicaLoss,
+       {"remove_url", "restore_url", "removed_endpoint", "after_loss", "max_recovery"}},
+      {"version_transition",
+       "rolling update: the highest rate between --min_qps and --max_qps at which restarting "
+       "the replicas one by one on a new version (--restart_url per endpoint) keeps the SLO",
+       ParseVersionTransition,
+       {"restart_url", "per_replica", "max_recovery"}},
   };
   return *kStrategies;
 }

@@ -48,12 +48,11 @@ struct SubmitStrategy {
   std::string name;
   std::string help;  // one line: what it finds and which flags it needs
   std::function<absl::Status(const FlagSet& flags, v1::TestSpec* spec)> parse;
+  // The flags of this strategy that the others refuse (a flag two strategies list is refused
+  // by the rest).
+  std::vector<std::string> own_flags = {};
 };
 const std::vector<SubmitStrategy>& SubmitStrategies();
-
-// The flags that belong to one strategy only (they are refused with any other).
-inline constexpr const char* kReplicaLossFlags[] = {"remove_url", "restore_url", "removed_endpoint",
-                                                    "after_loss", "max_recovery"};
 
 // INVALID_ARGUMENT naming the flag for a bad value, a missing model or sweep, flags of a
 // strategy other than the one chosen, or a gate without --wait or --watch.

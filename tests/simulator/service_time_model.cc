@@ -60,6 +60,7 @@ ServiceTimeModel::ServiceTimeModel(const Perturbations& perturbations)
 }
 
 double ServiceTimeModel::WarmupFactor(absl::Duration t) const {
+  t -= warmup_origin_;
   if (perturbations_.warmup_factor <= 1 || t >= perturbations_.warmup ||
       perturbations_.warmup <= absl::ZeroDuration()) {
     return 1.0;
@@ -83,6 +84,12 @@ bool ServiceTimeModel::NextFails() {
 
 void ServiceTimeModel::SetColocation(double colocation) {
   perturbations_.colocation = std::clamp(colocation, 0.0, 0.95);
+}
+
+void ServiceTimeModel::Restart(absl::Duration at, double factor, absl::Duration warmup) {
+  warmup_origin_ = at;
+  perturbations_.warmup_factor = std::clamp(factor, 1.0, 1000.0);
+  perturbations_.warmup = std::clamp(warmup, absl::ZeroDuration(), absl::Hours(24));
 }
 
 double ServiceTimeModel::StallFreeFraction() const {

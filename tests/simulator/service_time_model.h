@@ -28,7 +28,7 @@ struct Perturbations {
   // Service time is multiplied by exp(N(-sigma^2/2, sigma)): mean 1, so capacity is unchanged.
   double jitter_sigma = 0;
   // Service time at virtual time t is multiplied by 1 + (warmup_factor - 1) * (1 - t/warmup)
-  // for t < warmup (JIT, cache loading): a linear decay to 1.
+  // for t < warmup (JIT, cache loading): a linear decay to 1. Restart starts it over.
   double warmup_factor = 1;
   absl::Duration warmup = absl::ZeroDuration();
   // Stalls of every executor (GC, page faults, a noisy neighbour's burst): start times form a
@@ -65,6 +65,10 @@ class ServiceTimeModel {
   void InjectStall(absl::Duration at, absl::Duration length);
   // Changes the co-located neighbour's share from now on; [0, 0.95].
   void SetColocation(double colocation);
+  // A new version starting cold at `at` (a rolling update's restart): from then on the
+  // warmup is `factor` (clamped to [1, 1000]) decaying linearly to 1 over `warmup` (clamped to
+  // [0, 24h]), as after the model's start, with t measured from `at`.
+  void Restart(absl::Duration at, double factor, absl::Duration warmup);
 
   // Fraction of time not covered by a Poisson stall: exp(-rate * duration).
   double StallFreeFraction() const;
@@ -80,6 +84,7 @@ class ServiceTimeModel {
   void AddStall(Stall stall);
 
   Perturbations perturbations_;
+  absl::Duration warmup_origin_ = absl::ZeroDuration();  // when the warmup began (Restart)
   std::mt19937_64 jitter_rng_;
   std::mt19937_64 stall_rng_;
   std::mt19937_64 error_rng_;

@@ -28,6 +28,19 @@ TEST(ServiceTimeModelTest, CoLocationStretchesWorkAndCanChangeAtRunTime) {
   EXPECT_EQ(model.Work(Ms(10), Ms(0)), Ms(200));
 }
 
+TEST(ServiceTimeModelTest, RestartStartsTheWarmupOverFromItsTime) {
+  ServiceTimeModel model({.warmup_factor = 2, .warmup = absl::Seconds(1)});
+  EXPECT_EQ(model.Work(Ms(10), absl::Seconds(5)), Ms(10));  // warm long since
+  model.Restart(absl::Seconds(10), 4, absl::Seconds(2));    // a new version, cold at 10 s
+  EXPECT_DOUBLE_EQ(model.WarmupFactor(absl::Seconds(10)), 4.0);
+  EXPECT_DOUBLE_EQ(model.WarmupFactor(absl::Seconds(11)), 2.5);  // halfway: 1 + 3 * 0.5
+  EXPECT_DOUBLE_EQ(model.WarmupFactor(absl::Seconds(12)), 1.0);
+  EXPECT_EQ(model.Work(Ms(10), absl::Seconds(10)), Ms(40));
+  EXPECT_EQ(model.Work(Ms(10), absl::Seconds(13)), Ms(10));
+  model.Restart(absl::Seconds(20), 0.5, absl::Seconds(1));  // a factor below 1 is clamped
+  EXPECT_DOUBLE_EQ(model.WarmupFactor(absl::Seconds(20)), 1.0);
+}
+
 TEST(ServiceTimeModelTest, JitterHasMeanOne) {
   ServiceTimeModel model({.jitter_sigma = 0.5, .seed = 3});
   double total = 0;

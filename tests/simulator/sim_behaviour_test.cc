@@ -584,6 +584,30 @@ TEST(SimBehaviourTest, AdminFaultHooks) {
   HttpConnection after_time(sim->port());
   EXPECT_EQ(after_time.Post("/v2/models/sim/infer", kInferBody).status, 200);
 
+  // restart: a new version, cold (the warmup gauge shows the factor) and, with down_s, down
+  // first; the model keeps serving in place without it.
+  HttpConnection before_restart(sim->port());
+  ASSERT_EQ(before_restart.Post("/v2/models/sim/infer", kInferBody).status, 200);
+  Reply restart = admin.Post("/admin/restart?warmup_s=600&factor=4");
+  ASSERT_EQ(restart.status, 200) << restart.body;
+  EXPECT_EQ(json::parse(restart.body)["factor"].get<double>(), 4);
+  EXPECT_EQ(before_restart.Post("/v2/models/sim/infer", kInferBody).status, 200);  // kept
+  const double cold = MetricValue(admin.Get("/metrics").body,
+                                  absl::StrCat("vanguard_sim_warmup_factor", kModelLabels));
+  EXPECT_GT(cold, 3.9);
+  EXPECT_LE(cold, 4.0);
+  ASSERT_EQ(admin.Post("/admin/restart?down_s=600&warmup_s=1&factor=2").status, 200);
+  EXPECT_ANY_THROW(before_restart.Post("/v2/models/sim/infer", kInferBody));  // dropped
+  {
+    HttpConnection during(sim->port());
+    EXPECT_ANY_THROW(during.Post("/v2/models/sim/infer", kInferBody));
+  }
+  ASSERT_EQ(admin.Post("/admin/up").status, 200);
+  Reply bad_factor = admin.Post("/admin/restart?factor=0.5");
+  EXPECT_EQ(bad_factor.status, 400);
+  EXPECT_THAT(bad_factor.body, HasSubstr("factor"));
+  EXPECT_THAT(admin.Post("/admin/restart?down_s=x").body, HasSubstr("down_s"));
+
   // Bad parameters name themselves.
   Reply bad = admin.Post("/admin/stall?ms=-5");
   EXPECT_EQ(bad.status, 400);

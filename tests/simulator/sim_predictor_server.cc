@@ -252,6 +252,14 @@ struct SimPredictorServer::Core {
   void ArmEventTimer();
   void InjectStall(absl::Duration length);
   void SetColocation(double fraction);
+  // On the scheduler strand: the model serves a new version cold from `cold_from` (after
+  // /admin/restart's down part), its warmup `factor` decaying to 1 over `warmup`.
+  void Restart(absl::Duration cold_from, double factor, absl::Duration warmup);
+  // Any thread: the warmup the profile starts the model with (the restart's defaults).
+  const Perturbations& InitialPerturbations() const {
+    return generative ? token_scheduler->config().perturbations
+                      : batch_scheduler->config().perturbations;
+  }
   // The autoscaled fleet (when there is one) sees the work in flight at `now` and the batch
   // scheduler gets the ready replicas' slots.
   void Rescale(absl::Duration now);
@@ -671,6 +679,7 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
       core_->down_until_ns.store(0);
       return SendJson(http::status::ok, "{\"up\":true}");
     }
+    if (action == "restart") return HandleRestart(query);
     if (action == "colocation") {
       std::optional<double> fraction = number("fraction", 0, 0.95);
       if (!fraction)
@@ -693,7 +702,46 @@ class HttpSession : public PendingRequest, public std::enable_shared_from_this<H
     SendError(http::status::not_found,
               absl::StrCat("unknown admin action \"", action,
                            "\"; known: stall?ms=, fail_next?n=, drop_connections, "
-                           "down?seconds=, up, colocation?fraction=, exit?code="));
+                           "down?seconds=, up, restart?down_s=&warmup_s=&factor=, "
+                           "colocation?fraction=, exit?code="));
+  }
+
+  // /admin/restart?down_s=D&warmup_s=S&factor=F: a replica switching to a new version. Down
+  // (as /admin/down, connections dropped) for D seconds (default 0: switched in place,
+  // connections kept), then cold: service times F times longer decaying to 1 over S seconds
+  // (defaults: the profile's warmup_factor and warmup_s, as after the simulator's start).
+  void HandleRestart(absl::string_view query) {
+    const Perturbations& initial = core_->InitialPerturbations();
+    struct Param {
+      const char* key;
+      double lo, hi, value;
+    };
+    Param params[] = {{"down_s", 0, 86400, 0},
+                      {"warmup_s", 0, 86400, absl::ToDoubleSeconds(initial.warmup)},
+                      {"factor", 1, 1000, initial.warmup_factor}};
+    for (Param& p : params) {
+      std::optional<std::string> text = QueryValue(query, p.key);
+      if (!text.has_value()) continue;
+      if (!absl::SimpleAtod(*text, &p.value) || !(p.value >= p.lo && p.value <= p.hi)) {
+        return SendError(http::status::bad_request,
+                         absl::StrCat("restart needs ", p.key, "=", p.lo, "..", p.hi));
+      }
+    }
+    const double down_s = params[0].value, warmup_s = params[1].value, factor = params[2].value;
+    const absl::Duration cold_from = core_->Now() + absl::Seconds(down_s);
+    int dropped = 0;
+    if (down_s > 0) {
+      core_->down_until_ns.store(absl::ToInt64Nanoseconds(cold_from));
+      dropped = core_->DropConnections(this);
+    }
+    const std::string reply = absl::StrCat("{\"down_s\":", down_s, ",\"warmup_s\":", warmup_s,
+                                           ",\"factor\":", factor, ",\"dropped\":", dropped, "}");
+    asio::post(core_->scheduler_strand,
+               [self = shared_from_this(), cold_from, factor, warmup_s, reply] {
+                 self->core_->Restart(cold_from, factor, absl::Seconds(warmup_s));
+                 asio::post(self->socket_.get_executor(),
+                            [self, reply] { self->SendJson(http::status::ok, reply); });
+               });
   }
 
   void MethodNotAllowed(absl::string_view allowed) {
@@ -1097,6 +1145,17 @@ void SimPredictorServer::Core::SetColocation(double fraction) {
     token_scheduler->SetColocation(fraction);
   } else {
     batch_scheduler->SetColocation(fraction);
+  }
+  ArmEventTimer();
+}
+
+void SimPredictorServer::Core::Restart(absl::Duration cold_from, double factor,
+                                       absl::Duration warmup) {
+  AdvanceModel(Now());
+  if (generative) {
+    token_scheduler->Restart(cold_from, factor, warmup);
+  } else {
+    batch_scheduler->Restart(cold_from, factor, warmup);
   }
   ArmEventTimer();
 }

@@ -5,6 +5,8 @@
 //    hooks (POST /admin/stall?ms=, /admin/fail_next?n=, /admin/drop_connections,
 //    /admin/down?seconds= (a lost replica: every connection is closed and every request but
 //    /admin/ ones has its connection closed unanswered for that long; /admin/up ends it),
+//    /admin/restart?down_s=&warmup_s=&factor= (a new version: down that long, then cold, its
+//    warmup started over),
 //    /admin/colocation?fraction=, /admin/exit?code=);
 //  - optionally a fleet that scales itself (batch models; config.autoscale): the ready
 //    replicas (ReplicaAutoscaler, each with the profile's slots) serve, and /metrics shows

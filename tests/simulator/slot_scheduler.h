@@ -104,6 +104,11 @@ class SlotScheduler {
   // Stops every slot for `length` from `now` (batches in service finish `length` later).
   void InjectStall(absl::Duration now, absl::Duration length, std::vector<Completion>* completed);
   void SetColocation(double colocation) { service_model_.SetColocation(colocation); }
+  // A new version cold from `at` (ServiceTimeModel::Restart): batches starting from then on
+  // take `factor` times longer, decaying to 1 over `warmup`; batches in service are unchanged.
+  void Restart(absl::Duration at, double factor, absl::Duration warmup) {
+    service_model_.Restart(at, factor, warmup);
+  }
   // Advances to `now`, then serves with `slots` (>= 1; smaller values count as 1) executors
   // from then on: more start waiting batches at once; with fewer, the batches in service
   // finish and their slots are not refilled until the busy ones are under the new count (a

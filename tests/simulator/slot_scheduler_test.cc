@@ -406,6 +406,22 @@ TEST(SlotSchedulerTest, WarmupSlowsServiceThenFades) {
   EXPECT_EQ(done[1].finish - done[1].start, Ms(10));
 }
 
+TEST(SlotSchedulerTest, RestartServesColdAgainWhileTheBatchInServiceKeepsItsTime) {
+  SlotScheduler scheduler({.slots = 1, .service_time = Ms(10)});
+  std::vector<SlotScheduler::Completion> done;
+  scheduler.Arrive(1, absl::Seconds(1), &done);
+  scheduler.Restart(absl::Seconds(1) + Ms(5), 3, absl::Seconds(10));  // mid-service of 1
+  scheduler.Arrive(2, absl::Seconds(1) + Ms(5), &done);               // starts cold at 10 ms
+  scheduler.Arrive(3, absl::Seconds(11) + Ms(5), &done);              // warm again
+  scheduler.AdvanceTo(absl::Seconds(20), &done);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].finish - done[0].start, Ms(10));
+  // Started 5 ms after the restart: 1 + 2 * (1 - 0.005 / 10) = 2.999 times 10 ms.
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(done[1].finish - done[1].start), 29.99, 1e-6);
+  EXPECT_EQ(done[2].finish - done[2].start, Ms(10));
+  EXPECT_DOUBLE_EQ(scheduler.WarmupFactor(absl::Seconds(6) + Ms(5)), 2.0);
+}
+
 TEST(SlotSchedulerTest, InjectedStallDelaysRequestsInService) {
   SlotScheduler scheduler({.slots = 2, .service_time = Ms(10)});
   std::vector<SlotScheduler::Completion> done;

@@ -96,6 +96,11 @@ class TokenScheduler {
   std::optional<absl::Duration> NextEventTime() const;
   void InjectStall(absl::Duration now, absl::Duration length, std::vector<TokenEvent>* events);
   void SetColocation(double colocation) { service_model_.SetColocation(colocation); }
+  // A new version cold from `at` (ServiceTimeModel::Restart): engine iterations starting from
+  // then on take `factor` times longer, decaying to 1 over `warmup`.
+  void Restart(absl::Duration at, double factor, absl::Duration warmup) {
+    service_model_.Restart(at, factor, warmup);
+  }
 
   const Stats& stats() const { return stats_; }
   const Config& config() const { return config_; }
