@@ -269,7 +269,8 @@ grpc::Status OrchestratorGrpcService::LeaseTest(grpc::ServerContext* context,
     const absl::Time deadline = absl::FromChrono(context->deadline());
     absl::StatusOr<v1::LeaseTestResponse> result = service_->LeaseTest(
         *request, caller,
-        deadline > absl::Now() + absl::Hours(24 * 365) ? absl::InfiniteFuture() : deadline);
+        deadline > absl::Now() + absl::Hours(24 * 365) ? absl::InfiniteFuture() : deadline,
+        [context] { return context->IsCancelled(); });
     if (!result.ok()) return ToGrpcStatus(result.status());
     *response = *std::move(result);
     if (response->has_test() && options_.metrics != nullptr) {

@@ -373,6 +373,29 @@ std::optional<int> PrepareDatabase(const Config& config, const sigset_t& stop_si
   return std::nullopt;
 }
 
+// Warns on stderr when the database acknowledges commits before they are durable
+// (synchronous_commit=off, for this process's sessions): a crash of PostgreSQL can then lose
+// a step or a result the orchestrator already acknowledged to a worker, which goes on as if
+// it were stored (the chaos bench saw one). The operator's choice stands; this says what it
+// costs. Silent when the setting cannot be read (the pool reports an unreachable database).
+void WarnIfCommitsAreNotDurable(const Config& config) {
+  absl::StatusOr<std::unique_ptr<pqxx::connection>> conn =
+      ConnectPostgres(config.database_url, absl::Seconds(5));
+  if (!conn.ok()) return;
+  try {
+    pqxx::nontransaction txn(**conn);
+    const std::string setting = txn.exec1("SHOW synchronous_commit")[0].c_str();
+    if (setting == "off") {
+      std::cerr << "vanguard-orchestrator: warning: the database runs with "
+                   "synchronous_commit=off: a PostgreSQL crash can lose steps and results "
+                   "already acknowledged to workers (set it on, PostgreSQL's default, or add "
+                   "options='-c synchronous_commit=on' to --database_url)"
+                << std::endl;
+    }
+  } catch (...) {
+  }
+}
+
 // The gRPC face's options: metrics, watch-stream caps, and the authorizer unless
 // --insecure_no_auth (warning on stderr about that, or about tokens without TLS).
 OrchestratorGrpcService::Options GrpcOptions(const Config& config, OrchestratorMetrics* metrics,
@@ -581,6 +604,7 @@ class Orchestrator {
 int Run(const Config& config) {
   const sigset_t stop_signals = BlockStopSignals();
   if (std::optional<int> exit_code = PrepareDatabase(config, stop_signals)) return *exit_code;
+  WarnIfCommitsAreNotDurable(config);
   absl::StatusOr<std::unique_ptr<PostgresPool>> pool =
       PostgresPool::Create({.conninfo = config.database_url, .size = config.db_pool_size});
   if (!pool.ok()) {

@@ -245,7 +245,8 @@ absl::StatusOr<v1::CancelTestResponse> OrchestratorService::CancelTest(
 }
 
 absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
-    const v1::LeaseTestRequest& request, const Caller& caller, absl::Time deadline) {
+    const v1::LeaseTestRequest& request, const Caller& caller, absl::Time deadline,
+    const std::function<bool()>& caller_gone) {
   RETURN_IF_ERROR(ValidateWorkerId(request.worker_id()));
   ASSIGN_OR_RETURN(absl::Duration lease, LeaseDuration(request.lease_duration()));
   RETURN_IF_ERROR(ValidateDuration(request.wait(), "wait", DurationRule::kNonNegative));
@@ -260,6 +261,9 @@ absl::StatusOr<v1::LeaseTestResponse> OrchestratorService::LeaseTest(
                                                   : deadline - options_.lease_reply_margin);
   while (true) {
     const uint64_t seen = queue_ != nullptr ? queue_->generation() : 0;
+    if (caller_gone != nullptr && caller_gone()) {
+      return absl::CancelledError("the caller went away while waiting for a test");
+    }
     ASSIGN_OR_RETURN(std::optional<v1::Test> test,
                      tests_->Lease(request.worker_id(), lease, TokenOf(caller)));
     v1::LeaseTestResponse response;

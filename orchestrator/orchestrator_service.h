@@ -30,6 +30,7 @@
 #ifndef VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 #define VANGUARD_ORCHESTRATOR_ORCHESTRATOR_SERVICE_H_
 
+#include <functional>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -147,11 +148,15 @@ class OrchestratorService {
   // request.wait > 0 it waits that long (at most max_lease_wait) for a test; with wait 0
   // and a finite `deadline` (the call's) up to max_lease_wait; either way it answers
   // lease_reply_margin before `deadline`. Without wait and deadline it does not wait.
+  // `caller_gone` (nullable) is asked before every try: once it says the caller went away
+  // (its call cancelled: a worker killed while it waited), the poll ends CANCELLED without
+  // leasing, so no test is handed to a worker that will never run it.
   absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request) {
     return LeaseTest(request, std::nullopt, absl::InfiniteFuture());
   }
-  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(const v1::LeaseTestRequest& request,
-                                                  const Caller& caller, absl::Time deadline);
+  absl::StatusOr<v1::LeaseTestResponse> LeaseTest(
+      const v1::LeaseTestRequest& request, const Caller& caller, absl::Time deadline,
+      const std::function<bool()>& caller_gone = nullptr);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request,
                                                   const Caller& caller = std::nullopt);
   absl::StatusOr<v1::ReportStepResponse> ReportStep(const v1::ReportStepRequest& request,

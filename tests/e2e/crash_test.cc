@@ -63,8 +63,18 @@ class CrashTest : public E2eStack {
                                   : test["id"].get<int64_t>();
   }
 
+  // The row of test `id`; reconnects once if the database restarted under the connection.
   TestRow Row(int64_t id) {
-    if (conn_ == nullptr) conn_ = std::make_unique<pqxx::connection>(db_->conninfo());
+    try {
+      return ReadRow(id);
+    } catch (const pqxx::broken_connection&) {
+      conn_.reset();
+      return ReadRow(id);
+    }
+  }
+
+  TestRow ReadRow(int64_t id) {
+    if (conn_ == nullptr) conn_ = std::make_unique<pqxx::connection>(conninfo());
     pqxx::nontransaction txn(*conn_);
     pqxx::row r = txn.exec_params1(
         "SELECT t.state, t.attempt, coalesce(t.lease_owner, ''),"
@@ -240,6 +250,100 @@ TEST_F(CrashTest, ALostCompleteTestReplyLeavesOneResultAndTheWorkerGoesOn) {
   EXPECT_EQ(txn.exec_params1("SELECT count(*) FROM results WHERE test_id = $1", first)[0].as<int>(),
             1);
   EXPECT_THAT(worker_->Stderr(), HasSubstr("could not complete, abandoning"));
+}
+
+// An orchestrator killed with SIGKILL in the middle of a test, twice: two orchestrators
+// serve one database, the worker knows both (a gRPC target listing the two addresses, as a
+// Service in front of the replicas would) and carries on through the other while the
+// dead one restarts on its port. Calls in flight at the kill (heartbeat, progress, a step
+// report) fail and are retried. The test must never be requeued (the worker's lease lives
+// in Postgres, not in the orchestrator it talked to), and every step is listed once.
+TEST_F(CrashTest, AnOrchestratorKilledMidTestLosesNothingAndTheTestKeepsItsLease) {
+  ASSERT_NO_FATAL_FAILURE(StartStack({.start_worker = false}));
+  std::unique_ptr<Subprocess> other = StartOrchestrator();
+  ASSERT_NE(other, nullptr);
+  ASSERT_NO_FATAL_FAILURE(RegisterModel());
+  worker_ = StartWorker("e2e-worker", *replayer_, kWorkerFlags,
+                        absl::StrCat("ipv4:", orch_->address(), ",", other->address()));
+  ASSERT_NE(worker_, nullptr);
+  const int64_t id = Submit("100,150,200,250");
+  ASSERT_GT(id, 0);
+
+  // Kills `orch` with SIGKILL once the test measures step `step`; restarts it on its port
+  // 2 s later (the CLI and the test's checks go to orch_).
+  auto kill_while_measuring = [&](std::unique_ptr<Subprocess>& orch, int step) {
+    TestRow row = WaitFor(id, absl::Seconds(60), [&](const TestRow& r) {
+      return r.progress_step >= step || (r.state != "running" && r.state != "queued");
+    });
+    ASSERT_EQ(row.state, "running");
+    ASSERT_EQ(row.progress_step, step);
+    const int port = orch->port();
+    ASSERT_EQ(kill(orch->pid(), SIGKILL), 0);
+    ASSERT_TRUE(orch->Wait(absl::Seconds(10)).ok());
+    absl::SleepFor(absl::Seconds(2));
+    orch = StartOrchestrator(port);
+    ASSERT_NE(orch, nullptr);
+  };
+  ASSERT_NO_FATAL_FAILURE(kill_while_measuring(orch_, 2));
+  ASSERT_NO_FATAL_FAILURE(kill_while_measuring(other, 4));
+
+  TestRow row = WaitFor(id, absl::Seconds(60), [](const TestRow& r) {
+    return r.state != "running" && r.state != "queued";
+  });
+  ASSERT_EQ(row.state, "succeeded");
+  const nlohmann::json test = Get(id);
+  EXPECT_EQ(test["attempt"].get<int>(), 1) << "requeued: " << test.value("requeue_reason", "");
+  EXPECT_EQ(test.value("requeue_reason", ""), "");
+  EXPECT_THAT(ExpectEachStepOnce(test, {100, 150, 200, 250}), ::testing::ElementsAre(1, 1, 1, 1));
+  EXPECT_EQ(test["result"]["steps_taken"].get<int>(), 4);
+  EXPECT_EQ(StoredSteps(id), 4);
+  pqxx::nontransaction txn(*conn_);
+  EXPECT_EQ(txn.exec_params1("SELECT count(*) FROM results WHERE test_id = $1", id)[0].as<int>(),
+            1);
+}
+
+// PostgreSQL down for longer than a lease (12 s against the default 10 s) while a worker
+// measures step 2 of 3, with a second worker idle beside it: the running worker's
+// heartbeats and its step report fail meanwhile, not because it died. Once the database is
+// back the test is still its worker's (not requeued under its feet: the idle worker never
+// gets it), it finishes, and every step is listed once, none lost.
+TEST_F(CrashTest, PostgresDownLongerThanALeaseNeitherRequeuesUnderTheWorkerNorLosesAStep) {
+  ASSERT_NO_FATAL_FAILURE(StartStack({.worker_flags = kWorkerFlags, .private_postgres = true}));
+  ASSERT_NO_FATAL_FAILURE(RegisterModel());
+  std::unique_ptr<Subprocess> standby_replayer = StartReplayer();
+  ASSERT_NE(standby_replayer, nullptr);
+  const int64_t id = Submit("100,150,200");
+  ASSERT_GT(id, 0);
+  TestRow row = WaitFor(id, absl::Seconds(30), [](const TestRow& r) { return r.attempt == 1; });
+  ASSERT_EQ(row.owner, "e2e-worker");
+  std::unique_ptr<Subprocess> standby = StartWorker("standby", *standby_replayer, kWorkerFlags);
+  ASSERT_NE(standby, nullptr);
+
+  row = WaitFor(id, absl::Seconds(60), [](const TestRow& r) {
+    return r.state != "running" || (r.steps == 1 && r.progress_step == 2);
+  });
+  ASSERT_EQ(row.state, "running");
+  ASSERT_EQ(row.progress_step, 2);
+  conn_.reset();
+  ASSERT_TRUE(pg_server_->Stop().ok());
+  absl::SleepFor(absl::Seconds(12));
+  ASSERT_TRUE(pg_server_->Restart().ok());
+
+  row = WaitFor(id, absl::Seconds(60),
+                [](const TestRow& r) { return r.state != "running" && r.state != "queued"; });
+  ASSERT_EQ(row.state, "succeeded");
+  const nlohmann::json test = Get(id);
+  const int attempt = test["attempt"].get<int>();
+  std::cerr << "after the outage: attempt " << attempt << ", owner " << row.owner << ", requeue '"
+            << test.value("requeue_reason", "") << "'" << std::endl;
+  // The reaper's first pass after the outage gives running leases a grace to be renewed.
+  EXPECT_EQ(attempt, 1) << "requeued under its live worker";
+  EXPECT_EQ(row.owner, "e2e-worker");
+  EXPECT_EQ(test.value("requeue_reason", ""), "");
+  const std::vector<int> attempts = ExpectEachStepOnce(test, {100, 150, 200});
+  EXPECT_EQ(test["result"]["steps_taken"].get<int>(), 3);
+  EXPECT_EQ(StoredSteps(id), 3) << "a step stored twice, or one of a dead attempt left over";
+  EXPECT_THAT(attempts, ::testing::ElementsAre(1, 1, 1));
 }
 
 }  // namespace

@@ -18,6 +18,10 @@
 //   auto replayer = StartReplayer();
 //   auto standby = StartWorker("standby", *replayer);
 //   auto pooled = StartWorker("pooled", {replayer.get(), other.get()});
+//
+// Tests that stop the database run on a private PostgreSQL server (StackOptions
+// private_postgres, then pg_server_->Stop()/Restart()); tests that kill an orchestrator start
+// more on the same database with StartOrchestrator (a fixed port to restart one in place).
 #ifndef VANGUARD_TESTS_E2E_E2E_STACK_H_
 #define VANGUARD_TESTS_E2E_E2E_STACK_H_
 
@@ -49,23 +53,28 @@ class E2eStack : public ::testing::Test {
     bool start_worker = true;
     // Added to the simulator's flags (later ones win, e.g. "--slots=1").
     std::vector<std::string> sim_flags;
+    // true: the database is a private server (pg_server_) the test may stop and restart;
+    // false: a fresh database on the shared $VANGUARD_TEST_PG server.
+    bool private_postgres = false;
   };
 
   void StartStack() { StartStack(StackOptions()); }
   void StartStack(const StackOptions& options) {
-    auto db = TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
+    if (options.private_postgres) {
+      auto server = PostgresServer::Start();
+      ASSERT_TRUE(server.ok()) << server.status();
+      pg_server_ = std::move(*server);
+    } else {
+      auto db = TestDatabase::Create();
+      ASSERT_TRUE(db.ok()) << db.status();
+      db_ = std::move(*db);
+    }
 
     sim_ = StartSimulator(kServiceMs, options.sim_flags);
     ASSERT_NE(sim_, nullptr);
 
-    auto orch = Subprocess::StartServer(
-        "vanguard-orchestrator",
-        {"--listen=127.0.0.1:0", absl::StrCat("--database_url=", db_->conninfo())},
-        {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdminToken)});
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orch_ = std::move(*orch);
+    orch_ = StartOrchestrator();
+    ASSERT_NE(orch_, nullptr);
     submitter_token_ = CreateToken("e2e-submitter", "submitter");
     worker_token_ = CreateToken("e2e-worker", "worker");
     ASSERT_FALSE(submitter_token_.empty());
@@ -76,6 +85,22 @@ class E2eStack : public ::testing::Test {
     if (!options.start_worker) return;
     worker_ = StartWorker("e2e-worker", *replayer_, options.worker_flags);
     ASSERT_NE(worker_, nullptr);
+  }
+
+  // The stack's database (either kind).
+  const std::string& conninfo() const {
+    return pg_server_ != nullptr ? pg_server_->conninfo() : db_->conninfo();
+  }
+
+  // An orchestrator on the stack's database listening on `port` (0: a free one); null (and a
+  // test failure) if it does not start.
+  std::unique_ptr<Subprocess> StartOrchestrator(int port = 0) {
+    auto orch = Subprocess::StartServer(
+        "vanguard-orchestrator",
+        {absl::StrCat("--listen=127.0.0.1:", port), absl::StrCat("--database_url=", conninfo())},
+        {absl::StrCat("VANGUARD_BOOTSTRAP_ADMIN_TOKEN=", kAdminToken)});
+    EXPECT_TRUE(orch.ok()) << orch.status();
+    return orch.ok() ? std::move(*orch) : nullptr;
   }
 
   // A simulated predictor (model "e2e", kSlots slots of `service_ms` each) on a free port;
@@ -135,6 +160,7 @@ class E2eStack : public ::testing::Test {
     replayer_.reset();
     orch_.reset();
     sim_.reset();
+    pg_server_.reset();
   }
 
   // Runs `vanguard ARGS --orchestrator=...` with the submitter's token (or `token`).
@@ -162,6 +188,7 @@ class E2eStack : public ::testing::Test {
   std::string submitter_token_;
   std::string worker_token_;
   std::unique_ptr<TestDatabase> db_;
+  std::unique_ptr<PostgresServer> pg_server_;  // private_postgres only
   std::unique_ptr<Subprocess> sim_, orch_, replayer_, worker_;
 };
 

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
@@ -190,6 +192,36 @@ TEST(OrchestratorBinaryTest, ServesHealthAndPrometheusMetrics) {
   EXPECT_THAT(page,
               HasSubstr("vanguard_orchestrator_rpcs_total{code=\"OK\",method=\"ListModels\"} 1"));
   EXPECT_THAT(page, HasSubstr("vanguard_orchestrator_lease_wait_seconds_count 0"));
+}
+
+// `conninfo` (either form) with `setting` for every session: options='-c setting'.
+std::string WithSessionSetting(const std::string& conninfo, const std::string& setting) {
+  if (absl::StartsWith(conninfo, "postgresql://") || absl::StartsWith(conninfo, "postgres://")) {
+    return absl::StrCat(conninfo, absl::StrContains(conninfo, "?") ? "&" : "?", "options=-c%20",
+                        absl::StrReplaceAll(setting, {{"=", "%3D"}}));
+  }
+  return absl::StrCat(conninfo, " options='-c ", setting, "'");
+}
+
+// A database that acknowledges commits before they are durable can lose, in a crash, a step
+// the worker was told was stored (the chaos bench saw it): the binary says so at start, and
+// says nothing when commits are durable.
+TEST(OrchestratorBinaryTest, WarnsWhenTheDatabaseAcknowledgesCommitsBeforeTheyAreDurable) {
+  auto db = EmptyDatabase();
+  ASSERT_NE(db, nullptr);
+  for (const bool durable : {false, true}) {
+    const std::string url = WithSessionSetting(
+        db->conninfo(), absl::StrCat("synchronous_commit=", durable ? "on" : "off"));
+    absl::StatusOr<std::unique_ptr<Subprocess>> server = Subprocess::StartServer(
+        kBinary, {"--listen=127.0.0.1:0", "--database_url=" + url, "--insecure_no_auth"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    if (durable) {
+      EXPECT_THAT((*server)->Stderr(), Not(HasSubstr("synchronous_commit")));
+    } else {
+      EXPECT_THAT((*server)->Stderr(),
+                  HasSubstr("warning: the database runs with synchronous_commit=off"));
+    }
+  }
 }
 
 TEST(OrchestratorBinaryTest, RefusesARequestLargerThanGrpcMaxReceiveBytes) {

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -51,6 +52,53 @@ class OrchestratorGrpcTest : public DatabaseTest {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::Orchestrator::Stub> stub_;
 };
+
+// A worker killed while its LeaseTest long poll waits: the server sees the call cancelled
+// and must not lease the next test to it (that test would wait out a lease nobody holds and
+// lose one of its attempts; the chaos bench saw tests fail so).
+TEST_F(OrchestratorGrpcTest, ALongPollWhoseCallerWentAwayLeasesNothing) {
+  v1::RegisterModelRequest reg;
+  *reg.mutable_model() = ValidModel();
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(stub_->RegisterModel(Context().get(), reg, &registered).ok());
+
+  auto gone = Context();
+  grpc::Status gone_status;
+  std::thread poller([&] {
+    v1::LeaseTestRequest lease;
+    lease.set_worker_id("killed-while-polling");
+    lease.mutable_wait()->set_seconds(20);
+    v1::LeaseTestResponse leased;
+    gone_status = stub_->LeaseTest(gone.get(), lease, &leased);
+  });
+  // Let the call start waiting on the empty queue, then cut it as a dying process would.
+  absl::SleepFor(absl::Milliseconds(300));
+  gone->TryCancel();
+  poller.join();
+  EXPECT_EQ(gone_status.error_code(), grpc::StatusCode::CANCELLED);
+
+  v1::SubmitTestRequest submit;
+  *submit.mutable_spec() = ValidSpec();
+  v1::SubmitTestResponse submitted;
+  ASSERT_TRUE(stub_->SubmitTest(Context().get(), submit, &submitted).ok());
+  // The server's poll re-checks the queue every second (no notifier here): give it two.
+  absl::SleepFor(absl::Milliseconds(2500));
+  v1::GetTestRequest get;
+  get.set_id(submitted.test().id());
+  v1::GetTestResponse got;
+  ASSERT_TRUE(stub_->GetTest(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.test().state(), v1::TEST_STATE_QUEUED) << got.test().lease_owner();
+  EXPECT_EQ(got.test().attempt(), 0);
+
+  // A live worker gets it, at its first attempt.
+  v1::LeaseTestRequest lease;
+  lease.set_worker_id("alive");
+  v1::LeaseTestResponse leased;
+  grpc::Status status = stub_->LeaseTest(Context().get(), lease, &leased);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(leased.test().id(), submitted.test().id());
+  EXPECT_EQ(leased.attempt(), 1);
+}
 
 TEST_F(OrchestratorGrpcTest, SubmitWatchAndRunATestOverGrpc) {
   v1::RegisterModelRequest reg;
