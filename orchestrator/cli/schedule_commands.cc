@@ -275,7 +275,8 @@ std::vector<CommandSpec> ScheduleCommands() {
                "model_version: each queued test pins the version it tests. --every is a fixed "
                "interval; --cron five crontab fields in UTC (minute hour day-of-month month "
                "day-of-week: '30 2 * * 1-5' is 02:30 UTC on weekdays) or @hourly, @daily, "
-               "@weekly, @monthly, @yearly. A run missed while no orchestrator ran is made up "
+               "@weekly, @monthly, @yearly; prefixed 'CRON_TZ=Europe/Berlin ' they are read on "
+               "that zone's wall clock. A run missed while no orchestrator ran is made up "
                "once. docs/planning.md.",
            .flags = {required_model,
                      {.name = "name",
@@ -291,7 +292,8 @@ std::vector<CommandSpec> ScheduleCommands() {
                       .value = "'M H DOM MON DOW'",
                       .help = "Queue the test at the minutes (UTC) this cron expression matches "
                               "against the newest version that is not deprecated: *, N, N-M, "
-                              "lists, /STEP, JAN-DEC, SUN-SAT, or a macro (@daily); not with "
+                              "lists, /STEP, JAN-DEC, SUN-SAT, or a macro (@daily); "
+                              "'CRON_TZ=ZONE ' first for a zone's wall clock; not with "
                               "--every."},
                      {.name = "spec_file",
                       .value = "test.json",

@@ -295,6 +295,16 @@ TEST_F(RegressionTestingTest, CronSchedulesAreValidatedAndABadOneWrittenWithSqlI
   EXPECT_EQ(SetCronSchedule("resnet50", "0 0 31 2 *").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(SetCronSchedule("resnet50", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(SetCronSchedule("resnet50", "CRON_TZ=Mars/Olympus 0 9 * * *").status().message(),
+              HasSubstr("schedule.cron: cron: time zone \"Mars/Olympus\" is not known"));
+  // 09:00 in Tokyo (UTC+9, no daylight saving time) is the next midnight UTC.
+  absl::StatusOr<v1::TestSchedule> tokyo =
+      SetCronSchedule("resnet50", "CRON_TZ=Asia/Tokyo 0 9 * * *");
+  ASSERT_TRUE(tokyo.ok()) << tokyo.status();
+  EXPECT_EQ(tokyo->cron(), "CRON_TZ=Asia/Tokyo 0 9 * * *");
+  EXPECT_EQ(NextRunSeconds(tokyo->id()),
+            absl::ToUnixSeconds(absl::FromCivil(
+                absl::ToCivilDay(clock_.Now(), absl::UTCTimeZone()) + 1, absl::UTCTimeZone())));
 
   // Only the orchestrator parses cron; a row written with SQL may not parse. The enqueuer
   // skips it, says why, and tries again a day later.
