@@ -255,9 +255,18 @@ absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>
   return absl::OkStatus();
 }
 
-// An autoscale trace shape's buckets within the global bounds (their order and the period
-// are the worker's TracePhases' to check).
+// An autoscale trace shape's buckets: given with LOAD_SHAPE_TRACE and only then, within the
+// global bounds (their order and the period are the worker's TracePhases' to check).
 absl::Status ValidateTraceRates(const v1::AutoscaleStrategy& s) {
+  const bool trace = s.shape() == v1::LOAD_SHAPE_TRACE;
+  if (trace && s.trace_rates_size() == 0) {
+    return Invalid("spec.autoscale.trace_rates",
+                   "must list the trace's buckets for LOAD_SHAPE_TRACE (vanguard-replayer rates "
+                   "--trace=FILE --output=json)");
+  }
+  if (!trace && s.trace_rates_size() > 0) {
+    return Invalid("spec.autoscale.trace_rates", "is for LOAD_SHAPE_TRACE only");
+  }
   if (s.trace_rates_size() > kMaxStrategySteps) {
     return Invalid("spec.autoscale.trace_rates",
                    absl::StrCat("must list at most ", kMaxStrategySteps, " buckets"));
