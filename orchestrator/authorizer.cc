@@ -22,7 +22,8 @@ bool IsSubmitterMethod(std::string_view method) {
   return IsReaderMethod(method) || method == "SubmitTest" || method == "CancelTest" ||
          method == "RegisterModel" || method == "DeprecateModel" || method == "AcceptBaseline" ||
          method == "SetSchedule" || method == "ListSchedules" || method == "DeleteSchedule" ||
-         method == "AddWebhook" || method == "ListWebhooks" || method == "DeleteWebhook";
+         method == "AddWebhook" || method == "ListWebhooks" || method == "DeleteWebhook" ||
+         method == "ListWebhookDeliveries";
 }
 
 bool IsWorkerMethod(std::string_view method) {

@@ -1,13 +1,16 @@
 // Cron expressions of test schedules; see cron_expression.h. Any thread.
 #include "orchestrator/cron_expression.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
 namespace vanguard {
@@ -124,6 +127,33 @@ int DaysInMonth(int month) {  // the most a month can have (29 for February)
   return kDays[month];
 }
 
+// A `CRON_TZ=Zone ` or `TZ=Zone ` prefix: the zone's name (empty: none) and the rest.
+// INVALID_ARGUMENT for a name that is not an IANA-style name (only letters, digits, and
+// `/_+-`, no `..`: the name becomes a path under the zoneinfo directory) or not installed.
+absl::Status SplitTimeZone(absl::string_view& text, absl::TimeZone& zone, std::string& name) {
+  absl::string_view rest = text;
+  if (!absl::ConsumePrefix(&rest, "CRON_TZ=") && !absl::ConsumePrefix(&rest, "TZ=")) {
+    return absl::OkStatus();
+  }
+  const size_t end = rest.find_first_of(" \t");
+  const absl::string_view zone_name = rest.substr(0, end);
+  const bool well_formed = !zone_name.empty() && zone_name.size() <= 64 && zone_name[0] != '/' &&
+                           !absl::StrContains(zone_name, "..") &&
+                           std::all_of(zone_name.begin(), zone_name.end(), [](char c) {
+                             return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                                    c == '/' || c == '_' || c == '+' || c == '-';
+                           });
+  if (!well_formed || !absl::LoadTimeZone(std::string(zone_name), &zone)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cron: time zone \"", zone_name,
+                     "\" is not known (an IANA name such as Europe/Berlin or America/New_York)"));
+  }
+  name = std::string(zone_name);
+  text = absl::StripLeadingAsciiWhitespace(rest.substr(zone_name.size()));
+  if (text.empty()) return absl::InvalidArgumentError("cron: nothing after the time zone");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CronExpression> CronExpression::Parse(absl::string_view text) {
@@ -141,8 +171,9 @@ absl::StatusOr<CronExpression> CronExpression::Parse(absl::string_view text) {
   CronExpression cron;
   cron.text_ = std::string(text);
   absl::string_view fields_text = text;
-  if (text[0] == '@') {
-    ASSIGN_OR_RETURN(fields_text, ExpandMacro(text));
+  RETURN_IF_ERROR(SplitTimeZone(fields_text, cron.zone_, cron.zone_name_));
+  if (fields_text[0] == '@') {
+    ASSIGN_OR_RETURN(fields_text, ExpandMacro(fields_text));
   }
   std::vector<absl::string_view> fields =
       absl::StrSplit(fields_text, absl::ByAnyChar(" \t"), absl::SkipEmpty());
@@ -191,8 +222,23 @@ bool CronExpression::DayMatches(absl::CivilDay day) const {
 }
 
 absl::Time CronExpression::NextAfter(absl::Time after) const {
-  const absl::TimeZone utc = absl::UTCTimeZone();
-  const absl::CivilMinute start = absl::ToCivilMinute(after, utc) + 1;
+  absl::CivilMinute from = absl::ToCivilMinute(after, zone_) + 1;
+  // A repeated hour (clocks set back) can put a few hundred matching local minutes before
+  // `after`; a day of minutes is more than any zone repeats.
+  for (int tries = 0; tries <= 24 * 60; ++tries) {
+    const std::optional<absl::CivilMinute> local = NextMatchingMinute(from);
+    if (!local.has_value()) break;
+    const absl::TimeZone::TimeInfo info = zone_.At(*local);
+    // A minute skipped by a change of the clocks runs at the change; one the change repeats
+    // runs at its first occurrence only.
+    const absl::Time at = info.kind == absl::TimeZone::TimeInfo::SKIPPED ? info.trans : info.pre;
+    if (at > after) return at;
+    from = *local + 1;
+  }
+  return absl::InfiniteFuture();  // cannot happen: Parse refused expressions no date matches
+}
+
+std::optional<absl::CivilMinute> CronExpression::NextMatchingMinute(absl::CivilMinute start) const {
   const absl::CivilDay first_day(start);
   for (absl::CivilDay day = first_day; day - first_day <= 366 * 9; ++day) {
     if (!DayMatches(day)) continue;
@@ -202,13 +248,12 @@ absl::Time CronExpression::NextAfter(absl::Time after) const {
       const int first_minute = day == first_day && hour == start.hour() ? start.minute() : 0;
       for (int minute = first_minute; minute < 60; ++minute) {
         if (minutes_[minute]) {
-          return absl::FromCivil(
-              absl::CivilMinute(day.year(), day.month(), day.day(), hour, minute), utc);
+          return absl::CivilMinute(day.year(), day.month(), day.day(), hour, minute);
         }
       }
     }
   }
-  return absl::InfiniteFuture();  // cannot happen: Parse refused expressions no date matches
+  return std::nullopt;
 }
 
 }  // namespace vanguard

@@ -78,7 +78,38 @@ TEST(CronExpressionTest, Macros) {
   EXPECT_EQ(cron->text(), "@daily");
 }
 
+TEST(CronExpressionTest, ATimeZoneReadsTheFieldsOnItsWallClock) {
+  const std::string berlin = "CRON_TZ=Europe/Berlin 30 2 * * *";
+  // 02:30 in Berlin is 01:30 UTC in winter (CET) and 00:30 UTC in summer (CEST).
+  EXPECT_EQ(Next(berlin, Utc(2026, 12, 3, 0, 0)), Utc(2026, 12, 3, 1, 30));
+  EXPECT_EQ(Next(berlin, Utc(2026, 7, 1, 0, 0)), Utc(2026, 7, 1, 0, 30));
+  EXPECT_EQ(Next("TZ=America/New_York @daily", Utc(2026, 12, 3, 12, 0)), Utc(2026, 12, 4, 5, 0));
+  EXPECT_EQ(CronExpression::Parse(berlin)->time_zone(), "Europe/Berlin");
+  EXPECT_EQ(CronExpression::Parse(berlin)->text(), berlin);
+  EXPECT_EQ(CronExpression::Parse("30 2 * * *")->time_zone(), "");
+}
+
+TEST(CronExpressionTest, ATimeTheClocksSkipRunsAtTheChangeOneTheyRepeatRunsOnce) {
+  const std::string berlin = "CRON_TZ=Europe/Berlin 30 2 * * *";
+  // 2026-03-29: 02:00 CET becomes 03:00 CEST (01:00 UTC); 02:30 does not exist that day.
+  EXPECT_EQ(Next(berlin, Utc(2026, 3, 28, 12, 0)), Utc(2026, 3, 29, 1, 0));
+  EXPECT_EQ(Next(berlin, Utc(2026, 3, 29, 1, 0)), Utc(2026, 3, 30, 0, 30));
+  // 2026-10-25: 03:00 CEST becomes 02:00 CET (01:00 UTC); 02:30 comes at 00:30 and 01:30 UTC.
+  EXPECT_EQ(Next(berlin, Utc(2026, 10, 24, 12, 0)), Utc(2026, 10, 25, 0, 30));
+  EXPECT_EQ(Next(berlin, Utc(2026, 10, 25, 0, 30)), Utc(2026, 10, 26, 1, 30));
+  EXPECT_EQ(Next(berlin, Utc(2026, 10, 25, 1, 10)), Utc(2026, 10, 26, 1, 30));
+}
+
 TEST(CronExpressionTest, BadExpressionsNameTheFieldAndTheRule) {
+  for (const char* zone :
+       {"CRON_TZ=Mars/Olympus_Mons 0 0 * * *", "CRON_TZ=../../etc/passwd 0 0 * * *",
+        "CRON_TZ=/etc/localtime 0 0 * * *", "CRON_TZ= 0 0 * * *"}) {
+    absl::StatusOr<CronExpression> bad = CronExpression::Parse(zone);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << zone;
+    EXPECT_THAT(bad.status().message(), HasSubstr("cron: time zone")) << zone;
+  }
+  EXPECT_THAT(CronExpression::Parse("CRON_TZ=UTC").status().message(),
+              HasSubstr("nothing after the time zone"));
   struct Case {
     std::string text;
     std::string message;

@@ -410,4 +410,11 @@ grpc::Status OrchestratorGrpcService::DeleteWebhook(grpc::ServerContext* context
                       response);
 }
 
+grpc::Status OrchestratorGrpcService::ListWebhookDeliveries(
+    grpc::ServerContext* context, const v1::ListWebhookDeliveriesRequest* request,
+    v1::ListWebhookDeliveriesResponse* response) {
+  return CallAsHolder(context, "ListWebhookDeliveries", &OrchestratorService::ListWebhookDeliveries,
+                      request, response);
+}
+
 }  // namespace vanguard

@@ -130,6 +130,9 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                             v1::ListWebhooksResponse* response) override;
   grpc::Status DeleteWebhook(grpc::ServerContext* context, const v1::DeleteWebhookRequest* request,
                              v1::DeleteWebhookResponse* response) override;
+  grpc::Status ListWebhookDeliveries(grpc::ServerContext* context,
+                                     const v1::ListWebhookDeliveriesRequest* request,
+                                     v1::ListWebhookDeliveriesResponse* response) override;
 
  private:
   // Authorizes the call to `method`, runs `body(caller)` when allowed, and records metrics.

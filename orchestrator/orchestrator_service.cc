@@ -597,4 +597,35 @@ absl::StatusOr<v1::DeleteWebhookResponse> OrchestratorService::DeleteWebhook(
   return v1::DeleteWebhookResponse();
 }
 
+absl::StatusOr<v1::ListWebhookDeliveriesResponse> OrchestratorService::ListWebhookDeliveries(
+    const v1::ListWebhookDeliveriesRequest& request, const Caller& caller) {
+  if (webhooks_ == nullptr) return absl::UnimplementedError("webhooks are not configured");
+  RETURN_IF_ERROR(ValidateTestId(request.webhook_id(), "webhook_id"));
+  std::string state;
+  switch (request.state()) {
+    case v1::WEBHOOK_DELIVERY_STATE_UNSPECIFIED:
+      break;
+    case v1::WEBHOOK_DELIVERY_STATE_PENDING:
+      state = "pending";
+      break;
+    case v1::WEBHOOK_DELIVERY_STATE_DELIVERED:
+      state = "delivered";
+      break;
+    case v1::WEBHOOK_DELIVERY_STATE_FAILED:
+      state = "failed";
+      break;
+    default:
+      return Invalid("state", "must be a WebhookDeliveryState");
+  }
+  ASSIGN_OR_RETURN(int limit, PageSize(request.page_size()));
+  ASSIGN_OR_RETURN(v1::Webhook webhook, webhooks_->Get(request.webhook_id()));
+  RETURN_IF_ERROR(MayActOn(TeamOf(caller), RoleOf(caller), webhook.team(),
+                           absl::StrCat("webhook ", request.webhook_id())));
+  ASSIGN_OR_RETURN(std::vector<v1::WebhookDelivery> deliveries,
+                   webhooks_->ListDeliveries(request.webhook_id(), state, limit));
+  v1::ListWebhookDeliveriesResponse response;
+  for (v1::WebhookDelivery& d : deliveries) *response.add_deliveries() = std::move(d);
+  return response;
+}
+
 }  // namespace vanguard

@@ -239,6 +239,11 @@ class OrchestratorService {
   // NOT_FOUND for an unknown id; its undelivered notifications are dropped with it.
   absl::StatusOr<v1::DeleteWebhookResponse> DeleteWebhook(const v1::DeleteWebhookRequest& request,
                                                           const Caller& caller = std::nullopt);
+  // request.webhook_id's deliveries, newest first (page_size as ListTests'), only those in
+  // request.state when it is given. INVALID_ARGUMENT for a bad id, state or page size;
+  // NOT_FOUND for an unknown webhook; PERMISSION_DENIED for another team's.
+  absl::StatusOr<v1::ListWebhookDeliveriesResponse> ListWebhookDeliveries(
+      const v1::ListWebhookDeliveriesRequest& request, const Caller& caller = std::nullopt);
 
  private:
   absl::StatusOr<absl::Duration> LeaseDuration(const google::protobuf::Duration& requested) const;

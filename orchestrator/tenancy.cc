@@ -39,7 +39,9 @@ absl::Duration AutoscaleShapeDuration(const v1::AutoscaleStrategy& a) {
     const absl::Duration given = FromProtoDuration(d);
     return given == absl::ZeroDuration() ? fallback : given;
   };
-  if (a.shape() == v1::LOAD_SHAPE_DIURNAL) return or_default(a.period(), absl::Seconds(120));
+  if (a.shape() == v1::LOAD_SHAPE_DIURNAL || a.shape() == v1::LOAD_SHAPE_TRACE) {
+    return or_default(a.period(), absl::Seconds(120));
+  }
   absl::Duration total = or_default(a.base_duration(), absl::Seconds(10)) +
                          or_default(a.peak_duration(), absl::Seconds(30)) +
                          or_default(a.after_duration(), absl::Seconds(10));
@@ -202,6 +204,9 @@ int64_t MostSteps(const v1::TestSpec& spec) {
       if (spec.autoscale().shape() == v1::LOAD_SHAPE_DIURNAL) {
         return spec.autoscale().segments() > 0 ? spec.autoscale().segments()
                                                : kDefaultAutoscaleSegments;
+      }
+      if (spec.autoscale().shape() == v1::LOAD_SHAPE_TRACE) {  // a bucket a step at most
+        return spec.autoscale().trace_rates_size();
       }
       return spec.autoscale().shape() == v1::LOAD_SHAPE_RAMP ? 4 : 3;
     case v1::TestSpec::kReplicaLoss:  // a step before the loss and one after, per trial

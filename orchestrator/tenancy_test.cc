@@ -114,6 +114,12 @@ TEST(LongestTestDurationTest, AnAutoscaleTestLastsItsShape) {
   spike.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_DIURNAL);
   EXPECT_EQ(MostSteps(spike), 12);
   EXPECT_EQ(LongestTestDuration(spike), absl::Seconds(120));
+  // A trace: its buckets compressed into the period, a step each at most.
+  spike.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_TRACE);
+  for (int i = 0; i < 5; ++i) spike.mutable_autoscale()->add_trace_rates()->set_qps(10);
+  spike.mutable_autoscale()->mutable_period()->set_seconds(40);
+  EXPECT_EQ(MostSteps(spike), 5);
+  EXPECT_EQ(LongestTestDuration(spike), absl::Seconds(40));
 }
 
 TEST(CheckTestQuotaTest, EachLimitIsNamedInItsRefusal) {

@@ -283,6 +283,33 @@ absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>
   return absl::OkStatus();
 }
 
+// An autoscale trace shape's buckets: given with LOAD_SHAPE_TRACE and only then, within the
+// global bounds (their order and the period are the worker's TracePhases' to check).
+absl::Status ValidateTraceRates(const v1::AutoscaleStrategy& s) {
+  const bool trace = s.shape() == v1::LOAD_SHAPE_TRACE;
+  if (trace && s.trace_rates_size() == 0) {
+    return Invalid("spec.autoscale.trace_rates",
+                   "must list the trace's buckets for LOAD_SHAPE_TRACE (vanguard-replayer rates "
+                   "--trace=FILE --output=json)");
+  }
+  if (!trace && s.trace_rates_size() > 0) {
+    return Invalid("spec.autoscale.trace_rates", "is for LOAD_SHAPE_TRACE only");
+  }
+  if (s.trace_rates_size() > kMaxStrategySteps) {
+    return Invalid("spec.autoscale.trace_rates",
+                   absl::StrCat("must list at most ", kMaxStrategySteps, " buckets"));
+  }
+  for (int i = 0; i < s.trace_rates_size(); ++i) {
+    const std::string field = absl::StrCat("spec.autoscale.trace_rates[", i, "]");
+    RETURN_IF_ERROR(ValidateRate(s.trace_rates(i).qps(), absl::StrCat(field, ".qps")));
+    RETURN_IF_ERROR(ValidateDuration(s.trace_rates(i).start(), absl::StrCat(field, ".start"),
+                                     DurationRule::kNonNegative));
+    RETURN_IF_ERROR(ValidateDuration(s.trace_rates(i).duration(), absl::StrCat(field, ".duration"),
+                                     DurationRule::kPositive));
+  }
+  return absl::OkStatus();
+}
+
 // The strategy's rates, step counts and parameters within the global bounds (the strategy's
 // own consistency rules are ValidateSweep's and the worker's).
 absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
@@ -352,6 +379,7 @@ absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
     }
     case v1::TestSpec::kAutoscale: {
       const v1::AutoscaleStrategy& s = spec.autoscale();
+      RETURN_IF_ERROR(ValidateTraceRates(s));
       return ValidateBounds({{s.base_qps(), "spec.autoscale.base_qps"},
                              {s.peak_qps(), "spec.autoscale.peak_qps"},
                              {s.replica_capacity_qps(), "spec.autoscale.replica_capacity_qps"}},

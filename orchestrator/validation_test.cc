@@ -166,6 +166,26 @@ TEST(ValidateTestSpecTest, GlobalBoundsNameTheField) {
          s.mutable_stability()->set_rate_qps(10);
          s.mutable_stability()->set_segments(std::numeric_limits<int32_t>::max());
        }},
+      {"spec.autoscale.trace_rates[1].qps: must be a rate from 0 to",
+       [](v1::TestSpec& s) {
+         s.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_TRACE);
+         s.mutable_autoscale()->add_trace_rates()->mutable_duration()->set_seconds(60);
+         s.mutable_autoscale()->add_trace_rates()->set_qps(-1);
+       }},
+      {"spec.autoscale.trace_rates[0].duration: must be > 0",
+       [](v1::TestSpec& s) {
+         s.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_TRACE);
+         s.mutable_autoscale()->add_trace_rates()->set_qps(1);
+       }},
+      {"spec.autoscale.trace_rates: must list at most 1000 buckets",
+       [](v1::TestSpec& s) {
+         s.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_TRACE);
+         for (int i = 0; i < 1001; ++i) s.mutable_autoscale()->add_trace_rates();
+       }},
+      {"spec.autoscale.trace_rates: must list the trace's buckets",
+       [](v1::TestSpec& s) { s.mutable_autoscale()->set_shape(v1::LOAD_SHAPE_TRACE); }},
+      {"spec.autoscale.trace_rates: is for LOAD_SHAPE_TRACE only",
+       [](v1::TestSpec& s) { s.mutable_autoscale()->add_trace_rates()->set_qps(1); }},
   };
   for (const Bound<v1::TestSpec>& bound : bounds) {
     v1::TestSpec spec = BoundedSpec();

@@ -54,6 +54,33 @@ constexpr char kPayload[] =
 
 #undef VANGUARD_RFC3339
 
+v1::WebhookDeliveryState DeliveryStateFromDb(const std::string& state) {
+  if (state == "pending") return v1::WEBHOOK_DELIVERY_STATE_PENDING;
+  if (state == "delivered") return v1::WEBHOOK_DELIVERY_STATE_DELIVERED;
+  if (state == "failed") return v1::WEBHOOK_DELIVERY_STATE_FAILED;
+  return v1::WEBHOOK_DELIVERY_STATE_UNSPECIFIED;
+}
+
+v1::WebhookDelivery DeliveryFromRow(const pqxx::row& row) {
+  v1::WebhookDelivery d;
+  d.set_id(row["id"].as<int64_t>());
+  d.set_webhook_id(row["webhook_id"].as<int64_t>());
+  d.set_test_id(row["test_id"].as<int64_t>());
+  d.set_state(DeliveryStateFromDb(row["state"].c_str()));
+  d.set_attempts(row["attempts"].as<int>());
+  if (d.state() == v1::WEBHOOK_DELIVERY_STATE_PENDING) {
+    *d.mutable_next_attempt_time() = TimestampFromMicros(row["next_us"].as<int64_t>());
+  }
+  if (!row["last_status"].is_null()) d.set_last_status(row["last_status"].as<int>());
+  d.set_last_error(row["error"].c_str());
+  *d.mutable_create_time() = TimestampFromMicros(row["created_us"].as<int64_t>());
+  if (!row["finished_us"].is_null()) {
+    *d.mutable_finish_time() = TimestampFromMicros(row["finished_us"].as<int64_t>());
+  }
+  d.set_body(row["body"].c_str());
+  return d;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::Webhook> WebhookRepository::Add(const v1::Webhook& webhook,
@@ -210,6 +237,28 @@ absl::StatusOr<std::vector<WebhookDeliveryState>> WebhookRepository::Deliveries(
           d.body = row["body"].c_str();
           out.push_back(std::move(d));
         }
+        return out;
+      });
+}
+
+absl::StatusOr<std::vector<v1::WebhookDelivery>> WebhookRepository::ListDeliveries(
+    int64_t webhook_id, const std::string& state, int limit) {
+  return pool_->Run(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::WebhookDelivery>> {
+        pqxx::nontransaction txn(conn);
+        pqxx::result rows = txn.exec_params(
+            "SELECT id, webhook_id, test_id, state, attempts, last_status,"
+            "   coalesce(last_error, '') AS error, body,"
+            "   (extract(epoch FROM next_attempt_at) * 1000000)::bigint AS next_us,"
+            "   (extract(epoch FROM created_at) * 1000000)::bigint AS created_us,"
+            "   (extract(epoch FROM finished_at) * 1000000)::bigint AS finished_us"
+            " FROM webhook_deliveries"
+            " WHERE webhook_id = $1 AND ($2 = '' OR state = $2)"
+            " ORDER BY created_at DESC, id DESC LIMIT $3",
+            webhook_id, state, limit);
+        std::vector<v1::WebhookDelivery> out;
+        out.reserve(rows.size());
+        for (const pqxx::row& row : rows) out.push_back(DeliveryFromRow(row));
         return out;
       });
 }

@@ -89,6 +89,11 @@ class WebhookRepository {
 
   // webhook_id's deliveries, by id.
   absl::StatusOr<std::vector<WebhookDeliveryState>> Deliveries(int64_t webhook_id);
+  // webhook_id's deliveries in `state` ("pending", "delivered" or "failed"; empty: every
+  // state), newest first, at most `limit`; for operators (ListWebhookDeliveries).
+  absl::StatusOr<std::vector<v1::WebhookDelivery>> ListDeliveries(int64_t webhook_id,
+                                                                  const std::string& state,
+                                                                  int limit);
 
  private:
   PostgresPool* pool_;

@@ -94,7 +94,8 @@ ABSL_FLAG(int64_t, max_requests, 0,
           "record: stop after recording this many requests (0: until SIGTERM/SIGINT)");
 ABSL_FLAG(std::string, output, "table",
           "run: table (windows as they close, then a summary) or json (the StepResult as "
-          "protobuf JSON with proto field names)");
+          "protobuf JSON with proto field names); rates: csv (the default) or json (the "
+          "autoscale strategy's LOAD_SHAPE_TRACE with these trace_rates)");
 
 ABSL_FLAG(std::string, tls_cert, "",
           "serve: PEM certificate chain file: serve gRPC over TLS (worker --replayer_tls_ca)");
@@ -146,10 +147,11 @@ Usage:
       Converts a JSONL request log (timestamp, model, body, headers per line) into a trace;
       bad lines are listed with their line numbers (exit 1 if any).
 
-  vanguard-replayer rates --trace=traffic.vtr [--bucket=5m] [--model=M]
+  vanguard-replayer rates --trace=traffic.vtr [--bucket=5m] [--model=M] [--output=json]
       Prints the trace's request rate over time as CSV (start_s,duration_s,qps, one line
       per bucket; only model M's requests with --model) for `vanguard plan --rates=FILE`:
-      replicas over time and accelerator-hours (docs/planning.md).
+      replicas over time and accelerator-hours (docs/planning.md). --output=json prints the
+      buckets as an autoscale test's trace shape (a spec's "autoscale" object).
 
 Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
 
@@ -498,9 +500,15 @@ int main(int argc, char** argv) {
   if (mode == "serve") return vanguard::replayer::Serve();
   if (mode == "run") return vanguard::replayer::RunOnce();
   if (mode == "rates") {
-    absl::Status status =
-        vanguard::replayer::RunRates(absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_bucket),
-                                     absl::GetFlag(FLAGS_model), std::cout);
+    const std::string output = absl::GetFlag(FLAGS_output);
+    if (output != "table" && output != "csv" && output != "json") {
+      return vanguard::replayer::UsageError("rates: --output must be csv or json");
+    }
+    absl::Status status = vanguard::replayer::RunRates(
+        absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_bucket), absl::GetFlag(FLAGS_model),
+        std::cout,
+        output == "json" ? vanguard::replayer::RatesFormat::kAutoscaleJson
+                         : vanguard::replayer::RatesFormat::kCsv);
     if (status.ok()) return 0;
     std::cerr << "vanguard-replayer rates: " << status << "\n";
     return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // bad flags: usage

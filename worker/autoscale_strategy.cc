@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "worker/proto_time.h"
+#include "worker/trace_shape.h"
 
 namespace vanguard::worker {
 namespace {
@@ -59,6 +60,8 @@ const char* ShapeName(vanguard::v1::LoadShape shape) {
       return "ramp";
     case vanguard::v1::LOAD_SHAPE_DIURNAL:
       return "diurnal";
+    case vanguard::v1::LOAD_SHAPE_TRACE:
+      return "trace";
     default:
       return "spike";
   }
@@ -87,7 +90,16 @@ absl::StatusOr<std::unique_ptr<AutoscaleStrategy>> AutoscaleStrategy::Create(
   if (config.segments() < 0 || config.segments() > kMaxSegments) {
     return Invalid("segments", absl::StrCat("must be from 0 to ", kMaxSegments));
   }
-  std::vector<Phase> phases = PlanPhases(config);
+  std::vector<Phase> phases;
+  if (config.shape() == vanguard::v1::LOAD_SHAPE_TRACE) {
+    absl::StatusOr<std::vector<Phase>> traced = TracePhases(config);
+    if (!traced.ok()) return traced.status();
+    phases = *std::move(traced);
+  } else if (config.trace_rates_size() > 0) {
+    return Invalid("trace_rates", "is for LOAD_SHAPE_TRACE only");
+  } else {
+    phases = PlanPhases(config);
+  }
   if (phases.empty()) return Invalid("shape", "has no phase of any length");
   return std::unique_ptr<AutoscaleStrategy>(
       new AutoscaleStrategy(config, context, std::move(phases)));

@@ -1,7 +1,8 @@
-// Autoscaler validation: drives a load shape (spike, ramp, or a day compressed in time; see
-// vanguard.v1.AutoscaleStrategy) against an autoscaled deployment, one step per phase of the
-// shape, each measured as is (from its first request: what the deployment does while it
-// scales is the point), and reports from the steps' windows (ShapeWindow):
+// Autoscaler validation: drives a load shape (spike, ramp, a day compressed in time, or a
+// recorded trace's rate per bucket, trace_shape.h; see vanguard.v1.AutoscaleStrategy)
+// against an autoscaled deployment, one step per phase of the shape, each measured as is
+// (from its first request: what the deployment does while it scales is the point), and
+// reports from the steps' windows (ShapeWindow):
 //  - violation_seconds: the length of the windows that broke the SLO (p99 latency or error
 //    rate over the model's limit, or requests scheduled and none completed);
 //  - scale_up_lag: for every rise of the replicas needed, ceil(planned rate /
@@ -57,7 +58,8 @@ class AutoscaleStrategy : public Strategy {
 
   // INVALID_ARGUMENT naming the field ("autoscale.replica_capacity_qps ...") for bad
   // parameters: base_qps <= 0, peak_qps < base_qps, replica_capacity_qps <= 0, a negative
-  // duration, a diurnal period or segments out of range.
+  // duration, a diurnal period or segments out of range, trace_rates that TracePhases
+  // refuses or that are given with another shape.
   static absl::StatusOr<std::unique_ptr<AutoscaleStrategy>> Create(
       const vanguard::v1::AutoscaleStrategy& config, const StrategyContext& context);
 

@@ -108,6 +108,25 @@ absl::StatusOr<int64_t> ParseIdArg(const CommandInput& in, absl::string_view exa
   return ParseTestId(in.command.args[0]);
 }
 
+absl::StatusOr<v1::ListWebhookDeliveriesRequest> ParseWebhookDeliveries(const CommandInput& in) {
+  v1::ListWebhookDeliveriesRequest request;
+  ASSIGN_OR_RETURN(int64_t id, ParseIdArg(in, "a webhook ID (vanguard webhooks deliveries 2)"));
+  request.set_webhook_id(id);
+  ASSIGN_OR_RETURN(std::optional<std::string> state, in.flags.NonEmptyText("state"));
+  if (state == "pending") {
+    request.set_state(v1::WEBHOOK_DELIVERY_STATE_PENDING);
+  } else if (state == "delivered") {
+    request.set_state(v1::WEBHOOK_DELIVERY_STATE_DELIVERED);
+  } else if (state == "failed") {
+    request.set_state(v1::WEBHOOK_DELIVERY_STATE_FAILED);
+  } else if (state.has_value()) {
+    return FlagError("state", "must be pending, delivered or failed");
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> limit, in.flags.Integer("limit", 1, 1000));
+  if (limit.has_value()) request.set_page_size(static_cast<int32_t>(*limit));
+  return request;
+}
+
 int RunSchedulesSet(CommandRunner& runner, const v1::SetScheduleRequest& request) {
   absl::StatusOr<v1::SetScheduleResponse> response =
       runner.Call(&CommandRunner::Stub::SetSchedule, request);
@@ -164,6 +183,27 @@ int RunWebhooksDelete(CommandRunner& runner, const int64_t& id) {
   return kExitOk;
 }
 
+int RunWebhookDeliveries(CommandRunner& runner, const v1::ListWebhookDeliveriesRequest& request) {
+  absl::StatusOr<v1::ListWebhookDeliveriesResponse> response =
+      runner.Call(&CommandRunner::Stub::ListWebhookDeliveries, request);
+  if (!response.ok()) return runner.RpcFailed("ListWebhookDeliveries", response.status());
+  runner.Print(*response, [&] { return RenderWebhookDeliveryTable(*response); });
+  return kExitOk;
+}
+
+std::string DeliveryStateName(v1::WebhookDeliveryState state) {
+  switch (state) {
+    case v1::WEBHOOK_DELIVERY_STATE_PENDING:
+      return "pending";
+    case v1::WEBHOOK_DELIVERY_STATE_DELIVERED:
+      return "delivered";
+    case v1::WEBHOOK_DELIVERY_STATE_FAILED:
+      return "failed";
+    default:
+      return "-";
+  }
+}
+
 }  // namespace
 
 std::string RenderScheduleTable(const v1::ListSchedulesResponse& list) {
@@ -196,6 +236,30 @@ std::string RenderWebhookTable(const v1::ListWebhooksResponse& list) {
   return table.Render();
 }
 
+std::string RenderWebhookDeliveryTable(const v1::ListWebhookDeliveriesResponse& list) {
+  TextTable table({{"ID", Align::kRight},
+                   {"TEST", Align::kRight},
+                   {"STATE", Align::kLeft},
+                   {"ATTEMPTS", Align::kRight},
+                   {"LAST ANSWER", Align::kLeft},
+                   {"CREATED (UTC)", Align::kLeft},
+                   {"NEXT ATTEMPT / FINISHED (UTC)", Align::kLeft}});
+  for (const v1::WebhookDelivery& d : list.deliveries()) {
+    std::string answer = "-";
+    if (!d.last_error().empty()) {
+      answer = d.last_error();
+    } else if (d.last_status() > 0) {
+      answer = absl::StrCat("HTTP ", d.last_status());
+    }
+    table.AddRow({absl::StrCat(d.id()), absl::StrCat(d.test_id()), DeliveryStateName(d.state()),
+                  absl::StrCat(d.attempts()), answer, FormatUtc(d.create_time()),
+                  d.has_next_attempt_time() ? FormatUtc(d.next_attempt_time())
+                  : d.has_finish_time()     ? FormatUtc(d.finish_time())
+                                            : "-"});
+  }
+  return table.Render();
+}
+
 std::vector<CommandSpec> ScheduleCommands() {
   const FlagSpec model{.name = "model", .value = "M", .help = "The model."};
   FlagSpec required_model = model;
@@ -211,7 +275,8 @@ std::vector<CommandSpec> ScheduleCommands() {
                "model_version: each queued test pins the version it tests. --every is a fixed "
                "interval; --cron five crontab fields in UTC (minute hour day-of-month month "
                "day-of-week: '30 2 * * 1-5' is 02:30 UTC on weekdays) or @hourly, @daily, "
-               "@weekly, @monthly, @yearly. A run missed while no orchestrator ran is made up "
+               "@weekly, @monthly, @yearly; prefixed 'CRON_TZ=Europe/Berlin ' they are read on "
+               "that zone's wall clock. A run missed while no orchestrator ran is made up "
                "once. docs/planning.md.",
            .flags = {required_model,
                      {.name = "name",
@@ -227,7 +292,8 @@ std::vector<CommandSpec> ScheduleCommands() {
                       .value = "'M H DOM MON DOW'",
                       .help = "Queue the test at the minutes (UTC) this cron expression matches "
                               "against the newest version that is not deprecated: *, N, N-M, "
-                              "lists, /STEP, JAN-DEC, SUN-SAT, or a macro (@daily); not with "
+                              "lists, /STEP, JAN-DEC, SUN-SAT, or a macro (@daily); "
+                              "'CRON_TZ=ZONE ' first for a zone's wall clock; not with "
                               "--every."},
                      {.name = "spec_file",
                       .value = "test.json",
@@ -288,6 +354,21 @@ std::vector<CommandSpec> ScheduleCommands() {
                               return ParseIdArg(in, "a webhook ID (vanguard webhooks delete 2)");
                             },
                         .run = RunWebhooksDelete}),
+      Command<v1::ListWebhookDeliveriesRequest>(
+          {.words = {"webhooks", "deliveries"},
+           .args = "ID",
+           .summary = "List a webhook's deliveries, newest first: attempts and answers.",
+           .details = "One row per regressed test announced to the webhook. A pending delivery is "
+                      "retried at NEXT ATTEMPT; a failed one was given up after its last attempt "
+                      "(LAST ANSWER: the HTTP status, never the response body). --output=json "
+                      "includes each exact body sent. docs/planning.md.",
+           .flags = {{.name = "state",
+                      .value = "S",
+                      .help = "Only deliveries in this state.",
+                      .choices = {"pending", "delivered", "failed"}},
+                     {.name = "limit", .value = "N", .help = "At most this many (default 100)."}},
+           .parse = ParseWebhookDeliveries,
+           .run = RunWebhookDeliveries}),
   };
 }
 

@@ -6,6 +6,7 @@
 //   vanguard webhooks add (--model=M | --team=T) --url=URL --secret_file=F
 //   vanguard webhooks list [--team=T]
 //   vanguard webhooks delete ID
+//   vanguard webhooks deliveries ID [--state=pending|delivered|failed] [--limit=N]
 // The orchestrator judges the values (and the caller's team); this file parses, calls and
 // prints. A webhook's secret is read from a file, never from a flag's value (which other
 // users may see in the process list), and is never printed.
@@ -29,8 +30,12 @@ namespace vanguard::cli {
 
 std::string RenderScheduleTable(const v1::ListSchedulesResponse& list);
 std::string RenderWebhookTable(const v1::ListWebhooksResponse& list);
+// One row per delivery: ID, TEST, STATE, ATTEMPTS, LAST ANSWER (the HTTP status, or the
+// error when there was none), CREATED, and NEXT ATTEMPT (pending) or FINISHED (UTC). The
+// body is in --output=json only.
+std::string RenderWebhookDeliveryTable(const v1::ListWebhookDeliveriesResponse& list);
 
-// The table entries: schedules set|list|delete, webhooks add|list|delete.
+// The table entries: schedules set|list|delete, webhooks add|list|delete|deliveries.
 std::vector<CommandSpec> ScheduleCommands();
 
 }  // namespace vanguard::cli

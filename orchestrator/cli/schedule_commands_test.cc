@@ -169,5 +169,42 @@ TEST_F(ScheduleCommandsTest, WebhooksListPrintsOneRowEach) {
               HasSubstr("2  vision  (every model)  http://hooks.internal:8080/vanguard"));
 }
 
+TEST_F(ScheduleCommandsTest, WebhooksDeliveriesSendsTheFiltersAndPrintsEachAnswer) {
+  v1::ListWebhookDeliveriesRequest sent;
+  EXPECT_CALL(stub_, ListWebhookDeliveries(_, _, _))
+      .WillOnce(Invoke([&](grpc::ClientContext*, const v1::ListWebhookDeliveriesRequest& request,
+                           v1::ListWebhookDeliveriesResponse* response) {
+        sent = request;
+        v1::WebhookDelivery& failed = *response->add_deliveries();
+        failed.set_id(17);
+        failed.set_test_id(3);
+        failed.set_state(v1::WEBHOOK_DELIVERY_STATE_FAILED);
+        failed.set_attempts(8);
+        failed.set_last_status(503);
+        failed.set_last_error("HTTP 503: the endpoint did not answer 2xx");
+        failed.mutable_create_time()->set_seconds(1796272200);  // 2026-12-03 04:30:00
+        failed.mutable_finish_time()->set_seconds(1796273460);  // 04:51:00
+        v1::WebhookDelivery& delivered = *response->add_deliveries();
+        delivered.set_id(16);
+        delivered.set_test_id(2);
+        delivered.set_state(v1::WEBHOOK_DELIVERY_STATE_DELIVERED);
+        delivered.set_attempts(1);
+        delivered.set_last_status(204);
+        return grpc::Status::OK;
+      }));
+  EXPECT_EQ(RunCommand({"webhooks", "deliveries", "2"}, {{"state", "failed"}, {"limit", "5"}}),
+            kExitOk)
+      << err_.str() << usage_error_;
+  EXPECT_EQ(sent.webhook_id(), 2);
+  EXPECT_EQ(sent.state(), v1::WEBHOOK_DELIVERY_STATE_FAILED);
+  EXPECT_EQ(sent.page_size(), 5);
+  EXPECT_THAT(out_.str(), HasSubstr("17     3  failed            8  HTTP 503: the endpoint did "
+                                    "not answer 2xx  2026-12-03 04:30  2026-12-03 04:51"));
+  EXPECT_THAT(out_.str(), HasSubstr("16     2  delivered         1  HTTP 204"));
+  EXPECT_EQ(RunCommand({"webhooks", "deliveries", "2"}, {{"state", "lost"}}), kExitUsage);
+  EXPECT_THAT(usage_error_, HasSubstr("--state"));
+  EXPECT_EQ(RunCommand({"webhooks", "deliveries"}), kExitUsage);
+}
+
 }  // namespace
 }  // namespace vanguard::cli

@@ -38,7 +38,7 @@ absl::Status RunConvert(const std::string& input, const std::string& output,
 }
 
 absl::Status RunRates(const std::string& trace, absl::Duration bucket, const std::string& model,
-                      std::ostream& out) {
+                      std::ostream& out, RatesFormat format) {
   if (trace.empty()) return absl::InvalidArgumentError("trace: required (the trace to read)");
   absl::StatusOr<TraceRates> rates = BucketTraceRates(trace, bucket, model);
   if (!rates.ok()) return rates.status();
@@ -47,7 +47,8 @@ absl::Status RunRates(const std::string& trace, absl::Duration bucket, const std
         model.empty() ? absl::StrCat(trace, " holds no request")
                       : absl::StrCat(trace, " holds no request of model \"", model, "\""));
   }
-  out << TraceRatesCsv(*rates);
+  out << (format == RatesFormat::kAutoscaleJson ? TraceRatesAutoscaleJson(*rates)
+                                                : TraceRatesCsv(*rates));
   std::cerr << "vanguard-replayer rates: " << rates->counted << " of " << rates->records
             << " requests over " << static_cast<double>(rates->span_us) / 1e6 << " s in "
             << rates->counts.size() << " buckets of " << absl::FormatDuration(bucket) << "\n";

@@ -24,11 +24,15 @@ namespace vanguard::replayer {
 absl::Status RunConvert(const std::string& input, const std::string& output,
                         const JsonlConversionOptions& options = {});
 
-// Writes BucketTraceRates(trace, bucket, model) to `out` as TraceRatesCsv, and one summary
-// line to stderr. INVALID_ARGUMENT for a missing --trace or a bad bucket; the reader's errors
+// How `rates` prints: CSV (TraceRatesCsv) or the autoscale trace shape's JSON
+// (TraceRatesAutoscaleJson).
+enum class RatesFormat { kCsv, kAutoscaleJson };
+
+// Writes BucketTraceRates(trace, bucket, model) to `out` in `format`, and one summary line to
+// stderr. INVALID_ARGUMENT for a missing --trace or a bad bucket; the reader's errors
 // otherwise; FAILED_PRECONDITION when no request of `model` is in the trace.
 absl::Status RunRates(const std::string& trace, absl::Duration bucket, const std::string& model,
-                      std::ostream& out);
+                      std::ostream& out, RatesFormat format = RatesFormat::kCsv);
 
 }  // namespace vanguard::replayer
 

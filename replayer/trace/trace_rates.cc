@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 #include "replayer/trace/trace_format.h"
+#include "vanguard/v1/test.pb.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -78,6 +80,27 @@ std::string TraceRatesCsv(const TraceRates& rates) {
                     Number(static_cast<double>(rates.counts[i]) / seconds), "\n");
   }
   return out;
+}
+
+std::string TraceRatesAutoscaleJson(const TraceRates& rates) {
+  vanguard::v1::AutoscaleStrategy shape;
+  shape.set_shape(vanguard::v1::LOAD_SHAPE_TRACE);
+  const int64_t bucket_ns = absl::ToInt64Nanoseconds(rates.bucket);
+  for (size_t i = 0; i < rates.counts.size(); ++i) {
+    vanguard::v1::TraceRate* r = shape.add_trace_rates();
+    const int64_t start_ns = static_cast<int64_t>(i) * bucket_ns;
+    r->mutable_start()->set_seconds(start_ns / 1'000'000'000);
+    r->mutable_start()->set_nanos(static_cast<int32_t>(start_ns % 1'000'000'000));
+    r->mutable_duration()->set_seconds(bucket_ns / 1'000'000'000);
+    r->mutable_duration()->set_nanos(static_cast<int32_t>(bucket_ns % 1'000'000'000));
+    r->set_qps(static_cast<double>(rates.counts[i]) / absl::ToDoubleSeconds(rates.bucket));
+  }
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  // Cannot fail: every field is set by this function and in range.
+  (void)google::protobuf::util::MessageToJsonString(shape, &json, options);
+  return json + "\n";
 }
 
 }  // namespace vanguard::replayer

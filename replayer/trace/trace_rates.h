@@ -1,6 +1,8 @@
 // A recorded trace's request rate over time, for capacity planning: `vanguard-replayer rates
 // --trace=FILE [--bucket=5m] [--model=M]` prints it as CSV that `vanguard plan --rates=FILE`
-// (replicas over time, accelerator-hours) and a planner's SQL read (docs/planning.md 4b).
+// (replicas over time, accelerator-hours) and a planner's SQL read (docs/planning.md 4b);
+// with --output=json, as the autoscale strategy's trace shape (vanguard.v1.AutoscaleStrategy,
+// LOAD_SHAPE_TRACE, its trace_rates) that a test spec drives against an autoscaler.
 //
 //   ASSIGN_OR_RETURN(TraceRates rates, BucketTraceRates("traffic.vtr", absl::Minutes(5), ""));
 //   std::cout << TraceRatesCsv(rates);
@@ -44,6 +46,12 @@ absl::StatusOr<TraceRates> BucketTraceRates(const std::string& path, absl::Durat
 
 // "start_s,duration_s,qps" and one line per bucket (numbers in shortest round-trip form).
 std::string TraceRatesCsv(const TraceRates& rates);
+
+// The same buckets as a vanguard.v1.AutoscaleStrategy in protobuf's JSON mapping (proto field
+// names), one line: {"shape":"LOAD_SHAPE_TRACE","trace_rates":[{"start":"0s",
+// "duration":"60s","qps":10},...]}, for a test spec's "autoscale" (base_qps, peak_qps,
+// replica_capacity_qps and period are the spec writer's to add).
+std::string TraceRatesAutoscaleJson(const TraceRates& rates);
 
 }  // namespace vanguard::replayer
 

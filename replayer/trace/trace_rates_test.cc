@@ -7,9 +7,11 @@
 #include <string>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "replayer/trace/trace_commands.h"
 #include "replayer/trace/trace_format.h"
+#include "vanguard/v1/test.pb.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -64,6 +66,34 @@ TEST(TraceRatesTest, CountsEachBucketsArrivalsOverItsWidth) {
   ASSERT_TRUE(rates.ok()) << rates.status();
   EXPECT_THAT(rates->counts, ElementsAre(1830, 300));
   EXPECT_EQ(TraceRatesCsv(*rates), "start_s,duration_s,qps\n0,120,15.25\n120,120,2.5\n");
+}
+
+TEST(TraceRatesTest, AsJsonTheBucketsAreAnAutoscaleTestsTraceShape) {
+  std::ostringstream out;
+  ASSERT_TRUE(
+      RunRates(ThreeMinutes(), absl::Minutes(1), "llama", out, RatesFormat::kAutoscaleJson).ok());
+  EXPECT_EQ(out.str(),
+            "{\"shape\":\"LOAD_SHAPE_TRACE\",\"trace_rates\":["
+            "{\"start\":\"0s\",\"duration\":\"60s\",\"qps\":10},"
+            "{\"start\":\"60s\",\"duration\":\"60s\",\"qps\":20},"
+            "{\"start\":\"120s\",\"duration\":\"60s\",\"qps\":5}]}\n");
+  // What a spec's "autoscale" object reads back.
+  vanguard::v1::AutoscaleStrategy shape;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &shape).ok());
+  EXPECT_EQ(shape.shape(), vanguard::v1::LOAD_SHAPE_TRACE);
+  ASSERT_EQ(shape.trace_rates_size(), 3);
+  EXPECT_EQ(shape.trace_rates(2).start().seconds(), 120);
+  EXPECT_EQ(shape.trace_rates(2).duration().seconds(), 60);
+  EXPECT_EQ(shape.trace_rates(1).qps(), 20);
+
+  // Buckets of a fraction of a second keep it: 1.5 s, 3 requests = 2 req/s.
+  TraceRates half;
+  half.bucket = absl::Milliseconds(1500);
+  half.counts = {3, 0};
+  EXPECT_EQ(TraceRatesAutoscaleJson(half),
+            "{\"shape\":\"LOAD_SHAPE_TRACE\",\"trace_rates\":["
+            "{\"start\":\"0s\",\"duration\":\"1.500s\",\"qps\":2},"
+            "{\"start\":\"1.500s\",\"duration\":\"1.500s\"}]}\n");  // qps 0: omitted
 }
 
 TEST(TraceRatesTest, RunRatesPrintsTheCsvAndRefusesWhatItCannotBucket) {

@@ -79,6 +79,7 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"AddWebhook", Unary(&Stub::AddWebhook)},
       {"ListWebhooks", Unary(&Stub::ListWebhooks)},
       {"DeleteWebhook", Unary(&Stub::DeleteWebhook)},
+      {"ListWebhookDeliveries", Unary(&Stub::ListWebhookDeliveries)},
   };
 }
 

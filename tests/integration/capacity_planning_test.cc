@@ -3,6 +3,7 @@
 // test (capacity_verdicts), and replica sizing (vanguard_plan) checked against hand
 // computation, all through OrchestratorService's planning RPCs where an RPC exists.
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "database_test_base.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -136,6 +139,47 @@ TEST_F(CapacityPlanningTest, ARegressionIsADropBeyondBothIntervalsNotAnyDrop) {
   // A point interval [300, 300] lies inside [300, 350), and [350, 350] outside it.
   EXPECT_EQ(Verdict(300, 300, 350, false, 300, 300, 300, false), "unchanged");
   EXPECT_EQ(Verdict(300, 300, 350, false, 350, 350, 350, false), "improved");
+}
+
+// The SQL of the provisioned Grafana alert rule's query A (its `rawSql: |-` block), as the
+// file deploy/grafana/provisioning/alerting/vanguard-regressions.yaml holds it.
+std::string GrafanaAlertSql() {
+  std::ifstream in(VANGUARD_GRAFANA_ALERT_RULES);
+  EXPECT_TRUE(in.good()) << VANGUARD_GRAFANA_ALERT_RULES;
+  std::string line, sql;
+  size_t indent = std::string::npos;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    if (indent == std::string::npos) {
+      if (absl::StrContains(line, "rawSql: |-")) indent = first;
+      continue;
+    }
+    if (first != std::string::npos && first <= indent) break;  // the block ended
+    absl::StrAppend(&sql, line, "\n");
+  }
+  EXPECT_FALSE(sql.empty()) << "no rawSql block in " << VANGUARD_GRAFANA_ALERT_RULES;
+  return sql;
+}
+
+TEST_F(CapacityPlanningTest, TheGrafanaAlertFiresOnTheNewestRegressionAndResolvesAfterIt) {
+  Register("v1", "nvidia-l4", 2);
+  Register("v2", "nvidia-l4", 2);
+  const std::string alert = GrafanaAlertSql();
+  Accept(Completed("v1", 300, 300, 350));
+  EXPECT_EQ(Sql(alert).size(), 0u) << "no regression yet";
+
+  Completed("v2", 250, 250, 300);  // wholly below [300, 350)
+  pqxx::result firing = Sql(alert);
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(std::string(firing[0]["model"].c_str()), "resnet50");
+  EXPECT_EQ(std::string(firing[0]["model_version"].c_str()), "v2");
+  EXPECT_EQ(std::string(firing[0]["hardware"].c_str()), "nvidia-l4x2");
+  // The rule's condition: the last column below 0.
+  EXPECT_DOUBLE_EQ(firing[0]["change_percent"].as<double>(), -16.7);
+
+  // v2 measured again, within the noise of the baseline: the instance resolves.
+  Completed("v2", 310, 300, 350);
+  EXPECT_EQ(Sql(alert).size(), 0u);
 }
 
 TEST_F(CapacityPlanningTest, EachTestIsJudgedAgainstTheBaselineInForce) {

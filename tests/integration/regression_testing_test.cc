@@ -295,6 +295,16 @@ TEST_F(RegressionTestingTest, CronSchedulesAreValidatedAndABadOneWrittenWithSqlI
   EXPECT_EQ(SetCronSchedule("resnet50", "0 0 31 2 *").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(SetCronSchedule("resnet50", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(SetCronSchedule("resnet50", "CRON_TZ=Mars/Olympus 0 9 * * *").status().message(),
+              HasSubstr("schedule.cron: cron: time zone \"Mars/Olympus\" is not known"));
+  // 09:00 in Tokyo (UTC+9, no daylight saving time) is the next midnight UTC.
+  absl::StatusOr<v1::TestSchedule> tokyo =
+      SetCronSchedule("resnet50", "CRON_TZ=Asia/Tokyo 0 9 * * *");
+  ASSERT_TRUE(tokyo.ok()) << tokyo.status();
+  EXPECT_EQ(tokyo->cron(), "CRON_TZ=Asia/Tokyo 0 9 * * *");
+  EXPECT_EQ(NextRunSeconds(tokyo->id()),
+            absl::ToUnixSeconds(absl::FromCivil(
+                absl::ToCivilDay(clock_.Now(), absl::UTCTimeZone()) + 1, absl::UTCTimeZone())));
 
   // Only the orchestrator parses cron; a row written with SQL may not parse. The enqueuer
   // skips it, says why, and tries again a day later.
@@ -517,6 +527,61 @@ TEST_F(RegressionTestingTest, ADeliveryIsGivenUpAfterItsAttemptsWithTheStatusOnl
   clock_.Advance(absl::Hours(24));
   EXPECT_EQ(dispatcher.RunOnce()->retrying + dispatcher.RunOnce()->delivered, 0);
   EXPECT_EQ(server.requests().size(), 2u);
+}
+
+TEST_F(RegressionTestingTest, OperatorsListADeliveryWithItsAttemptsAndHowItWasAnswered) {
+  RecordingHttpServer server({503, 503});
+  const v1::Webhook webhook = AddWebhook(server.Url("/hook"));
+  const int64_t regressed = StoreRegression();
+  std::unique_ptr<HttpWebhookSender> sender =
+      *HttpWebhookSender::Create({.timeout = absl::Seconds(10)});
+  WebhookDispatcher dispatcher(
+      webhooks_.get(), sender.get(), &clock_,
+      {.retry = {.initial_backoff = absl::Seconds(10), .max_attempts = 2}});
+  ASSERT_EQ(dispatcher.RunOnce()->retrying, 1);
+
+  v1::ListWebhookDeliveriesRequest request;
+  request.set_webhook_id(webhook.id());
+  absl::StatusOr<v1::ListWebhookDeliveriesResponse> listed =
+      service_->ListWebhookDeliveries(request);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->deliveries_size(), 1);
+  const v1::WebhookDelivery& pending = listed->deliveries(0);
+  EXPECT_EQ(pending.test_id(), regressed);
+  EXPECT_EQ(pending.webhook_id(), webhook.id());
+  EXPECT_EQ(pending.state(), v1::WEBHOOK_DELIVERY_STATE_PENDING);
+  EXPECT_EQ(pending.attempts(), 1);
+  EXPECT_EQ(pending.last_status(), 503);
+  EXPECT_EQ(pending.next_attempt_time().seconds(),
+            absl::ToUnixSeconds(clock_.Now() + absl::Seconds(10)));
+  EXPECT_FALSE(pending.has_finish_time());
+  EXPECT_EQ(pending.body(), server.requests()[0].body);  // the bytes that were POSTed
+
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_EQ(dispatcher.RunOnce()->failed, 1);
+  request.set_state(v1::WEBHOOK_DELIVERY_STATE_FAILED);
+  listed = service_->ListWebhookDeliveries(request);
+  ASSERT_TRUE(listed.ok() && listed->deliveries_size() == 1);
+  EXPECT_EQ(listed->deliveries(0).attempts(), 2);
+  EXPECT_EQ(listed->deliveries(0).last_error(), "HTTP 503: the endpoint did not answer 2xx");
+  EXPECT_EQ(listed->deliveries(0).finish_time().seconds(), absl::ToUnixSeconds(clock_.Now()));
+  EXPECT_FALSE(listed->deliveries(0).has_next_attempt_time());
+  request.set_state(v1::WEBHOOK_DELIVERY_STATE_DELIVERED);
+  EXPECT_EQ(service_->ListWebhookDeliveries(request)->deliveries_size(), 0);
+
+  // Only its team sees them; bad requests name the field.
+  const Caller nlp_submitter =
+      TokenIdentity{.id = 2, .name = "nlp-ci", .role = v1::ROLE_SUBMITTER, .team = "nlp"};
+  EXPECT_EQ(service_->ListWebhookDeliveries(request, nlp_submitter).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  request.set_state(static_cast<v1::WebhookDeliveryState>(99));
+  EXPECT_THAT(service_->ListWebhookDeliveries(request).status().message(), HasSubstr("state"));
+  request.clear_state();
+  request.set_webhook_id(webhook.id() + 1000);
+  EXPECT_EQ(service_->ListWebhookDeliveries(request).status().code(), absl::StatusCode::kNotFound);
+  request.set_webhook_id(0);
+  EXPECT_EQ(service_->ListWebhookDeliveries(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RegressionTestingTest, ADeliveryClaimedByADispatcherThatDiedIsClaimedAgainLater) {
