@@ -67,9 +67,9 @@
 //    conservative end: the best pass less its resolution; when the step limit came during a
 //    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
 //    as in a hold search), and (then, or when the hold search ran out of holds or steps) with
-//    two failed holds or more and none held below them the estimate goes no higher than where
-//    their tail ratios, on a line in log-log, cross the limit (FailedHoldsCrossing): a retreat
-//    of kFirstHoldRetreat below the lowest is no evidence when its ratio was far over. A hold search's hold the limit cuts while it reads
+//    two failed holds or more the estimate goes no higher than where their tail ratios, on a
+//    line in log-log, cross the limit (FailedHoldsCrossing): a retreat of kFirstHoldRetreat
+//    below the lowest is no evidence when its ratio was far over. A hold search's hold the limit cuts while it reads
 //    under the limit by more than its standard error is the estimate (not verified).
 //
 // Pure and deterministic; called from the test runner's thread only.
@@ -320,8 +320,8 @@ class AdaptiveStrategy : public Strategy {
   // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
   // 1 - kFirstHoldRetreat] x the lowest failed hold (a ratio not rising with the rate over
-  // three holds or more: the floor); nullopt with fewer than two such holds, two whose ratio
-  // does not rise, or a held hold below the lowest failed one.
+  // three holds or more: the floor); nullopt with fewer than two such holds or two whose ratio
+  // does not rise.
   std::optional<double> FailedHoldsCrossing() const;
   // The hold search's next hold, or its finish (see the header).
   Decision NextSearchHold();

@@ -978,42 +978,16 @@ TEST(AdaptiveStrategyTest, AHoldCutShortCountsLessInTheFailedHoldsCrossing) {
 }
 
 // A model for the hold search's step-limit endings: short steps pass up to 1000 req/s; holds
-// read the long run precisely (standard error 0.1 of the ratio), 1.2 + (rate - 800) / 1000
-// times the allowed share above the capacity of 800 req/s (a flat tail: the failed holds' line
-// crosses the limit far below) and `below` at or below it.
-StepOutcome FlatAboveCapacity(const RunStep& step, double below) {
+// read the long run precisely (standard error 0.1 of the ratio): `above` times the allowed
+// share above the capacity of 800 req/s and `below` at or below it.
+StepOutcome StepAtCapacity800(const RunStep& step, double above, double below) {
   const double r = step.rate_qps;
   if (!step.verification) return WithTail(r, 5000, r <= 1000 ? 0.3 : 5);
-  const double ratio = r > 800 ? 1.2 + (r - 800) / 1000 : below;
+  const double ratio = r > 800 ? above : below;
   StepOutcome o = WithTail(r, 5000, ratio, static_cast<int64_t>(3 * r * step.hold));
   o.tail_units = static_cast<int>(10 * step.hold);
   o.tail_ratio_se = 0.1 * ratio;
   return o;
-}
-
-TEST(AdaptiveStrategyTest, AHeldHoldIsNotOverruledByTheFailedHoldsLine) {
-  // Whatever the step limit, a run that ends with the hold search's holds on both sides of the
-  // capacity reports a held rate (or the hold under way below the failures), never the failed
-  // holds' crossing below it: their line is a guess where no hold held, and here a hold did.
-  int ended_with_a_held_hold = 0;
-  for (int max_steps = 8; max_steps <= 40; ++max_steps) {
-    auto s = Adaptive(50, 2000, max_steps);
-    ASSERT_TRUE(s);
-    StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
-      return FlatAboveCapacity(step, 0.5);  // a hold at or below 800 holds confidently
-    });
-    if (run.done.converged) continue;
-    double held = 0;  // the highest hold rate at or below the capacity (each one holds)
-    for (size_t i = 0; i < run.rates.size(); ++i) {
-      if (run.verifications[i] && run.rates[i] <= 800) held = std::max(held, run.rates[i]);
-    }
-    if (held == 0) continue;
-    ++ended_with_a_held_hold;
-    EXPECT_GE(run.done.max_sustainable_qps, held - 1e-6)
-        << "max_steps " << max_steps << ": " << run.done.summary;
-    EXPECT_LE(run.done.max_sustainable_qps, 800 + 1e-6) << run.done.summary;
-  }
-  EXPECT_GT(ended_with_a_held_hold, 0) << "no unconverged run ended with a hold at or below 800";
 }
 
 TEST(AdaptiveStrategyTest, AHoldUnderTheLimitWhenTheStepLimitComesIsTheEstimate) {
@@ -1024,17 +998,20 @@ TEST(AdaptiveStrategyTest, AHoldUnderTheLimitWhenTheStepLimitComesIsTheEstimate)
   for (int max_steps = 8; max_steps <= 40; ++max_steps) {
     auto s = Adaptive(50, 2000, max_steps);
     ASSERT_TRUE(s);
-    // Holds at or below 800 read under the limit by a standard error, not confidently at first:
-    // the hold search's interpolated hold is under way for several steps.
-    StrategyRun run =
-        DriveSteps(*s, [](const RunStep& step) { return FlatAboveCapacity(step, 0.85); });
+    // Holds above 800 fail far over (too far for the failed holds' line: no cap); holds at or
+    // below it read under the limit by a standard error, not confidently at first: the hold
+    // search's interpolated hold is under way for several steps.
+    StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
+      return StepAtCapacity800(step, AdaptiveStrategy::kMaxFittedHoldRatio + 5, 0.85);
+    });
     const double last = run.rates.back();
     double held_below = 0;  // an earlier hold's rate below the last one's (each one held)
     for (size_t i = 0; i < run.rates.size(); ++i) {
       if (run.verifications[i] && run.rates[i] < last)
         held_below = std::max(held_below, run.rates[i]);
     }
-    if (run.done.converged || !run.verifications.back() || last > 800 || held_below == 0) {
+    if (run.done.summary.find("step limit reached during the hold") == std::string::npos ||
+        last > 800 || held_below == 0) {
       continue;
     }
     ++cut_under;
