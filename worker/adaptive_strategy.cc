@@ -808,9 +808,8 @@ Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
     hold_results_.push_back(ResultOf(h, false));
     hold_search_ = true;
     PoolVerdicts();
-  } else if (hold_search_ && h.others_held && h.se_known && h.ratio > 0 &&
-             h.ratio + h.se < 1 && h.expected_over >= kHoldTailEvents &&
-             !judged_.back().outcome.backlog_rising) {
+  } else if (hold_search_ && h.others_held && h.se_known && h.ratio > 0 && h.ratio + h.se < 1 &&
+             h.expected_over >= kHoldTailEvents && !judged_.back().outcome.backlog_rising) {
     // Under the limit so far by a standard error, below the lowest failed hold: the
     // best-supported rate of the hold search (not verified: the result stays unconverged).
     absl::StrAppend(&verification_, ": under the limit so far, not verified");
@@ -843,8 +842,11 @@ std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
   if (!line) return std::nullopt;  // fewer than two rates
   const double lowest = LowestFailedHold()->rate;
   // A ratio not rising with the rate over three holds or more crosses the limit further below
-  // than any line can say; through two (a line fits any two) it says nothing.
-  if (line->slope <= 0 && log_rate.size() < 3) return std::nullopt;
+  // than any line can say, unless a hold held below them; through two (a line fits any two)
+  // it says nothing.
+  if (line->slope <= 0 && (log_rate.size() < 3 || HighestHeldBelow(lowest) != nullptr)) {
+    return std::nullopt;
+  }
   const double crossing = line->slope > 0 ? std::exp(line->mean_x - line->mean_y / line->slope) : 0;
   return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
 }

@@ -1053,6 +1053,33 @@ TEST(AdaptiveStrategyTest, HoldsFailingAlikeAtEveryRateCapTheEstimateFarBelowThe
       << run.done.summary;
 }
 
+TEST(AdaptiveStrategyTest, HoldsFailingAlikeDoNotOverruleAHoldThatHeldBelowThem) {
+  // Holds above the capacity of 800 req/s read about 1.5 times the allowed share, a little
+  // less at higher rates (their line says nothing), holds at or below it hold. Whatever the
+  // step limit, a run that ends unconverged after a hold held reports at least that hold's
+  // rate, never the floor of the failed holds' crossing (half the lowest failed hold).
+  int ended_after_a_held_hold = 0;
+  for (int max_steps = 8; max_steps <= 40; ++max_steps) {
+    auto s = Adaptive(50, 2000, max_steps);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [](const RunStep& step) {
+      return StepAtCapacity800(step, 1.5 - (step.rate_qps - 800) / 2000, 0.5);
+    });
+    double held = 0;  // the highest completed hold at or below 800 (each one holds)
+    for (size_t i = 0; i + 1 < run.rates.size(); ++i) {
+      if (run.verifications[i] && run.rates[i] <= 800 && run.rates[i + 1] != run.rates[i]) {
+        held = std::max(held, run.rates[i]);
+      }
+    }
+    if (run.done.converged || held == 0) continue;
+    ++ended_after_a_held_hold;
+    EXPECT_GE(run.done.max_sustainable_qps, held - 1e-6)
+        << "max_steps " << max_steps << ": " << run.done.summary;
+    EXPECT_LE(run.done.max_sustainable_qps, 800 + 1e-6) << run.done.summary;
+  }
+  EXPECT_GT(ended_after_a_held_hold, 0) << "no unconverged run ended after a hold held";
+}
+
 TEST(AdaptiveStrategyTest, AFewRequestsOverTheLimitAtALowRateDoNotEndTheSearch) {
   // Capacity 2000 req/s. Below 100 req/s a rare stall puts 3 requests of each 3 s step over
   // the p99 limit (at 60 req/s, 3 of 180 read 1.67 of the allowed share): at those rates a
