@@ -15,7 +15,8 @@ namespace {
 bool IsReaderMethod(std::string_view method) {
   return method == "GetModel" || method == "ListModels" || method == "GetTest" ||
          method == "ListTests" || method == "WatchTest" || method == "ListRegressions" ||
-         method == "GetCapacityTrend" || method == "PlanCapacity" || method == "GetTeamQuota";
+         method == "GetCapacityTrend" || method == "PlanCapacity" || method == "GetTeamQuota" ||
+         method == "ListAcceleratorPrices";
 }
 
 bool IsSubmitterMethod(std::string_view method) {

@@ -8,14 +8,14 @@
 //   // ok: caller->id is who holds the leases this caller takes (see TestRepository)
 //
 // Role matrix (RoleAllows): reader: GetModel, ListModels, GetTest, ListTests, WatchTest,
-// ListRegressions, GetCapacityTrend, PlanCapacity, GetTeamQuota; submitter: reader's +
-// SubmitTest, CancelTest, RegisterModel, DeprecateModel, AcceptBaseline, SetSchedule,
+// ListRegressions, GetCapacityTrend, PlanCapacity, GetTeamQuota, ListAcceleratorPrices; submitter:
+// reader's + SubmitTest, CancelTest, RegisterModel, DeprecateModel, AcceptBaseline, SetSchedule,
 // ListSchedules, DeleteSchedule, AddWebhook, ListWebhooks, DeleteWebhook (on its team's models,
 // tests, schedules and webhooks: the service checks the team, see orchestrator_service.h
 // "Tenancy"); worker:
 // LeaseTest, Heartbeat, ReportStep, ReportProgress, CompleteTest, ReleaseTest, GetModel,
 // GetTest; admin: every method on every team, including CreateToken, RevokeToken,
-// ListTokens and SetTeamQuota.
+// ListTokens, SetTeamQuota and SetAcceleratorPrice.
 //
 // Lookups are cached by secret hash for cache_ttl, so the hot worker path costs no database
 // round trip; a revocation through this replica clears the cache at once, one through

@@ -39,6 +39,19 @@ v1::CapacityBaseline BaselineFromRow(const pqxx::row& row) {
   return baseline;
 }
 
+constexpr const char* kPriceColumns =
+    "accelerator, price_per_hour, currency,"
+    " (extract(epoch FROM updated_at) * 1000000)::bigint AS updated_us";
+
+v1::AcceleratorPrice PriceFromRow(const pqxx::row& row) {
+  v1::AcceleratorPrice price;
+  price.set_accelerator(row["accelerator"].c_str());
+  price.set_price_per_hour(row["price_per_hour"].as<double>());
+  price.set_currency(row["currency"].c_str());
+  *price.mutable_update_time() = TimestampFromMicros(row["updated_us"].as<int64_t>());
+  return price;
+}
+
 v1::CapacityVerdict VerdictFromDb(const pqxx::field& field) {
   if (field.is_null()) return v1::CAPACITY_VERDICT_UNSPECIFIED;
   const std::string verdict = field.c_str();
@@ -217,6 +230,35 @@ absl::StatusOr<v1::PlanCapacityResponse> CapacityRepository::Plan(const std::str
     }
     return response;
   });
+}
+
+absl::StatusOr<v1::AcceleratorPrice> CapacityRepository::SetPrice(const std::string& accelerator,
+                                                                  double price_per_hour) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::StatusOr<v1::AcceleratorPrice> {
+    pqxx::work txn(conn);
+    pqxx::row row = txn.exec_params1(
+        absl::StrCat("INSERT INTO accelerator_prices (accelerator, price_per_hour)"
+                     " VALUES ($1, $2::float8)"
+                     " ON CONFLICT (accelerator) DO UPDATE"
+                     " SET price_per_hour = EXCLUDED.price_per_hour, updated_at = now()"
+                     " RETURNING ",
+                     kPriceColumns),
+        accelerator, price_per_hour);
+    txn.commit();
+    return PriceFromRow(row);
+  });
+}
+
+absl::StatusOr<std::vector<v1::AcceleratorPrice>> CapacityRepository::ListPrices() {
+  return pool_->Run(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<v1::AcceleratorPrice>> {
+        pqxx::nontransaction txn(conn);
+        pqxx::result rows = txn.exec(absl::StrCat("SELECT ", kPriceColumns,
+                                                  " FROM accelerator_prices ORDER BY accelerator"));
+        std::vector<v1::AcceleratorPrice> prices;
+        for (const pqxx::row& row : rows) prices.push_back(PriceFromRow(row));
+        return prices;
+      });
 }
 
 }  // namespace vanguard

@@ -52,6 +52,15 @@ class CapacityRepository {
   absl::StatusOr<v1::PlanCapacityResponse> Plan(const std::string& model, double peak_qps,
                                                 double headroom, int32_t survive_loss);
 
+  // Prices per accelerator-hour (table accelerator_prices, which vanguard_plan reads).
+  // SetPrice inserts or replaces `accelerator`'s price (update_time: now) and answers the
+  // stored row; ListPrices answers every row, by accelerator. Arguments are not validated
+  // here (ValidateSetAcceleratorPriceRequest); the table's CHECK refusing a price maps to
+  // INVALID_ARGUMENT.
+  absl::StatusOr<v1::AcceleratorPrice> SetPrice(const std::string& accelerator,
+                                                double price_per_hour);
+  absl::StatusOr<std::vector<v1::AcceleratorPrice>> ListPrices();
+
  private:
   PostgresPool* pool_;
 };

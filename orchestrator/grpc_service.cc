@@ -347,6 +347,20 @@ grpc::Status OrchestratorGrpcService::PlanCapacity(grpc::ServerContext* context,
   return Call(context, "PlanCapacity", &OrchestratorService::PlanCapacity, request, response);
 }
 
+grpc::Status OrchestratorGrpcService::SetAcceleratorPrice(
+    grpc::ServerContext* context, const v1::SetAcceleratorPriceRequest* request,
+    v1::SetAcceleratorPriceResponse* response) {
+  return Call(context, "SetAcceleratorPrice", &OrchestratorService::SetAcceleratorPrice, request,
+              response);
+}
+
+grpc::Status OrchestratorGrpcService::ListAcceleratorPrices(
+    grpc::ServerContext* context, const v1::ListAcceleratorPricesRequest* request,
+    v1::ListAcceleratorPricesResponse* response) {
+  return Call(context, "ListAcceleratorPrices", &OrchestratorService::ListAcceleratorPrices,
+              request, response);
+}
+
 grpc::Status OrchestratorGrpcService::RevokeToken(grpc::ServerContext* context,
                                                   const v1::RevokeTokenRequest* request,
                                                   v1::RevokeTokenResponse* response) {

@@ -107,6 +107,12 @@ class OrchestratorGrpcService final : public v1::Orchestrator::Service {
                                 v1::GetCapacityTrendResponse* response) override;
   grpc::Status PlanCapacity(grpc::ServerContext* context, const v1::PlanCapacityRequest* request,
                             v1::PlanCapacityResponse* response) override;
+  grpc::Status SetAcceleratorPrice(grpc::ServerContext* context,
+                                   const v1::SetAcceleratorPriceRequest* request,
+                                   v1::SetAcceleratorPriceResponse* response) override;
+  grpc::Status ListAcceleratorPrices(grpc::ServerContext* context,
+                                     const v1::ListAcceleratorPricesRequest* request,
+                                     v1::ListAcceleratorPricesResponse* response) override;
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override;
   grpc::Status RevokeToken(grpc::ServerContext* context, const v1::RevokeTokenRequest* request,

@@ -480,6 +480,25 @@ absl::StatusOr<v1::PlanCapacityResponse> OrchestratorService::PlanCapacity(
       request.has_survive_loss() ? request.survive_loss() : kDefaultPlanSurviveLoss);
 }
 
+absl::StatusOr<v1::SetAcceleratorPriceResponse> OrchestratorService::SetAcceleratorPrice(
+    const v1::SetAcceleratorPriceRequest& request) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  RETURN_IF_ERROR(ValidateSetAcceleratorPriceRequest(request));
+  v1::SetAcceleratorPriceResponse response;
+  ASSIGN_OR_RETURN(*response.mutable_price(),
+                   capacity_->SetPrice(request.accelerator(), request.price_per_hour()));
+  return response;
+}
+
+absl::StatusOr<v1::ListAcceleratorPricesResponse> OrchestratorService::ListAcceleratorPrices(
+    const v1::ListAcceleratorPricesRequest& /*request*/) {
+  if (capacity_ == nullptr) return absl::UnimplementedError("capacity planning is not enabled");
+  ASSIGN_OR_RETURN(std::vector<v1::AcceleratorPrice> prices, capacity_->ListPrices());
+  v1::ListAcceleratorPricesResponse response;
+  for (v1::AcceleratorPrice& price : prices) *response.add_prices() = std::move(price);
+  return response;
+}
+
 }  // namespace vanguard
 
 namespace vanguard {

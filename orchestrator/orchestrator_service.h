@@ -195,6 +195,13 @@ class OrchestratorService {
   // ValidatePlanCapacityRequest, then the defaults (headroom 0.3, survive_loss 1) and
   // vanguard_plan. NOT_FOUND for a model with no version.
   absl::StatusOr<v1::PlanCapacityResponse> PlanCapacity(const v1::PlanCapacityRequest& request);
+  // Prices per accelerator-hour. SetAcceleratorPrice (admin only, checked by the gRPC adapter):
+  // ValidateSetAcceleratorPriceRequest, then inserts or replaces the price. ListAcceleratorPrices
+  // (reader): every price, by accelerator.
+  absl::StatusOr<v1::SetAcceleratorPriceResponse> SetAcceleratorPrice(
+      const v1::SetAcceleratorPriceRequest& request);
+  absl::StatusOr<v1::ListAcceleratorPricesResponse> ListAcceleratorPrices(
+      const v1::ListAcceleratorPricesRequest& request);
 
   // Tokens (the caller's role is checked by the gRPC adapter: admin only). CreateToken: the
   // token acts for request.team (a plain name; empty: "default").

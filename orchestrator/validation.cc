@@ -473,6 +473,17 @@ absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_
   return absl::OkStatus();
 }
 
+absl::Status ValidateSetAcceleratorPriceRequest(const v1::SetAcceleratorPriceRequest& request) {
+  RETURN_IF_ERROR(ValidateName(request.accelerator(), "accelerator"));
+  const double price = request.price_per_hour();
+  if (!std::isfinite(price)) return Invalid("price_per_hour", "must be a finite number");
+  if (price < 0) return Invalid("price_per_hour", "must be >= 0");
+  if (price > kMaxAcceleratorPricePerHour) {
+    return Invalid("price_per_hour", "must be at most 1000000");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTeamName(absl::string_view team, absl::string_view field) {
   return ValidateName(team, field);
 }

@@ -113,6 +113,14 @@ inline constexpr int32_t kMaxPlanSurviveLoss = 10000;
 // [0, kMaxPlanSurviveLoss]. NaN and infinities are refused by name.
 absl::Status ValidatePlanCapacityRequest(const v1::PlanCapacityRequest& request);
 
+// The highest price per accelerator-hour SetAcceleratorPrice stores: far above any real
+// price, low enough that a typo of a few digits is refused.
+inline constexpr double kMaxAcceleratorPricePerHour = 1e6;
+
+// accelerator a plain name (as registry names); price_per_hour finite, >= 0 and <=
+// kMaxAcceleratorPricePerHour. INVALID_ARGUMENT naming the field otherwise.
+absl::Status ValidateSetAcceleratorPriceRequest(const v1::SetAcceleratorPriceRequest& request);
+
 // A Duration must be well formed (seconds and nanos in range, same sign) and, depending on
 // the rule, > 0 or >= 0. `field` is the full field name used in the message.
 enum class DurationRule { kPositive, kNonNegative };

@@ -19,6 +19,7 @@
 #include "orchestrator/cli/completion.h"
 #include "orchestrator/cli/model_flags.h"
 #include "orchestrator/cli/planning_commands.h"
+#include "orchestrator/cli/price_commands.h"
 #include "orchestrator/cli/report_command.h"
 #include "orchestrator/cli/schedule_commands.h"
 #include "orchestrator/cli/submit_flags.h"
@@ -481,7 +482,7 @@ std::vector<CommandSpec> ToolCommands() {
 std::vector<CommandSpec> BuildTable() {
   std::vector<CommandSpec> table;
   for (auto* group : {&ModelCommands, &TestCommands, &PlanningCommands, &TokenCommands,
-                      &TeamCommands, &ScheduleCommands, &ToolCommands}) {
+                      &PriceCommands, &TeamCommands, &ScheduleCommands, &ToolCommands}) {
     for (CommandSpec& spec : (*group)()) table.push_back(std::move(spec));
   }
   // `help COMMAND` completes to every command's first word, known only now.

@@ -409,7 +409,7 @@ std::string RenderPlanTable(const v1::PlanCapacityResponse& plan) {
   if (!priced) {
     absl::StrAppend(&out,
                     "cost: the registry stores no price per accelerator-hour for these "
-                    "accelerators (table accelerator_prices)\n");
+                    "accelerators (set one with `vanguard prices set`)\n");
   }
   return out;
 }

@@ -68,6 +68,8 @@ std::map<std::string, RpcCall> AllRpcs() {
       {"ListRegressions", Unary(&Stub::ListRegressions)},
       {"GetCapacityTrend", Unary(&Stub::GetCapacityTrend)},
       {"PlanCapacity", Unary(&Stub::PlanCapacity)},
+      {"SetAcceleratorPrice", Unary(&Stub::SetAcceleratorPrice)},
+      {"ListAcceleratorPrices", Unary(&Stub::ListAcceleratorPrices)},
       {"CreateToken", Unary(&Stub::CreateToken)},
       {"RevokeToken", Unary(&Stub::RevokeToken)},
       {"ListTokens", Unary(&Stub::ListTokens)},
