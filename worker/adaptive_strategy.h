@@ -69,8 +69,9 @@
 //    as in a hold search), and (then, or when the hold search ran out of holds or steps) with
 //    two failed holds or more the estimate goes no higher than where their tail ratios, on a
 //    line in log-log, cross the limit (FailedHoldsCrossing): a retreat of kFirstHoldRetreat
-//    below the lowest is no evidence when its ratio was far over. A hold search's hold the limit cuts while it reads
-//    under the limit by more than its standard error is the estimate (not verified).
+//    below the lowest is no evidence when its ratio was far over. A hold search's hold the limit
+//    cuts while it reads under the limit by more than its standard error is the estimate (not
+//    verified).
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
