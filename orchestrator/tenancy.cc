@@ -13,7 +13,8 @@ namespace vanguard {
 namespace {
 
 // The worker's defaults where a strategy leaves a count unset (test.proto).
-constexpr int64_t kDefaultSearchSteps = 30;
+constexpr int64_t kDefaultSearchSteps = 30;    // binary search (test.proto)
+constexpr int64_t kDefaultAdaptiveSteps = 50;  // worker/adaptive_strategy.h kDefaultMaxSteps
 // The worker's replica-loss defaults (worker/replica_loss_strategy.h): the most trials, and
 // the loss part's length.
 constexpr int64_t kMaxReplicaLossTrials = 12;
@@ -192,7 +193,7 @@ int64_t MostSteps(const v1::TestSpec& spec) {
       return spec.binary_search().max_steps() > 0 ? spec.binary_search().max_steps()
                                                   : kDefaultSearchSteps;
     case v1::TestSpec::kAdaptive:
-      return spec.adaptive().max_steps() > 0 ? spec.adaptive().max_steps() : kDefaultSearchSteps;
+      return spec.adaptive().max_steps() > 0 ? spec.adaptive().max_steps() : kDefaultAdaptiveSteps;
     case v1::TestSpec::kLadder:
       return kLadderRamps * LadderRampSteps(spec.ladder());
     case v1::TestSpec::kDirectController:

@@ -48,6 +48,9 @@ TEST(LongestTestDurationTest, StepsTimesStepLengthPlusTheHoldOfSearches) {
   binary.mutable_sustain_horizon()->set_seconds(60);
   binary.mutable_binary_search()->set_max_steps(4);
   EXPECT_EQ(LongestTestDuration(binary), absl::Seconds(4 * 70 + 60));
+  v1::TestSpec adaptive = SweepSpec(20, 60, 10);
+  adaptive.mutable_adaptive()->set_max_qps(100);  // max_steps 0: the worker's default, 50
+  EXPECT_EQ(MostSteps(adaptive), 50);
   v1::TestSpec stability = SweepSpec(20, 600, 0);
   stability.mutable_stability()->set_rate_qps(50);  // segments 0: 10
   EXPECT_EQ(LongestTestDuration(stability), absl::Seconds(10 * 600));

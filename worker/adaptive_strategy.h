@@ -94,7 +94,7 @@ class AdaptiveStrategy : public Strategy {
  public:
   static constexpr int kDefaultSpikeTolerance = 2;
   static constexpr double kDefaultConvergenceCv = 0.02;
-  static constexpr int kDefaultMaxSteps = 30;
+  static constexpr int kDefaultMaxSteps = 50;
   static constexpr double kDefaultHorizonS = 300;
   // Growth per pass before any failure: 1 / limit ratio, within these bounds.
   static constexpr double kMaxGrowth = 4;

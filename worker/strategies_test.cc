@@ -1023,6 +1023,31 @@ TEST(AdaptiveStrategyTest, AHoldUnderTheLimitWhenTheStepLimitComesIsTheEstimate)
   EXPECT_GT(cut_under, 0) << "no run ended on a hold above one that held";
 }
 
+TEST(AdaptiveStrategyTest, TheDefaultBudgetLetsAHoldSearchBracketTheLimit) {
+  // Short steps pass up to 1000 req/s; holds read 1.3x the limit above 800 and 0.7x below it,
+  // with a standard error of a fifth of the reading per chunk: each hold needs several chunks
+  // to decide, and the hold search several holds. The default step budget leaves the hold
+  // search room to bracket the limit; 30 steps (the old default) cut it undecided, far below.
+  const auto drive = [](int max_steps) {
+    auto s = Adaptive(50, 2000, max_steps);
+    return DriveSteps(*s, [](const RunStep& step) {
+      StepOutcome o = StepAtCapacity800(step, 1.3, 0.7);
+      o.tail_ratio_se = 0.2 * o.tail_ratio;
+      return o;
+    });
+  };
+  const StrategyRun cut = drive(30);
+  EXPECT_FALSE(cut.done.converged) << cut.done.summary;
+  EXPECT_LT(cut.done.max_sustainable_qps, 600) << cut.done.summary;
+
+  const StrategyRun run = drive(0);
+  EXPECT_TRUE(run.done.converged) << run.done.summary;
+  EXPECT_NE(run.done.summary.find("bracket the limit"), std::string::npos) << run.done.summary;
+  EXPECT_GT(run.rates.size(), 30u);
+  EXPECT_LE(run.done.max_sustainable_qps, 800);
+  EXPECT_GE(run.done.max_sustainable_qps, 800 * (1 - 2 * AdaptiveStrategy::kHoldSearchBracket));
+}
+
 TEST(AdaptiveStrategyTest, HoldsFailingAlikeAtEveryRateCapTheEstimateFarBelowThem) {
   // Stalls set the tail: every hold above the capacity of 300 req/s reads 1.5 times the allowed
   // share, whatever its rate, while short steps pass up to 1000. The hold search retreats 5% at
