@@ -993,9 +993,11 @@ int RunGenerated() {
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
   if (seed0 == 0) seed0 = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()) % 1000000000);
   const int threads = absl::GetFlag(FLAGS_threads);
-  std::printf("held-out models: %d from gen_seed=%llu, horizon %.0f s\n",
-              absl::GetFlag(FLAGS_generated), static_cast<unsigned long long>(seed0),
-              absl::GetFlag(FLAGS_horizon_s));
+  if (absl::GetFlag(FLAGS_models_dir).empty()) {
+    std::printf("held-out models: %d from gen_seed=%llu, horizon %.0f s\n",
+                absl::GetFlag(FLAGS_generated), static_cast<unsigned long long>(seed0),
+                absl::GetFlag(FLAGS_horizon_s));
+  }
   sim::GeneratorOptions options;
   options.horizon = absl::Seconds(absl::GetFlag(FLAGS_horizon_s));
   options.replications = absl::GetFlag(FLAGS_gen_replications);
@@ -1008,6 +1010,15 @@ int RunGenerated() {
   }
   std::vector<sim::GeneratedModel>& models = *loaded;
   const int n = static_cast<int>(models.size());
+  if (!absl::GetFlag(FLAGS_models_dir).empty() && n > 0) {
+    // The draw's seed is its first model's (WriteProfiles names each "gen-<seed0 + i>"), not
+    // the flag's or the clock's: the final line names the models it ran.
+    seed0 = models[0].seed;
+    for (const sim::GeneratedModel& m : models) seed0 = std::min(seed0, m.seed);
+    std::printf("held-out models: %d read from %s (gen_seed=%llu), horizon %.0f s\n", n,
+                absl::GetFlag(FLAGS_models_dir).c_str(), static_cast<unsigned long long>(seed0),
+                absl::GetFlag(FLAGS_horizon_s));
+  }
   if (const std::string dir = absl::GetFlag(FLAGS_models_dir);
       !dir.empty() && absl::GetFlag(FLAGS_retruth)) {
     return Retruth(models, options, dir, threads);
