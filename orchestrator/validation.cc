@@ -638,6 +638,9 @@ absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   if (spec.max_attempts() < 0 || spec.max_attempts() > 100) {
     return Invalid("spec.max_attempts", "must be between 0 (default 3) and 100");
   }
+  if (spec.replayers() < 0 || spec.replayers() > 1024) {
+    return Invalid("spec.replayers", "must be between 0 (the worker chooses) and 1024");
+  }
   return ValidateSpecBounds(spec);
 }
 

@@ -130,6 +130,10 @@ TEST(ValidateTestSpecTest, GlobalBoundsNameTheField) {
        [](v1::TestSpec& s) { s.mutable_request_timeout()->set_seconds(3601); }},
       {"spec.priority: must be from -1000 to 1000",
        [](v1::TestSpec& s) { s.set_priority(std::numeric_limits<int32_t>::max()); }},
+      {"spec.replayers: must be between 0 (the worker chooses) and 1024",
+       [](v1::TestSpec& s) { s.set_replayers(-1); }},
+      {"spec.replayers: must be between 0 (the worker chooses) and 1024",
+       [](v1::TestSpec& s) { s.set_replayers(1025); }},
       {"spec.priority: must be from -1000 to 1000",
        [](v1::TestSpec& s) { s.set_priority(std::numeric_limits<int32_t>::min()); }},
       {"spec.labels: must hold at most 64 labels",
@@ -200,6 +204,7 @@ TEST(ValidateTestSpecTest, TheBoundsThemselvesAreAccepted) {
   spec.mutable_step_duration()->set_seconds(24 * 3600);
   spec.mutable_request_timeout()->set_seconds(3600);
   spec.set_priority(kMaxPriority);
+  spec.set_replayers(1024);
   for (int i = 0; i < kMaxLabels; ++i) (*spec.mutable_labels())[absl::StrCat("k", i)] = "v";
   EXPECT_TRUE(ValidateTestSpec(spec).ok()) << ValidateTestSpec(spec);
   spec.set_priority(kMinPriority);

@@ -248,6 +248,9 @@ vanguard::worker::TestRunnerOptions RunnerOptions(const WorkerConfig& c) {
       return vanguard::worker::MetricsCollector::HttpFetcher(vanguard::worker::MetricsUrlFor(model),
                                                              absl::Milliseconds(500), policy);
     };
+    o.replica_metrics_fetcher = [policy = c.target_policy](const std::string& url) {
+      return vanguard::worker::MetricsCollector::HttpFetcher(url, absl::Milliseconds(500), policy);
+    };
   }
   o.controller_fetcher = vanguard::worker::PolicyHttpFetcher(c.target_policy);
   o.fault_poster = vanguard::worker::PolicyHttpPoster(c.target_policy);

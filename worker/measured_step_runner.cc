@@ -73,11 +73,13 @@ enum TailSource { kLatencyTail = 0, kTtftTail = 1, kInterTokenTail = 2, kTailSou
 
 MeasuredStepRunner::MeasuredStepRunner(ReplayerClient* executor, StepJudge* judge,
                                        HealthAssessor* assessor, MetricsCollector* collector,
-                                       vanguard::v1::Slo slo, MeasuredStepOptions options)
+                                       vanguard::v1::Slo slo, MeasuredStepOptions options,
+                                       ReplicaGaugeCollector* replica_gauges)
     : executor_(executor),
       judge_(judge),
       assessor_(assessor),
       collector_(collector),
+      replica_gauges_(replica_gauges),
       slo_(std::move(slo)),
       options_(options) {}
 
@@ -275,6 +277,8 @@ struct MeasuredStepRunner::StepRun {
 
   GaugeReading gauges;  // the last scrape
   std::vector<GaugeReading> measured_gauges;
+  // Per measured window of the latest call: every replica's scrape (replica_gauges_ set).
+  std::vector<std::vector<ReplicaScrape>> measured_replica_gauges;
   // Per measured window of the latest call: samples and those over each tail limit.
   std::vector<TailUnit> tail_units[kTailSources];
   std::vector<TailUnit> error_units;  // per measured window: scheduled, errors + timeouts
@@ -487,6 +491,7 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
   *call.mutable_warmup() = ToProtoDuration(lead);
   if (lead > absl::ZeroDuration()) assessor_->Reset();
   run.measured_gauges.clear();
+  run.measured_replica_gauges.clear();
   for (std::vector<TailUnit>& units : run.tail_units) units.clear();
   run.error_units.clear();
   bool measuring = false;
@@ -508,6 +513,9 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
         run.out.windows.push_back(RecordWindow(w, /*settle=*/false, absl::Now(), &run.gauges));
         if (!w.warmup()) {
           run.measured_gauges.push_back(run.gauges);
+          if (replica_gauges_ != nullptr) {
+            run.measured_replica_gauges.push_back(replica_gauges_->ScrapeAll());
+          }
           run.tail_units[kLatencyTail].push_back(
               TailUnitOf(w.latency_histogram(), run.tail_limit_ms[kLatencyTail]));
           run.tail_units[kTtftTail].push_back(
@@ -618,6 +626,10 @@ bool MeasuredStepRunner::BacklogRising(const StepRun& run) {
 
 void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
   MeasuredStep& out = run.out;
+  if (replica_gauges_ != nullptr) {
+    AttachReplicaGauges(replica_gauges_->endpoints(), run.measured_replica_gauges,
+                        &out.executed.result);
+  }
   // Closed loop: the step is reported at the rate the strategy asked for (the knob the
   // concurrency was derived from); the request keeps the concurrency it ran with.
   out.executed.request.set_rate_qps(run.rate);

@@ -70,7 +70,8 @@
 //
 // Judging. The StepJudge verdict over the measured part, plus the scraped gauges against the
 // SLO's max_queue_depth / max_gpu_utilization (means over the measured windows) and, for
-// streams, the step's TTFT and inter-token p99 against ttft_p99 / inter_token_p99. The
+// streams, the step's TTFT and inter-token p99 against ttft_p99 / inter_token_p99. Each
+// replica's own gauges (replica_gauges) are reported, not judged. The
 // outcome's health_state is the judge's step-level state, window_state the worst state the
 // per-window hysteresis reached, spikes the isolated breaching windows. backlog_rising: over
 // the judged call's measured windows, the scraped queue gauge (when at least 4 windows have
@@ -96,6 +97,7 @@
 #include "worker/cancellation.h"
 #include "worker/health_assessor.h"
 #include "worker/metrics_collector.h"
+#include "worker/replica_gauges.h"
 #include "worker/steady_state.h"
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
@@ -166,10 +168,12 @@ struct MeasuredStep {
 
 class MeasuredStepRunner {
  public:
-  // Pointers must outlive the runner; `collector` may be null (no gauges).
+  // Pointers must outlive the runner; `collector` may be null (no gauges), and
+  // `replica_gauges` (each replica's page scraped with every measured window, the means set
+  // on the result's endpoints: EndpointTelemetry.scraped) may be null too.
   MeasuredStepRunner(ReplayerClient* executor, StepJudge* judge, HealthAssessor* assessor,
                      MetricsCollector* collector, vanguard::v1::Slo slo,
-                     MeasuredStepOptions options);
+                     MeasuredStepOptions options, ReplicaGaugeCollector* replica_gauges = nullptr);
 
   // Runs the step `request` describes. `on_window` (nullable) is called after every window
   // with that window as recorded (settle windows marked warmup), e.g. to heartbeat and to
@@ -265,6 +269,7 @@ class MeasuredStepRunner {
   StepJudge* const judge_;
   HealthAssessor* const assessor_;
   MetricsCollector* const collector_;
+  ReplicaGaugeCollector* const replica_gauges_;
   const vanguard::v1::Slo slo_;
   const MeasuredStepOptions options_;
   // Typical request lifetime (p50) at the last steady settle or passing step; 0: unknown.

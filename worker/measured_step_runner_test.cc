@@ -3,6 +3,7 @@
 #include "worker/measured_step_runner.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -91,7 +92,9 @@ class MeasuredStepRunnerTest : public ::testing::Test {
             e.mutable_window()->set_warmup(warmup);
             script->events.push_back(e);
           }
-          script->events.push_back(ResultEvent(MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40)));
+          vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40);
+          for (const std::string& t : result_targets_) result.add_endpoints()->set_target(t);
+          script->events.push_back(ResultEvent(result));
           return NewScriptedReader(script);
         });
   }
@@ -122,6 +125,7 @@ class MeasuredStepRunnerTest : public ::testing::Test {
   std::function<double(int)> settle_p50 = [](int i) { return i < 12 ? 40.0 - 2.5 * i : 10.0; };
   int settle_window_ = 0;
   std::vector<double> measured_p99_ = {40};
+  std::vector<std::string> result_targets_;  // the result's EndpointTelemetry targets
 };
 
 TEST_F(MeasuredStepRunnerTest, SettledAtOnceTheStepIsOneContinuousCall) {
@@ -549,6 +553,33 @@ TEST_F(MeasuredStepRunnerTest, LoneSpikesAreCountedAndSustainedBreachEscalates) 
   step = MustRun(options);
   EXPECT_EQ(step.outcome.spikes, 0);
   EXPECT_EQ(step.outcome.window_state, vanguard::v1::HEALTH_STATE_OVERLOADED);
+}
+
+TEST_F(MeasuredStepRunnerTest, EachReplicasGaugesAreScrapedPerMeasuredWindowOntoItsEndpoint) {
+  MeasuredStepOptions options;
+  options.steady_state_detection = false;
+  options.window = absl::Seconds(1);
+  result_targets_ = {"http://a:1", "http://b:2"};
+  std::map<std::string, int> scrapes;
+  ReplicaGaugeCollector replicas(
+      result_targets_,
+      [&](const std::string& url) -> MetricsCollector::Fetcher {
+        return [&, url]() -> absl::StatusOr<std::string> {
+          ++scrapes[url];
+          return std::string(url == "http://a:1/metrics" ? "nv_gpu_utilization 0.2\n"
+                                                         : "nv_gpu_utilization 0.8\n");
+        };
+      },
+      GaugeMappingFor({}));
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), options, &replicas);
+  absl::StatusOr<MeasuredStep> step = runner.Run(Request(), false, nullptr, nullptr);
+  ASSERT_TRUE(step.ok()) << step.status();
+  const vanguard::v1::StepResult& result = step->executed.result;
+  ASSERT_EQ(result.endpoints_size(), 2);
+  EXPECT_DOUBLE_EQ(result.endpoints(0).scraped().gpu_utilization(), 0.2);
+  EXPECT_DOUBLE_EQ(result.endpoints(1).scraped().gpu_utilization(), 0.8);
+  EXPECT_EQ(result.endpoints(1).scraped().scrapes(), 10);  // the 10 measured windows only
+  EXPECT_EQ(scrapes["http://b:2/metrics"], 10);
 }
 
 TEST_F(MeasuredStepRunnerTest, GaugesFeedTheOutcomeAndTheVerdict) {

@@ -18,12 +18,14 @@ namespace vanguard::worker {
 // One Execute: the shards' tokens and outcomes, what they streamed, and (caller thread only)
 // the windows waiting for their other shards.
 struct ReplayerPool::Run {
-  explicit Run(int shards) : k(shards), tokens(shards) {}
+  explicit Run(std::vector<PoolMember> chosen)
+      : members(std::move(chosen)), k(static_cast<int>(members.size())), tokens(k) {}
 
   void CancelAll() {
     for (CancellationToken& token : tokens) token.Cancel();
   }
 
+  const std::vector<PoolMember> members;  // the replayers the shards run on, in shard order
   const int k;
   std::vector<CancellationToken> tokens;
 
@@ -39,7 +41,9 @@ struct ReplayerPool::Run {
 };
 
 ReplayerPool::ReplayerPool(std::vector<PoolMember> members, ReplayerPoolOptions options)
-    : members_(std::move(members)), options_(options) {}
+    : members_(std::move(members)),
+      options_(options),
+      headroom_(options.clock != nullptr ? options.clock : Clock::Real()) {}
 
 vanguard::v1::RunStepRequest ReplayerPool::Shard(const vanguard::v1::RunStepRequest& request,
                                                  int shard, int shards) {
@@ -55,21 +59,32 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Execute(const vanguard::v1::RunStepRe
   if (members_.size() == 1 || request.concurrency() > 0) {
     return members_.front().client->Execute(request, cancel, on_window);
   }
+  std::vector<std::string> addresses;
+  for (const PoolMember& m : members_) addresses.push_back(m.address);
+  std::vector<PoolMember> chosen;
+  for (int i : headroom_.Choose(request.rate_qps(), addresses, request.replayers())) {
+    chosen.push_back(members_[i]);
+  }
+  if (chosen.size() == 1) {
+    absl::StatusOr<ExecutedStep> alone = chosen[0].client->Execute(request, cancel, on_window);
+    if (alone.ok()) Observe(chosen, request.rate_qps(), {&alone->result});
+    return alone;
+  }
   if (cancel != nullptr && cancel->IsCancelled()) return absl::CancelledError("step cancelled");
-  Run run(size());
+  Run run(std::move(chosen));
   {
     absl::MutexLock lock(&run.mu);
-    run.outcomes.assign(size(), absl::UnknownError("shard did not run"));
+    run.outcomes.assign(run.k, absl::UnknownError("shard did not run"));
   }
   std::vector<std::thread> threads;
-  for (int i = 0; i < size(); ++i) {
-    threads.emplace_back([this, &run, &request, i] {
+  for (int i = 0; i < run.k; ++i) {
+    threads.emplace_back([&run, &request, i] {
       absl::StatusOr<ExecutedStep> outcome =
-          members_[i].client->Execute(Shard(request, i, run.k), &run.tokens[i],
-                                      [&run, i](const vanguard::v1::WindowMetrics& w) {
-                                        absl::MutexLock lock(&run.mu);
-                                        run.arrived.emplace_back(i, w);
-                                      });
+          run.members[i].client->Execute(Shard(request, i, run.k), &run.tokens[i],
+                                         [&run, i](const vanguard::v1::WindowMetrics& w) {
+                                           absl::MutexLock lock(&run.mu);
+                                           run.arrived.emplace_back(i, w);
+                                         });
       if (!outcome.ok()) run.CancelAll();  // the step is lost: stop the other shards now
       absl::MutexLock lock(&run.mu);
       run.outcomes[i] = std::move(outcome);
@@ -139,7 +154,7 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Finish(Run& run,
   }
   if (failed >= 0) {
     const absl::Status& s = run.outcomes[failed].status();
-    return absl::Status(s.code(), absl::StrCat("replayer ", members_[failed].address, " (shard ",
+    return absl::Status(s.code(), absl::StrCat("replayer ", run.members[failed].address, " (shard ",
                                                failed + 1, " of ", run.k, "): ", s.message()));
   }
   if (!run.merge_status.ok()) return run.merge_status;
@@ -148,13 +163,16 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Finish(Run& run,
         absl::StrCat("the shards closed different windows (window ", run.pending.begin()->first,
                      " came from ", run.pending.begin()->second.size(), " of ", run.k, ")"));
   }
+  std::vector<const vanguard::v1::StepResult*> shard_results;
+  for (int i = 0; i < run.k; ++i) shard_results.push_back(&run.outcomes[i]->result);
+  Observe(run.members, request.rate_qps() / run.k, shard_results);
   std::vector<ShardResult> results;
   ExecutedStep out;
   out.request = request;
   out.start_time = run.outcomes[0]->start_time;
   out.end_time = run.outcomes[0]->end_time;
   for (int i = 0; i < run.k; ++i) {
-    results.push_back({members_[i].address, std::move(run.outcomes[i]->result)});
+    results.push_back({run.members[i].address, std::move(run.outcomes[i]->result)});
     out.start_time = std::min(out.start_time, run.outcomes[i]->start_time);
     out.end_time = std::max(out.end_time, run.outcomes[i]->end_time);
   }
@@ -163,6 +181,13 @@ absl::StatusOr<ExecutedStep> ReplayerPool::Finish(Run& run,
   out.result = *std::move(merged);
   out.windows = std::move(run.released);
   return out;
+}
+
+void ReplayerPool::Observe(const std::vector<PoolMember>& members, double shard_rate_qps,
+                           const std::vector<const vanguard::v1::StepResult*>& results) {
+  for (size_t i = 0; i < members.size() && i < results.size(); ++i) {
+    headroom_.Observe(members[i].address, shard_rate_qps, results[i]->max_client_cpu_share());
+  }
 }
 
 }  // namespace vanguard::worker

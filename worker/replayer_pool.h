@@ -15,6 +15,13 @@
 // returned. A closed-loop request (concurrency > 0, the ablation) runs on the first replayer
 // alone. A pool of one passes the request through untouched.
 //
+// How many: k = request.replayers() when set (the spec's, at most the pool's size), else
+// chosen per step by ReplayerHeadroom (replayer_headroom.h) from the step's rate and what
+// each replayer's busiest loop used on its last step: every replayer until they are
+// measured, then the fewest that carry the rate with headroom. Each finished shard updates
+// its replayer's estimate. The shards run on the chosen replayers in pool order; a step
+// chosen onto one replayer is passed through untouched.
+//
 // Execute is called from one thread (the test runner's) at a time; it runs one thread per
 // shard and calls `on_window` on the calling thread only. `cancel` may fire from any thread.
 #ifndef VANGUARD_WORKER_REPLAYER_POOL_H_
@@ -25,8 +32,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "vanguard/v1/replayer.pb.h"
 #include "worker/cancellation.h"
+#include "worker/replayer_headroom.h"
 #include "worker/step_executor.h"
 
 namespace vanguard::worker {
@@ -40,6 +49,8 @@ struct ReplayerPoolOptions {
   // How often the waiting caller thread looks at the caller's CancellationToken (the shards'
   // own tokens are cancelled from there).
   absl::Duration cancel_poll = absl::Milliseconds(50);
+  // Ages the headroom estimates (ReplayerHeadroom::kMaxAge); null: Clock::Real().
+  Clock* clock = nullptr;
 };
 
 class ReplayerPool : public ReplayerClient {
@@ -59,6 +70,8 @@ class ReplayerPool : public ReplayerClient {
                                        const WindowCallback& on_window) override;
 
   int size() const { return static_cast<int>(members_.size()); }
+  // What the pool has measured of its replayers (for logs and tests).
+  const ReplayerHeadroom& headroom() const { return headroom_; }
 
  private:
   struct Run;  // one Execute's shared state (replayer_pool.cc)
@@ -68,9 +81,13 @@ class ReplayerPool : public ReplayerClient {
   // The merged step, or the failure that ended it.
   absl::StatusOr<ExecutedStep> Finish(Run& run, const vanguard::v1::RunStepRequest& request,
                                       CancellationToken* cancel);
+  // Each shard's rate and busiest loop into the headroom estimates.
+  void Observe(const std::vector<PoolMember>& members, double shard_rate_qps,
+               const std::vector<const vanguard::v1::StepResult*>& results);
 
   const std::vector<PoolMember> members_;
   const ReplayerPoolOptions options_;
+  ReplayerHeadroom headroom_;
 };
 
 }  // namespace vanguard::worker

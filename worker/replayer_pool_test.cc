@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "common/histogram.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -58,6 +59,7 @@ class FakeReplayer : public ReplayerClient {
     out.result.set_completed(step.count());
     out.result.set_latency_histogram(step.Serialize());
     out.result.set_client_valid(valid_);
+    out.result.set_max_client_cpu_share(loop_share_);
     if (!valid_) out.result.set_client_invalid_reason("3 requests dropped");
     return out;
   }
@@ -72,6 +74,7 @@ class FakeReplayer : public ReplayerClient {
   int64_t latency_us_;
   bool valid_ = true;
   bool wait_for_cancel_ = false;
+  double loop_share_ = 0;  // the busiest loop's share of a core it reports (0: unknown)
   absl::Status fail_;
   std::function<void()> before_;
 
@@ -119,6 +122,77 @@ TEST(ReplayerPoolTest, APoolOfOneOrAClosedLoopRunsTheRequestAsItIs) {
   EXPECT_EQ(a.requests().size(), 1u);
   EXPECT_EQ(a.requests()[0].concurrency(), 8);
   EXPECT_TRUE(b.requests().empty());
+}
+
+// How many shards each fake ran, and with how many shards in all.
+std::vector<int> ShardCounts(const std::vector<FakeReplayer*>& fakes, size_t call) {
+  std::vector<int> out;
+  for (FakeReplayer* f : fakes) {
+    out.push_back(f->requests().size() > call ? std::max(1, f->requests()[call].shard_count()) : 0);
+  }
+  return out;
+}
+
+TEST(ReplayerPoolTest, KIsChosenFromTheRateAndEachReplayersMeasuredHeadroom) {
+  FakeClock clock;
+  FakeReplayer a(1), b(1), c(1);
+  for (FakeReplayer* f : {&a, &b, &c}) f->loop_share_ = 0.25;
+  c.loop_share_ = 0.5;  // a busier machine under c
+  ReplayerPool pool({{"a:1", &a}, {"b:2", &b}, {"c:3", &c}}, {.clock = &clock});
+  vanguard::v1::RunStepRequest step = Step();  // 900 req/s
+
+  // Nothing measured yet: every replayer, 300 req/s each.
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(ShardCounts({&a, &b, &c}, 0), (std::vector<int>{3, 3, 3}));
+  // 300 req/s at a quarter of a core: 600 at half (kTargetLoopShare); c only 300.
+  EXPECT_EQ(pool.headroom().Capacity("a:1"), 600);
+  EXPECT_EQ(pool.headroom().Capacity("c:3"), 300);
+
+  // 1000 req/s: a and b carry 500 each; c is left out.
+  step.set_rate_qps(1000);
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(ShardCounts({&a, &b, &c}, 1), (std::vector<int>{2, 2, 0}));
+  EXPECT_EQ(b.requests()[1].shard(), 1);
+
+  // 200 req/s: one replayer (the request as it is, no shard), the one with most headroom.
+  step.set_rate_qps(200);
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  ASSERT_EQ(a.requests().size(), 3u);
+  EXPECT_EQ(a.requests()[2].shard_count(), 0);
+  EXPECT_EQ(b.requests().size(), 2u);
+
+  // More than all of them carry: every replayer.
+  step.set_rate_qps(5000);
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(c.requests().size(), 2u);
+  EXPECT_EQ(c.requests()[1].shard_count(), 3);
+}
+
+TEST(ReplayerPoolTest, TheSpecsReplayersAndStaleEstimatesOverrideTheHeadroom) {
+  FakeClock clock;
+  FakeReplayer a(1), b(1), c(1);
+  for (FakeReplayer* f : {&a, &b, &c}) f->loop_share_ = 0.1;
+  ReplayerPool pool({{"a:1", &a}, {"b:2", &b}, {"c:3", &c}}, {.clock = &clock});
+  vanguard::v1::RunStepRequest step = Step();
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());  // all three: measured
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());  // 900 fits on one
+  EXPECT_EQ(b.requests().size(), 1u);
+
+  step.set_replayers(2);  // the spec asks for two: the first two
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(b.requests().size(), 2u);
+  EXPECT_EQ(b.requests()[1].shard_count(), 2);
+  EXPECT_EQ(c.requests().size(), 1u);
+  step.set_replayers(7);  // more than the pool: all of it
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(c.requests().back().shard_count(), 3);
+
+  // Estimates older than kMaxAge are forgotten: every replayer again.
+  step.set_replayers(0);
+  clock.Advance(ReplayerHeadroom::kMaxAge + absl::Seconds(1));
+  EXPECT_FALSE(pool.headroom().Capacity("a:1").has_value());
+  ASSERT_TRUE(pool.Execute(step, nullptr, nullptr).ok());
+  EXPECT_EQ(c.requests().back().shard_count(), 3);
 }
 
 TEST(ReplayerPoolTest, WindowsArriveMergedInOrderOnTheCallersThread) {

@@ -16,35 +16,22 @@ absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat("replica_loss.", field, " ", rule));
 }
 
-bool Finite(double v) { return std::isfinite(v); }
-
 bool BreaksSlo(const ShapeWindow& w, double p99_limit_ms, double max_error_rate) {
   if (w.scheduled > 0 && w.completed == 0) return true;
   if (p99_limit_ms > 0 && w.p99_ms > p99_limit_ms) return true;
   return max_error_rate > 0 && w.error_rate > max_error_rate;
 }
 
-// The rate bounds, tolerance and budget.
-absl::Status ValidateRates(const vanguard::v1::ReplicaLossStrategy& c) {
-  if (!(c.min_qps() > 0) || !Finite(c.min_qps())) return Invalid("min_qps", "must be > 0");
-  if (!(c.max_qps() > c.min_qps()) || !Finite(c.max_qps())) {
-    return Invalid("max_qps", "must be > min_qps");
-  }
-  if (!(c.tolerance_qps() >= 0) || !Finite(c.tolerance_qps())) {
-    return Invalid("tolerance_qps", "must be >= 0 (0: 5% of max_qps)");
-  }
-  if (c.max_trials() < 0 || c.max_trials() > ReplicaLossStrategy::kMaxTrials) {
-    return Invalid("max_trials",
-                   absl::StrCat("must be from 0 to ", ReplicaLossStrategy::kMaxTrials));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReplicaLossStrategy>> ReplicaLossStrategy::Create(
     const vanguard::v1::ReplicaLossStrategy& config, const StrategyContext& context) {
-  if (absl::Status rates = ValidateRates(config); !rates.ok()) return rates;
+  if (absl::Status rates =
+          RateBisection::ValidateRates("replica_loss", config.min_qps(), config.max_qps(),
+                                       config.tolerance_qps(), config.max_trials());
+      !rates.ok()) {
+    return rates;
+  }
   if (config.remove_url().empty()) {
     return Invalid("remove_url",
                    "is required: the URL the worker POSTs to take a replica away (e.g. the "
@@ -71,36 +58,19 @@ absl::StatusOr<std::unique_ptr<ReplicaLossStrategy>> ReplicaLossStrategy::Create
   if (!(recovery >= 0) || !(recovery < after)) {
     return Invalid("max_recovery", "must be >= 0 and shorter than after_loss");
   }
-  int max_trials = config.max_trials();
-  if (max_trials == 0) {
-    const double tol = config.tolerance_qps() > 0 ? config.tolerance_qps()
-                                                  : kDefaultRelativeTolerance * config.max_qps();
-    const double range = config.max_qps() - config.min_qps();
-    max_trials = std::min(
-        kMaxTrials,
-        1 + static_cast<int>(std::ceil(std::log2(std::max(1.0, range / std::max(tol, 1e-9))))));
-  }
   return std::unique_ptr<ReplicaLossStrategy>(
-      new ReplicaLossStrategy(config, context, max_trials, after, recovery, std::move(removed)));
+      new ReplicaLossStrategy(config, context, after, recovery, std::move(removed)));
 }
 
 ReplicaLossStrategy::ReplicaLossStrategy(const vanguard::v1::ReplicaLossStrategy& config,
-                                         const StrategyContext& context, int max_trials,
-                                         double after_loss_s, double max_recovery_s,
-                                         std::string removed_endpoint)
+                                         const StrategyContext& context, double after_loss_s,
+                                         double max_recovery_s, std::string removed_endpoint)
     : config_(config),
       context_(context),
-      max_trials_(max_trials),
       after_loss_s_(after_loss_s),
       max_recovery_s_(max_recovery_s),
       removed_endpoint_(std::move(removed_endpoint)),
-      low_(config.min_qps()),
-      high_(config.max_qps()) {}
-
-double ReplicaLossStrategy::Tolerance() const {
-  return config_.tolerance_qps() > 0 ? config_.tolerance_qps()
-                                     : kDefaultRelativeTolerance * config_.max_qps();
-}
+      search_(config.min_qps(), config.max_qps(), config.tolerance_qps(), config.max_trials()) {}
 
 ReplicaLossStrategy::LossReading ReplicaLossStrategy::ReadLoss(
     const std::vector<ShapeWindow>& windows, double p99_limit_ms, double max_error_rate) {
@@ -183,29 +153,19 @@ bool ReplicaLossStrategy::TakeLoss(const StepOutcome& o) {
 }
 
 Decision ReplicaLossStrategy::AfterTrial() {
-  const double rate = trial_.rate_qps();
   trials_.push_back(trial_);
-  if (trial_.held()) {
-    highest_held_ = std::max(highest_held_.value_or(0), rate);
-    low_ = std::max(low_, rate);
-  } else {
-    lowest_failed_ = std::min(lowest_failed_.value_or(rate), rate);
-    high_ = std::min(high_, rate);
-  }
-  if (!highest_held_) {
-    return Finish(false,
-                  absl::StrFormat("the survivors did not hold even min_qps %g", config_.min_qps()));
-  }
-  if (high_ - low_ <= Tolerance()) {
-    const bool bracketed = lowest_failed_.has_value();
-    return Finish(bracketed,
-                  bracketed ? "converged" : "no trial failed (the upper end max_qps is assumed)");
-  }
-  if (static_cast<int>(trials_.size()) >= max_trials_) {
-    return Finish(false, absl::StrCat("budget of ", max_trials_, " trials spent"));
+  const RateBisection::Verdict v = search_.Record(trial_.rate_qps(), trial_.held());
+  switch (v.ending) {
+    case RateBisection::Ending::kNone:
+      break;
+    case RateBisection::Ending::kNothingHeld:
+      return Finish(
+          false, absl::StrFormat("the survivors did not hold even min_qps %g", config_.min_qps()));
+    default:
+      return Finish(v.ending == RateBisection::Ending::kConverged, search_.Describe(v.ending));
   }
   trial_ = {};
-  trial_.set_rate_qps((low_ + high_) / 2);
+  trial_.set_rate_qps(v.next_rate);
   return BeforeStep(trial_.rate_qps());
 }
 
@@ -225,21 +185,16 @@ Decision ReplicaLossStrategy::Next(const std::optional<StepOutcome>& last) {
 
 std::optional<int> ReplicaLossStrategy::StepsLeft() const {
   if (done_) return 0;
-  const double tol = Tolerance();
-  const int halvings =
-      high_ - low_ > tol ? static_cast<int>(std::ceil(std::log2((high_ - low_) / tol))) : 0;
-  const int trials_left =
-      std::min(max_trials_ - static_cast<int>(trials_.size()) - 1, std::max(halvings - 1, 0));
-  return (in_loss_ ? 0 : 1) + 2 * std::max(trials_left, 0);
+  return (in_loss_ ? 0 : 1) + 2 * search_.TrialsLeftAfterCurrent();
 }
 
 Decision ReplicaLossStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.converged = converged;
-  done.confidence_low_qps = highest_held_.value_or(0);
-  done.confidence_high_qps = lowest_failed_.value_or(high_);
+  done.confidence_low_qps = search_.highest_held().value_or(0);
+  done.confidence_high_qps = search_.lowest_failed().value_or(search_.high());
   vanguard::v1::ReplicaLossResult result;
-  result.set_survivor_capacity_qps(highest_held_.value_or(0));
+  result.set_survivor_capacity_qps(search_.highest_held().value_or(0));
   result.set_full_fleet_held_qps(full_fleet_held_);
   result.set_endpoints(static_cast<int>(context_.endpoints.size()));
   result.set_removed_endpoint(removed_endpoint_);

@@ -13,7 +13,7 @@
 // A trial holds iff the whole fleet passed step 1 and the survivors recovered within
 // max_recovery; a fleet that fails step 1 fails the trial without a loss (the survivors of a
 // fleet that cannot carry r cannot either).
-// The search is binary search's (binary_search_strategy.h): the first trial at min_qps (a
+// The search is RateBisection (rate_bisection.h): the first trial at min_qps (a
 // failure there ends the test: "survivors do not hold even min_qps"), then midpoints of the
 // bracket [highest held, lowest failed] until it is within tolerance or max_trials is spent.
 // A step whose load generator was not valid is run again once; invalid again, the trial
@@ -37,14 +37,15 @@
 
 #include "absl/status/statusor.h"
 #include "vanguard/v1/test.pb.h"
+#include "worker/rate_bisection.h"
 #include "worker/strategy.h"
 
 namespace vanguard::worker {
 
 class ReplicaLossStrategy : public Strategy {
  public:
-  static constexpr double kDefaultRelativeTolerance = 0.05;
-  static constexpr int kMaxTrials = 12;
+  static constexpr double kDefaultRelativeTolerance = RateBisection::kDefaultRelativeTolerance;
+  static constexpr int kMaxTrials = RateBisection::kMaxTrials;
   static constexpr double kDefaultAfterLossS = 20;
 
   // What the survivors' windows after a loss say (see the header comment).
@@ -74,10 +75,9 @@ class ReplicaLossStrategy : public Strategy {
 
  private:
   ReplicaLossStrategy(const vanguard::v1::ReplicaLossStrategy& config,
-                      const StrategyContext& context, int max_trials, double after_loss_s,
-                      double max_recovery_s, std::string removed_endpoint);
+                      const StrategyContext& context, double after_loss_s, double max_recovery_s,
+                      std::string removed_endpoint);
 
-  double Tolerance() const;
   // The step that starts a trial at `rate` (before the loss), or the loss part of it.
   RunStep BeforeStep(double rate) const;
   RunStep LossStep(double rate) const;
@@ -90,15 +90,11 @@ class ReplicaLossStrategy : public Strategy {
 
   const vanguard::v1::ReplicaLossStrategy config_;
   const StrategyContext context_;
-  const int max_trials_;
   const double after_loss_s_;
   const double max_recovery_s_;
   const std::string removed_endpoint_;
 
-  double low_;   // highest rate known (or assumed) to hold
-  double high_;  // lowest rate known (or assumed) to fail
-  std::optional<double> highest_held_;
-  std::optional<double> lowest_failed_;
+  RateBisection search_;
   double full_fleet_held_ = 0;
   std::vector<vanguard::v1::ReplicaLossTrial> trials_;
   vanguard::v1::ReplicaLossTrial trial_;  // the trial in flight

@@ -66,6 +66,7 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   vanguard::v1::RunStepRequest request;
   request.set_target(model.endpoints(0));
   request.set_endpoint_policy(spec.endpoint_policy());
+  request.set_replayers(spec.replayers());
   // The replayer spreads over several endpoints on its own HTTP client only: a gRPC model
   // keeps today's behaviour (its first endpoint) unless the spec asks for a policy.
   if (model.protocol() == vanguard::v1::PROTOCOL_KSERVE_V2_GRPC &&

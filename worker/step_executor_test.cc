@@ -80,6 +80,17 @@ TEST(StepExecutorTest, SeveralEndpointsGoAsTargetsWithTheSpecsPolicy) {
   EXPECT_EQ(request->target(), "http://127.0.0.1:8000");
 }
 
+TEST(StepExecutorTest, TheSpecsReplayerCountGoesToThePool) {
+  vanguard::v1::Test test = LeasedTest();
+  auto request = StepExecutor::BuildRequest(test, 250, 3);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->replayers(), 0);  // the pool chooses
+  test.mutable_spec()->set_replayers(3);
+  request = StepExecutor::BuildRequest(test, 250, 3);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->replayers(), 3);
+}
+
 TEST(StepExecutorTest, OneEndpointOrAGrpcModelKeepsTheSingleTarget) {
   vanguard::v1::Test one = LeasedTest();
   one.mutable_model()->mutable_endpoints()->RemoveLast();

@@ -90,6 +90,9 @@ vanguard::v1::Step BuildStepReport(int index, int attempt, const ExecutedStep& e
     e->clear_latency_histogram();  // the step keeps the merged one; percentiles stay
   }
   step.set_endpoint_imbalance(r.endpoint_imbalance());
+  const FleetUtilization utilization = FleetUtilizationOf(step.endpoints());
+  step.set_tail_utilization(utilization.tail);
+  step.set_mean_utilization(utilization.mean);
   *step.mutable_shards() = r.shards();
   return step;
 }
@@ -415,6 +418,7 @@ struct TestRunner::TestRun {
   std::optional<StepJudge> judge;
   std::optional<HealthAssessor> assessor;
   std::optional<MetricsCollector> collector;
+  std::optional<ReplicaGaugeCollector> replica_gauges;  // models with several endpoints
   std::optional<MeasuredStepRunner> step_runner;
   std::optional<LeaseKeeper> keeper;
   std::optional<ProgressReporter> progress;  // unset: progress not reported
@@ -470,9 +474,14 @@ std::optional<std::string> TestRunner::SetUp(TestRun& run) {
   if (options_.metrics_fetcher) {
     run.collector.emplace(options_.metrics_fetcher(test.model()), GaugeMappingFor(test.model()));
   }
+  if (options_.replica_metrics_fetcher && test.model().endpoints_size() >= 2) {
+    run.replica_gauges.emplace(
+        std::vector<std::string>(test.model().endpoints().begin(), test.model().endpoints().end()),
+        options_.replica_metrics_fetcher, GaugeMappingFor(test.model()));
+  }
   run.step_runner.emplace(executor_, &*run.judge, &*run.assessor,
                           run.collector ? &*run.collector : nullptr, test.model().slo(),
-                          options_.measured);
+                          options_.measured, run.replica_gauges ? &*run.replica_gauges : nullptr);
   if (absl::StatusOr<vanguard::v1::RunStepRequest> probe =
           StepExecutor::BuildRequest(test, /*rate_qps=*/1.0, /*step_index=*/1);
       !probe.ok()) {

@@ -67,6 +67,7 @@
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
 #include "worker/progress_reporter.h"
+#include "worker/replica_gauges.h"
 #include "worker/step_executor.h"
 #include "worker/step_judge.h"
 #include "worker/worker_metrics.h"
@@ -110,6 +111,9 @@ struct TestRunnerOptions {
   HealthAssessorOptions health;
   // Fetches the predictor's metrics page for a model; null: gauges are not scraped.
   std::function<MetricsCollector::Fetcher(const vanguard::v1::Model&)> metrics_fetcher;
+  // Fetches one replica's metrics page by URL; for a model with several endpoints each
+  // endpoint's page is scraped with every measured window (replica_gauges.h). Null: not.
+  ReplicaGaugeCollector::FetcherFor replica_metrics_fetcher;
   // Fetches an autoscaler's target rate (direct controller); null: HttpFetch.
   UrlFetcher controller_fetcher;
   // POSTs the fault hooks a replica-loss or version-transition test names (remove_url,

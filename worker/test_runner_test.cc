@@ -989,5 +989,21 @@ TEST(BuildStepReportTest, CarriesEachEndpointsTelemetryAndTheImbalanceIntoTheSto
   EXPECT_EQ(step.endpoint_imbalance(), 1.0);
 }
 
+TEST(BuildStepReportTest, ReportsTheTailUtilisationAcrossTheReplicasScrapedGauges) {
+  ExecutedStep executed;
+  executed.request.set_rate_qps(100);
+  executed.result = MakeStepResult(100, 100, 5, 10);
+  for (double utilization : {0.35, 0.9, 0.4}) {
+    vanguard::v1::EndpointTelemetry* e = executed.result.add_endpoints();
+    e->set_target(absl::StrCat("http://r", utilization, ":1"));
+    e->mutable_scraped()->set_gpu_utilization(utilization);
+    e->mutable_scraped()->set_scrapes(10);
+  }
+  vanguard::v1::Step step = BuildStepReport(1, 1, executed, StepJudgement());
+  EXPECT_DOUBLE_EQ(step.tail_utilization(), 0.9);  // three replicas: the busiest
+  EXPECT_DOUBLE_EQ(step.mean_utilization(), 0.55);
+  EXPECT_DOUBLE_EQ(step.endpoints(1).scraped().gpu_utilization(), 0.9);
+}
+
 }  // namespace
 }  // namespace vanguard::worker

@@ -17,24 +17,6 @@ absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat("version_transition.", field, " ", rule));
 }
 
-bool Finite(double v) { return std::isfinite(v); }
-
-// The rate bounds, tolerance and budget.
-absl::Status ValidateRates(const vanguard::v1::VersionTransitionStrategy& c) {
-  if (!(c.min_qps() > 0) || !Finite(c.min_qps())) return Invalid("min_qps", "must be > 0");
-  if (!(c.max_qps() > c.min_qps()) || !Finite(c.max_qps())) {
-    return Invalid("max_qps", "must be > min_qps");
-  }
-  if (!(c.tolerance_qps() >= 0) || !Finite(c.tolerance_qps())) {
-    return Invalid("tolerance_qps", "must be >= 0 (0: 5% of max_qps)");
-  }
-  if (c.max_trials() < 0 || c.max_trials() > VersionTransitionStrategy::kMaxTrials) {
-    return Invalid("max_trials",
-                   absl::StrCat("must be from 0 to ", VersionTransitionStrategy::kMaxTrials));
-  }
-  return absl::OkStatus();
-}
-
 // One restart URL per endpoint, in the model's order, none empty.
 absl::Status ValidateRestartUrls(const vanguard::v1::VersionTransitionStrategy& c,
                                  const std::vector<std::string>& endpoints) {
@@ -63,22 +45,16 @@ absl::Status ValidateRestartUrls(const vanguard::v1::VersionTransitionStrategy& 
   return absl::OkStatus();
 }
 
-int TrialsFor(const vanguard::v1::VersionTransitionStrategy& c) {
-  if (c.max_trials() > 0) return c.max_trials();
-  const double tol = c.tolerance_qps() > 0
-                         ? c.tolerance_qps()
-                         : VersionTransitionStrategy::kDefaultRelativeTolerance * c.max_qps();
-  const double range = c.max_qps() - c.min_qps();
-  return std::min(
-      VersionTransitionStrategy::kMaxTrials,
-      1 + static_cast<int>(std::ceil(std::log2(std::max(1.0, range / std::max(tol, 1e-9))))));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VersionTransitionStrategy>> VersionTransitionStrategy::Create(
     const vanguard::v1::VersionTransitionStrategy& config, const StrategyContext& context) {
-  if (absl::Status rates = ValidateRates(config); !rates.ok()) return rates;
+  if (absl::Status rates =
+          RateBisection::ValidateRates("version_transition", config.min_qps(), config.max_qps(),
+                                       config.tolerance_qps(), config.max_trials());
+      !rates.ok()) {
+    return rates;
+  }
   if (absl::Status urls = ValidateRestartUrls(config, context.endpoints); !urls.ok()) return urls;
   const double per_replica = config.has_per_replica()
                                  ? absl::ToDoubleSeconds(FromProtoDuration(config.per_replica()))
@@ -91,24 +67,17 @@ absl::StatusOr<std::unique_ptr<VersionTransitionStrategy>> VersionTransitionStra
     return Invalid("max_recovery", "must be >= 0 and shorter than per_replica");
   }
   return std::unique_ptr<VersionTransitionStrategy>(
-      new VersionTransitionStrategy(config, context, TrialsFor(config), per_replica, recovery));
+      new VersionTransitionStrategy(config, context, per_replica, recovery));
 }
 
 VersionTransitionStrategy::VersionTransitionStrategy(
     const vanguard::v1::VersionTransitionStrategy& config, const StrategyContext& context,
-    int max_trials, double per_replica_s, double max_recovery_s)
+    double per_replica_s, double max_recovery_s)
     : config_(config),
       context_(context),
-      max_trials_(max_trials),
       per_replica_s_(per_replica_s),
       max_recovery_s_(max_recovery_s),
-      low_(config.min_qps()),
-      high_(config.max_qps()) {}
-
-double VersionTransitionStrategy::Tolerance() const {
-  return config_.tolerance_qps() > 0 ? config_.tolerance_qps()
-                                     : kDefaultRelativeTolerance * config_.max_qps();
-}
+      search_(config.min_qps(), config.max_qps(), config.tolerance_qps(), config.max_trials()) {}
 
 RunStep VersionTransitionStrategy::BeforeStep(double rate) const {
   RunStep step;
@@ -180,29 +149,19 @@ bool VersionTransitionStrategy::TakeRestart(const StepOutcome& o) {
 }
 
 Decision VersionTransitionStrategy::AfterTrial() {
-  const double rate = trial_.rate_qps();
   trials_.push_back(trial_);
-  if (trial_.held()) {
-    highest_held_ = std::max(highest_held_.value_or(0), rate);
-    low_ = std::max(low_, rate);
-  } else {
-    lowest_failed_ = std::min(lowest_failed_.value_or(rate), rate);
-    high_ = std::min(high_, rate);
-  }
-  if (!highest_held_) {
-    return Finish(false, absl::StrFormat("the rolling update is not safe even at min_qps %g",
-                                         config_.min_qps()));
-  }
-  if (high_ - low_ <= Tolerance()) {
-    const bool bracketed = lowest_failed_.has_value();
-    return Finish(bracketed,
-                  bracketed ? "converged" : "no trial failed (the upper end max_qps is assumed)");
-  }
-  if (static_cast<int>(trials_.size()) >= max_trials_) {
-    return Finish(false, absl::StrCat("budget of ", max_trials_, " trials spent"));
+  const RateBisection::Verdict v = search_.Record(trial_.rate_qps(), trial_.held());
+  switch (v.ending) {
+    case RateBisection::Ending::kNone:
+      break;
+    case RateBisection::Ending::kNothingHeld:
+      return Finish(false, absl::StrFormat("the rolling update is not safe even at min_qps %g",
+                                           config_.min_qps()));
+    default:
+      return Finish(v.ending == RateBisection::Ending::kConverged, search_.Describe(v.ending));
   }
   trial_ = {};
-  trial_.set_rate_qps((low_ + high_) / 2);
+  trial_.set_rate_qps(v.next_rate);
   restart_index_ = -1;
   merged_failed_ = merged_scheduled_ = 0;
   return BeforeStep(trial_.rate_qps());
@@ -224,22 +183,17 @@ Decision VersionTransitionStrategy::Next(const std::optional<StepOutcome>& last)
 std::optional<int> VersionTransitionStrategy::StepsLeft() const {
   if (done_) return 0;
   const int replicas = static_cast<int>(context_.endpoints.size());
-  const double tol = Tolerance();
-  const int halvings =
-      high_ - low_ > tol ? static_cast<int>(std::ceil(std::log2((high_ - low_) / tol))) : 0;
-  const int trials_left =
-      std::min(max_trials_ - static_cast<int>(trials_.size()) - 1, std::max(halvings - 1, 0));
   const int left_in_trial = restart_index_ < 0 ? replicas : replicas - restart_index_ - 1;
-  return left_in_trial + (1 + replicas) * std::max(trials_left, 0);
+  return left_in_trial + (1 + replicas) * search_.TrialsLeftAfterCurrent();
 }
 
 Decision VersionTransitionStrategy::Finish(bool converged, const std::string& why) {
   Done done;
   done.converged = converged;
-  done.confidence_low_qps = highest_held_.value_or(0);
-  done.confidence_high_qps = lowest_failed_.value_or(high_);
+  done.confidence_low_qps = search_.highest_held().value_or(0);
+  done.confidence_high_qps = search_.lowest_failed().value_or(search_.high());
   vanguard::v1::VersionTransitionResult result;
-  result.set_safe_rate_qps(highest_held_.value_or(0));
+  result.set_safe_rate_qps(search_.highest_held().value_or(0));
   result.set_full_fleet_held_qps(full_fleet_held_);
   result.set_endpoints(static_cast<int>(context_.endpoints.size()));
   for (const auto& t : trials_) *result.add_trials() = t;

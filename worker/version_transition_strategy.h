@@ -14,7 +14,7 @@
 // within max_recovery. The transition stops at the first restart that does not hold (a
 // rolling update halts there). A trial holds iff the warm fleet passed step 1 and every
 // restart held; the trial's merged figures are over every restart's windows.
-// The search is binary search's (as in replica_loss_strategy.h): the first trial at min_qps
+// The search is RateBisection (rate_bisection.h): the first trial at min_qps
 // (a failure there ends the test: "the rolling update is not safe even at min_qps"), then
 // midpoints of the bracket [highest held, lowest failed] until it is within tolerance or
 // max_trials is spent. A step whose load generator was not valid is run again once; invalid
@@ -38,14 +38,15 @@
 
 #include "absl/status/statusor.h"
 #include "vanguard/v1/test.pb.h"
+#include "worker/rate_bisection.h"
 #include "worker/strategy.h"
 
 namespace vanguard::worker {
 
 class VersionTransitionStrategy : public Strategy {
  public:
-  static constexpr double kDefaultRelativeTolerance = 0.05;
-  static constexpr int kMaxTrials = 12;
+  static constexpr double kDefaultRelativeTolerance = RateBisection::kDefaultRelativeTolerance;
+  static constexpr int kMaxTrials = RateBisection::kMaxTrials;
   static constexpr double kDefaultPerReplicaS = 10;
 
   // INVALID_ARGUMENT naming the field ("version_transition.restart_urls ...") for bad
@@ -61,10 +62,9 @@ class VersionTransitionStrategy : public Strategy {
 
  private:
   VersionTransitionStrategy(const vanguard::v1::VersionTransitionStrategy& config,
-                            const StrategyContext& context, int max_trials, double per_replica_s,
+                            const StrategyContext& context, double per_replica_s,
                             double max_recovery_s);
 
-  double Tolerance() const;
   // The step that starts a trial at `rate`, or the restart of endpoint `index` during it.
   RunStep BeforeStep(double rate) const;
   RunStep RestartStep(double rate, int index) const;
@@ -79,14 +79,10 @@ class VersionTransitionStrategy : public Strategy {
 
   const vanguard::v1::VersionTransitionStrategy config_;
   const StrategyContext context_;
-  const int max_trials_;
   const double per_replica_s_;
   const double max_recovery_s_;
 
-  double low_;   // highest rate known (or assumed) to be safe
-  double high_;  // lowest rate known (or assumed) not to be
-  std::optional<double> highest_held_;
-  std::optional<double> lowest_failed_;
+  RateBisection search_;
   double full_fleet_held_ = 0;
   std::vector<vanguard::v1::VersionTransitionTrial> trials_;
   vanguard::v1::VersionTransitionTrial trial_;  // the trial in flight

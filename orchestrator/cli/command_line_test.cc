@@ -249,6 +249,7 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
                                            {"sustain_horizon", "10m"},
                                            {"priority", "-4"},
                                            {"max_attempts", "5"},
+                                           {"replayers", "4"},
                                            {"stop_after_failures", "2"},
                                            {"request_id", "ci-123"},
                                            {"wait", "true"}}));
@@ -265,6 +266,7 @@ TEST(SubmitSpecTest, DurationsScheduleAndOtherFlags) {
   EXPECT_EQ(Millis(spec.sustain_horizon()), 600'000);
   EXPECT_EQ(spec.priority(), -4);
   EXPECT_EQ(spec.max_attempts(), 5);
+  EXPECT_EQ(spec.replayers(), 4);
   EXPECT_EQ(spec.sweep().stop_after_failures(), 2);
   EXPECT_EQ(parsed->Options<SubmitOptions>().request_id, "ci-123");
   EXPECT_EQ(parsed->Options<SubmitOptions>().follow, FollowMode::kPoll);
@@ -334,6 +336,7 @@ TEST(SubmitSpecTest, InvalidValuesNameTheFlag) {
                    "--sustain_horizon");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"priority", "high"}}), "--priority");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"max_attempts", "0"}}), "--max_attempts");
+  ExpectUsageError({"submit"}, With(kSubmitBase, {{"replayers", "0"}}), "--replayers");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"stop_after_failures", "0"}}),
                    "--stop_after_failures");
   ExpectUsageError({"submit"}, With(kSubmitBase, {{"wait", "maybe"}}), "--wait");

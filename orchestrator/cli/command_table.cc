@@ -302,6 +302,10 @@ std::vector<FlagSpec> SubmitFlags() {
       {.name = "max_attempts",
        .value = "3",
        .help = "Attempts before the test fails when workers are lost."},
+      {.name = "replayers",
+       .value = "K",
+       .help = "Split each step over K replayers of the worker's pool (at most its size; "
+               "default: chosen from the rate and each replayer's measured headroom)."},
       {.name = "request_id",
        .value = "KEY",
        .help = "Idempotency key: submitting again with the same key returns the same test."},

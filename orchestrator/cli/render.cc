@@ -171,6 +171,23 @@ std::string RenderSteps(const v1::Test& test) {
   return table.Render();
 }
 
+std::string FormatGauge(bool has, double value, const char* format) {
+  return has ? absl::StrFormat(format, value) : "-";
+}
+
+// One step's fleet line: load imbalance, and tail utilisation when the replicas were scraped.
+std::string FleetLine(const v1::Step& step) {
+  std::string line =
+      absl::StrFormat("step %d: load imbalance %.2f", step.index(), step.endpoint_imbalance());
+  if (step.tail_utilization() > 0) {
+    absl::StrAppend(&line,
+                    absl::StrFormat("; tail utilisation %.1f%% (p95 across replicas, "
+                                    "mean %.1f%%)",
+                                    step.tail_utilization() * 100, step.mean_utilization() * 100));
+  }
+  return line + "\n";
+}
+
 std::string RenderResult(const v1::Test& test) {
   if (!test.has_result()) {
     return IsTerminal(test.state()) ? "Result: none\n" : "Result: pending\n";
@@ -241,6 +258,33 @@ std::string ModelCsvRow(const v1::Model& model) {
 }
 
 }  // namespace
+
+std::string RenderStepEndpoints(const v1::Test& test) {
+  TextTable table({{"STEP", Align::kRight},
+                   {"ENDPOINT", Align::kLeft},
+                   {"SHARE %", Align::kRight},
+                   {"ACHIEVED QPS", Align::kRight},
+                   {"P99 MS", Align::kRight},
+                   {"ERRORS", Align::kRight},
+                   {"PEAK IN FLIGHT", Align::kRight},
+                   {"GPU UTIL %", Align::kRight},
+                   {"QUEUE", Align::kRight}});
+  std::string fleet;
+  for (const v1::Step& step : test.steps()) {
+    if (step.endpoints_size() < 2) continue;
+    for (const v1::EndpointTelemetry& e : step.endpoints()) {
+      const v1::ReplicaGauges& g = e.scraped();
+      table.AddRow({absl::StrCat(step.index()), e.target(), FormatPercent(e.share()),
+                    FormatQps(e.achieved_qps()), FormatMs(e.latency().p99_ms()),
+                    absl::StrCat(e.errors() + e.timeouts()), absl::StrCat(e.peak_in_flight()),
+                    FormatGauge(g.has_gpu_utilization(), g.gpu_utilization() * 100, "%.1f"),
+                    FormatGauge(g.has_queue_depth(), g.queue_depth(), "%.1f")});
+    }
+    absl::StrAppend(&fleet, FleetLine(step));
+  }
+  if (fleet.empty()) return "";
+  return absl::StrCat(table.Render(), fleet);
+}
 
 std::string FormatQps(double qps) { return absl::StrFormat("%.1f", qps); }
 
@@ -408,7 +452,11 @@ std::string RenderTestTable(const v1::Test& test) {
   }
   if (!test.request_id().empty()) absl::StrAppend(&out, "  request id ", test.request_id(), "\n");
   if (!test.error().empty()) absl::StrAppend(&out, "  error      ", test.error(), "\n");
-  absl::StrAppend(&out, "\n", RenderSteps(test), "\n", RenderResult(test));
+  absl::StrAppend(&out, "\n", RenderSteps(test), "\n");
+  if (const std::string endpoints = RenderStepEndpoints(test); !endpoints.empty()) {
+    absl::StrAppend(&out, endpoints, "\n");
+  }
+  absl::StrAppend(&out, RenderResult(test));
   return out;
 }
 

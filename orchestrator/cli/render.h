@@ -38,8 +38,15 @@ std::string RenderModelListCsv(const v1::ListModelsResponse& list);
 std::string RenderTokenListCsv(const v1::ListTokensResponse& list);
 
 // A test: id, model/version, state, attempt, strategy, times; the steps table (index,
-// target and achieved qps, p50/p99/max ms, error %, health, pass/fail, verdict); the result.
+// target and achieved qps, p50/p99/max ms, error %, health, pass/fail, verdict); the steps'
+// endpoints (RenderStepEndpoints) when any step ran over several; the result.
 std::string RenderTestTable(const v1::Test& test);
+// For every step over two or more endpoints, a row per endpoint (share, achieved qps, p99,
+// errors and timeouts, peak in flight, the replica's scraped GPU utilisation and queue, "-"
+// when not scraped), then a line per such step: its load imbalance and, when the replicas'
+// gauges were scraped, the tail utilisation across them and their mean. Empty when no step
+// ran over several endpoints.
+std::string RenderStepEndpoints(const v1::Test& test);
 // One row per test (the list carries no steps).
 std::string RenderTestListTable(const v1::ListTestsResponse& list);
 std::string RenderModelTable(const v1::Model& model);

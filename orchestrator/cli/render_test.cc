@@ -14,6 +14,7 @@
 namespace vanguard::cli {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -166,6 +167,32 @@ TEST(RenderTestTableTest, AResultAtTheTopOfTheRangeSaysAtLeastAndHowItWasVerifie
   EXPECT_THAT(table, HasSubstr("model warmup: 1m10s"));
   EXPECT_THAT(table, HasSubstr("undecided: about 2m"));
   EXPECT_THAT(table, HasSubstr("drift: reading at 250 qps (step 2) expired"));
+}
+
+TEST(RenderTestTableTest, AStepOverSeveralReplicasShowsEachAndTheFleetsTailUtilisation) {
+  v1::Test test = FinishedTest();
+  v1::Step* step = test.mutable_steps(1);
+  for (double utilization : {0.42, 0.91}) {
+    v1::EndpointTelemetry* e = step->add_endpoints();
+    e->set_target(utilization < 0.5 ? "http://r0:8000" : "http://r1:8000");
+    e->set_share(0.5);
+    e->set_achieved_qps(99.5);
+    e->mutable_latency()->set_p99_ms(utilization < 0.5 ? 12 : 48);
+    e->set_errors(1);
+    e->set_timeouts(2);
+    e->set_peak_in_flight(7);
+    e->mutable_scraped()->set_gpu_utilization(utilization);
+  }
+  step->set_endpoint_imbalance(1.01);
+  step->set_tail_utilization(0.91);
+  step->set_mean_utilization(0.665);
+  const std::string table = RenderTestTable(test);
+  EXPECT_THAT(table, HasSubstr("GPU UTIL %"));
+  EXPECT_THAT(table, ContainsRegex("1 +http://r1:8000 +50.00 +99.5 +48.0 +3 +7 +91.0 +-"));
+  EXPECT_THAT(table, HasSubstr("step 1: load imbalance 1.01; tail utilisation 91.0% (p95 across "
+                               "replicas, mean 66.5%)"));
+  // One endpoint per step (the other steps): no endpoint table.
+  EXPECT_EQ(RenderStepEndpoints(FinishedTest()), "");
 }
 
 TEST(RenderTestTableTest, QueuedTestWithoutSteps) {

@@ -409,6 +409,8 @@ absl::StatusOr<SubmitOptions> ParseSubmitFlags(const FlagSet& flags) {
   RETURN_IF_ERROR(ParsePriority(flags, spec));
   ASSIGN_OR_RETURN(std::optional<int64_t> max_attempts, flags.Integer("max_attempts", 1, 100));
   if (max_attempts.has_value()) spec.set_max_attempts(static_cast<int32_t>(*max_attempts));
+  ASSIGN_OR_RETURN(std::optional<int64_t> replayers, flags.Integer("replayers", 1, 1024));
+  if (replayers.has_value()) spec.set_replayers(static_cast<int32_t>(*replayers));
 
   ASSIGN_OR_RETURN(std::optional<std::string> request_id, flags.NonEmptyText("request_id"));
   if (request_id.has_value()) options.request_id = *request_id;

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   request.set_rate_qps(absl::GetFlag(FLAGS_rate));
   request.set_schedule(vanguard::v1::SCHEDULE_POISSON);
   request.set_seed(absl::GetFlag(FLAGS_seed));
+  // The bench measures k replayers: every one of them, whatever their headroom.
+  request.set_replayers(static_cast<int32_t>(addresses.size()));
   request.set_max_connections(absl::GetFlag(FLAGS_max_connections));
   *request.mutable_warmup() = vanguard::worker::ToProtoDuration(absl::GetFlag(FLAGS_warmup));
   *request.mutable_duration() = vanguard::worker::ToProtoDuration(absl::GetFlag(FLAGS_duration));

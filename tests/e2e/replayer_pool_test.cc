@@ -142,6 +142,23 @@ TEST_F(ReplayerPoolTest, OneStepOverThreeReplayersAndThreeReplicas) {
   EXPECT_EQ(endpoint_completed, completed);
   EXPECT_GT(fastest_slow_ratio, 2.0) << step["endpoints"].dump(2);
   EXPECT_GE(step["latency"]["p99_ms"].get<double>(), 4 * kServiceMs) << step.dump(2);
+
+  // Each replica's own /metrics was scraped: the slow one (the same share, four times the
+  // service time) is the busiest, and with three replicas the tail utilisation is its.
+  const double slow_utilization = slow_endpoint["scraped"]["gpu_utilization"].get<double>();
+  for (const nlohmann::json& endpoint : step["endpoints"]) {
+    ASSERT_TRUE(endpoint["scraped"].contains("gpu_utilization")) << endpoint.dump(2);
+    EXPECT_GE(endpoint["scraped"]["scrapes"].get<int>(), 2) << endpoint.dump(2);
+    if (endpoint["target"] == slow) continue;
+    EXPECT_GT(slow_utilization, 2 * endpoint["scraped"]["gpu_utilization"].get<double>())
+        << step["endpoints"].dump(2);
+  }
+  EXPECT_DOUBLE_EQ(step["tail_utilization"].get<double>(), slow_utilization) << step.dump(2);
+  EXPECT_LT(step["mean_utilization"].get<double>(), slow_utilization);
+  // `vanguard get` shows them.
+  RunResult table = Vanguard({"get", std::to_string(Int(test, "id"))});
+  EXPECT_NE(table.out.find("tail utilisation"), std::string::npos) << table.out;
+  std::cout << table.out;
 }
 
 TEST_F(ReplayerPoolTest, AReplayerKilledMidStepFailsTheStepWholeNamingIt) {

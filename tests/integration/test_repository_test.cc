@@ -331,8 +331,13 @@ TEST_F(TestRepositoryTest, GetReturnsEachStepsEndpointTelemetryAsReported) {
     endpoint->mutable_latency()->set_p99_ms(42.5 + e);
     endpoint->set_peak_in_flight(7);
     endpoint->set_share(e == 0 ? 0.4992 : 0.5008);
+    endpoint->mutable_scraped()->set_gpu_utilization(e == 0 ? 0.41 : 0.87);
+    endpoint->mutable_scraped()->set_scrapes(10);
+    if (e == 1) endpoint->mutable_scraped()->set_scrape_failures(1);
   }
   step.set_endpoint_imbalance(1.0017);
+  step.set_tail_utilization(0.87);
+  step.set_mean_utilization(0.64);
   ASSERT_TRUE(tests_->ReportStep(id, t.attempt(), step).ok());
 
   v1::Test got = Get(id);
@@ -343,6 +348,9 @@ TEST_F(TestRepositoryTest, GetReturnsEachStepsEndpointTelemetryAsReported) {
         << got.steps(0).endpoints(e).DebugString();
   }
   EXPECT_EQ(got.steps(0).endpoint_imbalance(), 1.0017);
+  EXPECT_EQ(got.steps(0).tail_utilization(), 0.87);
+  EXPECT_EQ(got.steps(0).mean_utilization(), 0.64);
+  EXPECT_FALSE(got.steps(0).endpoints(0).scraped().has_queue_depth());  // never scraped
 }
 
 TEST_F(TestRepositoryTest, GetRebuildsWindowsStoredBeforeTheirDetailWasKept) {
