@@ -5,7 +5,8 @@
 #   cmake -DCMAKE_CXX_COMPILER=clang++-14 -DVANGUARD_FUZZ=ON ...       # build-fuzz (clang)
 #
 # deploy/local/test runs the first two (--only=asan|tsan runs one); tests/fuzz/run the third.
-# Every target is compiled with -O1 (fast enough to run the tests, still readable stacks),
+# Every target is compiled with -O1 (fast enough to run the tests, still readable stacks;
+# a test's own file at -O0, cmake/vanguard.cmake says why),
 # line tables only (-g1: symbolized reports without full debug info), frame pointers
 # (cheap, complete stacks), assertions on, and -fno-sanitize-recover=all: the first
 # report aborts the process, so a test that hits UB or a race fails instead of printing.

@@ -167,7 +167,11 @@ TEST(StepRunnerTest, AServerThatNeverAnswersYieldsOnlyTimeouts) {
   ASSERT_TRUE(o.result.ok()) << o.result.status();
   const v1::StepResult& r = *o.result;
   EXPECT_EQ(r.scheduled(), 30);
-  EXPECT_EQ(r.sent(), 30);
+  // Every request times out whether or not it was written: one whose connection was not yet
+  // up at its deadline (a loaded machine runs the loop late) times out unsent. So not "30
+  // sent"; but some were, or the timeouts would say nothing about the server.
+  EXPECT_GT(r.sent(), 0);
+  EXPECT_LE(r.sent(), 30);
   EXPECT_EQ(r.timeouts(), 30);
   EXPECT_EQ(r.completed(), 0);
   EXPECT_EQ(r.errors(), 0);
@@ -212,13 +216,19 @@ TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClient) {
   // The last request (intended at 290 ms) is the 15th on its connection: done >= 750 ms.
   EXPECT_GE(r.latency().max_ms(), 450);
   EXPECT_GT(r.latency().p50_ms(), r.service_latency().p50_ms());
-  // Waiting for a connection is the server being slow, not client send skew. (A machine
-  // busy with other work can still make the loop itself late: the gate then names that
-  // outside cause, which is not what this test is about.)
-  if (r.client_invalid_cause() != v1::CLIENT_INVALID_CAUSE_CPU_CONTENTION) {
-    EXPECT_EQ(r.client_invalid_reason().find("send skew"), std::string::npos)
-        << r.client_invalid_reason();
-  }
+  // Waiting for a connection is the server being slow, not client send skew: the wait is in
+  // a request's latency (from its intended time), not in its skew (intended to handed to the
+  // client). On schedule, requests wait about 215 ms on average for one of the two
+  // connections; a stalled loop only bunches its sends, which lengthens the wait. So on
+  // average latency exceeds skew by the wait plus the ~50 ms service time, where counting
+  // the wait as skew would leave the service time alone. (Whether the skew gate fired is not
+  // asserted: a machine busy with other work can make the loop itself late.)
+  auto skew = LatencyHistogram::Deserialize(r.send_skew_histogram());
+  ASSERT_TRUE(skew.ok()) << skew.status();
+  EXPECT_EQ(skew->count(), 30);
+  EXPECT_GT(r.latency().mean_ms() - skew->mean() / 1000, 2 * r.service_latency().mean_ms())
+      << "latency mean " << r.latency().mean_ms() << " ms, skew mean " << skew->mean() / 1000
+      << " ms, service mean " << r.service_latency().mean_ms() << " ms";
 }
 
 TEST(StepRunnerTest, RequestsBeyondTheInFlightCapAreDroppedAndInvalidateTheClient) {

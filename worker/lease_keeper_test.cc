@@ -6,7 +6,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 
 namespace vanguard::worker {
 namespace {
@@ -28,7 +28,7 @@ class LeaseKeeperTest : public ::testing::Test {
                                          &step_cancel_);
   }
 
-  NiceMock<vanguard::v1::MockOrchestratorStub> orchestrator_;
+  NiceMock<vanguard::v1::OrchestratorStubMock> orchestrator_;
   OrchestratorClient client_;
   FakeClock clock_;
   LeaseKeeperOptions options_;

@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 #include "vanguard/v1/replayer_mock.grpc.pb.h"
 
 namespace vanguard::worker {
@@ -43,7 +43,7 @@ class LeaseLoopTest : public ::testing::Test {
     options_.max_backoff = absl::Seconds(4);
   }
 
-  NiceMock<vanguard::v1::MockOrchestratorStub> orchestrator_;
+  NiceMock<vanguard::v1::OrchestratorStubMock> orchestrator_;
   NiceMock<vanguard::v1::MockReplayerStub> replayer_;
   FakeClock clock_;
   OrchestratorClient client_;

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 #include "vanguard/v1/replayer_mock.grpc.pb.h"
 #include "worker/proto_time.h"
 #include "worker/testing/scripted_stream.h"
@@ -102,7 +102,7 @@ class TestRunnerTest : public ::testing::Test {
     return *runner_;
   }
 
-  NiceMock<vanguard::v1::MockOrchestratorStub> orchestrator_;
+  NiceMock<vanguard::v1::OrchestratorStubMock> orchestrator_;
   NiceMock<vanguard::v1::MockReplayerStub> replayer_;
   FakeClock clock_;
   OrchestratorClient client_;

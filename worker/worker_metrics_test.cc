@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 #include "vanguard/v1/replayer_mock.grpc.pb.h"
 #include "worker/lease_loop.h"
 #include "worker/proto_time.h"
@@ -113,7 +113,7 @@ class WorkerMetricsTest : public ::testing::Test {
   }
 
   WorkerMetrics metrics_;
-  NiceMock<vanguard::v1::MockOrchestratorStub> orchestrator_;
+  NiceMock<vanguard::v1::OrchestratorStubMock> orchestrator_;
   NiceMock<vanguard::v1::MockReplayerStub> replayer_;
   FakeClock clock_;
   OrchestratorClient client_;

@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "orchestrator/cli/render.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 
 namespace vanguard::cli {
 namespace {
@@ -82,7 +82,7 @@ class CommandRunnerTest : public ::testing::Test {
     return CommandRunner(stub_, global_, out_, err_, clock_);
   }
 
-  v1::MockOrchestratorStub stub_;
+  v1::OrchestratorStubMock stub_;
   GlobalOptions global_;
   std::ostringstream out_;
   std::ostringstream err_;
@@ -803,7 +803,7 @@ class RunCliTest : public ::testing::Test {
   StubFactory factory_ = [this](const GlobalOptions& global) {
     ++stubs_made_;
     seen_ = global;
-    auto stub = std::make_unique<v1::MockOrchestratorStub>();
+    auto stub = std::make_unique<v1::OrchestratorStubMock>();
     if (expect_) expect_(*stub);
     return std::unique_ptr<v1::Orchestrator::StubInterface>(std::move(stub));
   };

@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 #include "vanguard/v1/replayer.grpc.pb.h"
 #include "worker/metrics_collector.h"
 #include "worker/orchestrator_client.h"
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   *spec->mutable_request_timeout() = w::ToProtoDuration(absl::Seconds(5));
   spec->set_schedule(v1::SCHEDULE_POISSON);
 
-  NiceMock<v1::MockOrchestratorStub> orchestrator;  // accepts every call
+  NiceMock<v1::OrchestratorStubMock> orchestrator;  // accepts every call
   w::OrchestratorClient client(&orchestrator, {});
   auto replayer = v1::Replayer::NewStub(
       grpc::CreateChannel(absl::GetFlag(FLAGS_replayer), grpc::InsecureChannelCredentials()));

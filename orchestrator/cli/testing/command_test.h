@@ -19,7 +19,7 @@
 #include "orchestrator/cli/command_line.h"
 #include "orchestrator/cli/command_table.h"
 #include "orchestrator/cli/commands.h"
-#include "vanguard/v1/orchestrator_mock.grpc.pb.h"
+#include "proto/testing/orchestrator_stub_mock.h"
 
 namespace vanguard::cli {
 
@@ -39,7 +39,7 @@ class CommandTest : public ::testing::Test {
     return parsed->spec->run(runner, parsed->options);
   }
 
-  v1::MockOrchestratorStub stub_;
+  v1::OrchestratorStubMock stub_;
   std::ostringstream out_;
   std::ostringstream err_;
   FakeClock clock_;
