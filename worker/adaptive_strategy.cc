@@ -751,7 +751,8 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   // no episode landed in it, which says nothing about episodes rarer than the hold so far),
   // nor is one with fewer requests than kHoldTailEvents at the limit would need (its batch
   // means count a handful of requests over the limit; episodes cluster them).
-  const double min_cover = std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
+  const double min_cover =
+      hold_search_ ? horizon_parts : std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
   const bool confident_pass = h.others_held && !rising && ratio <= 1 &&
                               (h.se_known ? ratio > 0 && ratio + 2 * h.se < 1 && enough_requests
                                           : enough_requests || h.requests == 0);
@@ -996,11 +997,13 @@ std::optional<int> AdaptiveStrategy::StepsLeft() const {
       horizon_s_ /
       (purpose_ == Purpose::kHold && hold_rate_ ? PartSecondsAt(*hold_rate_) : StepSeconds());
   // Chunks doubling from kMinHold until the hold covers its share of the horizon (a
-  // confident hold stops there; an undecided one runs on to the horizon).
+  // confident hold stops there; an undecided one, or one of a hold search, runs on to the
+  // horizon).
+  const double cover = (hold_search_ ? 1 : kMinHoldHorizonShare) * horizon_parts;
   const auto chunks = [&](double from_parts, double done_parts) {
     int n = 0;
-    for (double chunk = from_parts, held = done_parts;
-         held < kMinHoldHorizonShare * horizon_parts - 1e-9 && n < 10; chunk *= 2, ++n) {
+    for (double chunk = from_parts, held = done_parts; held < cover - 1e-9 && n < 10;
+         chunk *= 2, ++n) {
       held += chunk;
     }
     return n;

@@ -57,7 +57,9 @@
 //    decide: the next one retreats below the lowest failed hold, further after each failure,
 //    until one holds, then interpolates log(tail ratio) between the highest held and the
 //    lowest failed hold (NextSearchHold), until they lie within kHoldSearchBracket (converged)
-//    or kMaxSearchHolds holds or max_steps ran.
+//    or kMaxSearchHolds holds or max_steps ran. A hold search's hold passes only at the
+//    horizon (a failure may still end it early): the bracket it closes is narrower than what
+//    a queue building for minutes moves, which a part of the horizon cannot see.
 //  - Finishing: converged when the bracket is within the resolution (or the CV / pooled curve
 //    rules) and the hold held, and the estimate is the held rate (in a hold search: the
 //    highest held rate, or unconverged the retreat below the lowest failed hold if none
@@ -127,9 +129,10 @@ class AdaptiveStrategy : public Strategy {
   // requests over a p99 limit at the limit, at most kMaxHoldChunk parts; the horizon caps
   // the total. At most kMaxHolds holds per test before a hold search (kMaxSearchHolds in all).
   static constexpr double kMinHold = 2;
-  // A hold passes before the horizon only after covering this share of it: the batch-means
-  // error of a short hold cannot see episodes (stalls, a queue building) rarer than the hold,
-  // so a confident-looking pass over a few seconds is no evidence over minutes.
+  // A hold (outside a hold search) passes before the horizon only after covering this share
+  // of it: the batch-means error of a short hold cannot see episodes (stalls, a queue
+  // building) rarer than the hold, so a confident-looking pass over a few seconds is no
+  // evidence over minutes.
   static constexpr double kMinHoldHorizonShare = 0.25;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHoldChunk = 10;

@@ -1048,6 +1048,35 @@ TEST(AdaptiveStrategyTest, TheDefaultBudgetLetsAHoldSearchBracketTheLimit) {
   EXPECT_GE(run.done.max_sustainable_qps, 800 * (1 - 2 * AdaptiveStrategy::kHoldSearchBracket));
 }
 
+TEST(AdaptiveStrategyTest, AHoldSearchHoldRunsToTheHorizonBeforeItPasses) {
+  // Short steps pass up to 1000 req/s; holds above 800 fail far over, which starts a hold
+  // search. Between 700 and 800 a queue builds for minutes: a hold reads well under the
+  // limit, confidently, for its first 60% of the horizon, then far over. A hold search ends
+  // on a bracket claimed within kHoldSearchBracket, so its holds must cover the horizon: an
+  // early pass there would claim the rate the slow queue fails.
+  auto s = Adaptive(50, 2000);
+  ASSERT_TRUE(s);
+  double rate = 0, parts = 0;  // the current hold's rate and the parts it ran before this chunk
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    const double r = step.rate_qps;
+    if (!step.verification) return WithTail(r, 5000, r <= 1000 ? 0.3 : 5);
+    if (r != rate) rate = r, parts = 0;
+    const double horizon_parts = AdaptiveStrategy::kDefaultHorizonS / 5;  // 5 s parts
+    const bool late = parts + step.hold > 0.6 * horizon_parts;
+    parts += step.hold;
+    double ratio = 0.4;
+    if (r > 800) ratio = 3;
+    if (r > 700 && r <= 800 && late) ratio = 3;
+    StepOutcome o = WithTail(r, 5000, ratio, static_cast<int64_t>(3 * r * step.hold));
+    o.tail_units = static_cast<int>(10 * step.hold);
+    o.tail_ratio_se = 0.1 * ratio;
+    return o;
+  });
+  EXPECT_TRUE(run.done.converged) << run.done.summary;
+  EXPECT_LE(run.done.max_sustainable_qps, 700) << run.done.summary;
+  EXPECT_GT(run.done.max_sustainable_qps, 500) << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, HoldsFailingAlikeAtEveryRateCapTheEstimateFarBelowThem) {
   // Stalls set the tail: every hold above the capacity of 300 req/s reads 1.5 times the allowed
   // share, whatever its rate, while short steps pass up to 1000. The hold search retreats 5% at
