@@ -751,8 +751,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   // no episode landed in it, which says nothing about episodes rarer than the hold so far),
   // nor is one with fewer requests than kHoldTailEvents at the limit would need (its batch
   // means count a handful of requests over the limit; episodes cluster them).
-  const double min_cover =
-      hold_search_ ? horizon_parts : std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
+  const double min_cover = HoldCoverParts(horizon_parts);
   const bool confident_pass = h.others_held && !rising && ratio <= 1 &&
                               (h.se_known ? ratio > 0 && ratio + 2 * h.se < 1 && enough_requests
                                           : enough_requests || h.requests == 0);
@@ -999,7 +998,7 @@ std::optional<int> AdaptiveStrategy::StepsLeft() const {
   // Chunks doubling from kMinHold until the hold covers its share of the horizon (a
   // confident hold stops there; an undecided one, or one of a hold search, runs on to the
   // horizon).
-  const double cover = (hold_search_ ? 1 : kMinHoldHorizonShare) * horizon_parts;
+  const double cover = HoldCoverParts(horizon_parts);
   const auto chunks = [&](double from_parts, double done_parts) {
     int n = 0;
     for (double chunk = from_parts, held = done_parts; held < cover - 1e-9 && n < 10;
@@ -1087,6 +1086,10 @@ double AdaptiveStrategy::MedianPartSeconds(const std::function<bool(const Judged
 double AdaptiveStrategy::StepSeconds() const {
   const double seconds = MedianPartSeconds([](const Judged&) { return true; });
   return seconds > 0 ? seconds : kAssumedStepS;
+}
+
+double AdaptiveStrategy::HoldCoverParts(double horizon_parts) const {
+  return hold_search_ ? horizon_parts : std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
 }
 
 double AdaptiveStrategy::HoldChunk(double rate) const {

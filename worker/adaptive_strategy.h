@@ -363,6 +363,9 @@ class AdaptiveStrategy : public Strategy {
   // model's steps are stretched to a minimum of requests, so a part lasts longer at a lower
   // rate), else StepSeconds(). The hold's horizon is counted in these.
   double PartSecondsAt(double rate) const;
+  // The parts a hold must cover before a confident reading passes it, of a horizon of
+  // `horizon_parts`: all of it in a hold search, else kMinHoldHorizonShare (at least kMinHold).
+  double HoldCoverParts(double horizon_parts) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
   // Readings in force at the same rate as `rate` (kSameRate).
