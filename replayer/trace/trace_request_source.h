@@ -13,6 +13,12 @@
 // record the trace starts over, the gap before its first record being the mean recorded gap,
 // so offsets keep increasing.
 //
+// Reading: when the trace has an index (trace_index.h), each source reads only its own
+// records, each found through its index entry, and checks it against its neighbours' entries
+// (it must end where the next record starts and carry the gap the index implies). Without an
+// index, each source streams the whole trace and keeps its own records. Both give every
+// request the same bytes and offset.
+//
 // A source is created for, and called by, one event-loop thread; the factory may be called
 // on any thread. Next() allocates nothing once its buffers have grown to the largest record.
 #ifndef VANGUARD_REPLAYER_TRACE_TRACE_REQUEST_SOURCE_H_
@@ -24,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "replayer/request_source.h"
 #include "replayer/trace/trace_format.h"
+#include "replayer/trace/trace_index.h"
 
 namespace vanguard::replayer {
 
@@ -35,27 +42,48 @@ struct TraceSourceOptions {
 
 class TraceRequestSource final : public RequestSource {
  public:
-  // `summary` must describe the file (from SummarizeTrace); it gives the recorded rate and
-  // the loop gap. Errors as TraceReader::Open.
+  // Streams the whole trace. `summary` must describe the file (from SummarizeTrace); it gives
+  // the recorded rate and the loop gap. INVALID_ARGUMENT for a bad shard; errors as
+  // TraceReader::Open.
   static absl::StatusOr<std::unique_ptr<TraceRequestSource>> Open(const std::string& path,
                                                                   const TraceSummary& summary,
                                                                   int shard, int shards,
                                                                   TraceSourceOptions options);
+  // Reads only this shard's records through the trace's index. `summary` must be the index's,
+  // as OpenTraceSourceFactory validated it. INVALID_ARGUMENT for a bad shard; errors as
+  // TraceReader::Open and TraceIndex::Open; DATA_LOSS if the index no longer has that summary.
+  static absl::StatusOr<std::unique_ptr<TraceRequestSource>> OpenIndexed(
+      const std::string& path, const TraceSummary& summary, int shard, int shards,
+      TraceSourceOptions options);
 
-  // OK; OUT_OF_RANGE at the end when not looping; DATA_LOSS naming file, record and offset.
+  // OK; OUT_OF_RANGE at the end when not looping; DATA_LOSS naming file, record and offset
+  // (with an index, also when a record disagrees with its index entries).
   absl::Status Next(OutgoingRequest* out) override;
   double recorded_rate_qps() const override { return summary_.recorded_rate_qps(); }
 
   // Requests returned so far by this source.
   int64_t requests_returned() const { return requests_returned_; }
+  bool indexed() const { return index_ != nullptr; }
+  // How much of the trace this source has read so far: records decoded (its own and, without
+  // an index, every other one) and bytes read from the trace file.
+  int64_t records_decoded() const { return reader_->records_decoded(); }
+  uint64_t bytes_read() const { return reader_->bytes_read(); }
 
  private:
-  TraceRequestSource(std::unique_ptr<TraceReader> reader, const TraceSummary& summary, int shard,
+  TraceRequestSource(std::string path, std::unique_ptr<TraceReader> reader,
+                     std::unique_ptr<TraceIndex> index, const TraceSummary& summary, int shard,
                      int shards, TraceSourceOptions options);
   // Reads the next record of the whole stream (looping if asked), advancing the offset.
   absl::Status ReadOne();
+  // Reads this shard's next record through the index, setting its stream index and offset.
+  absl::Status ReadOwnIndexed();
+  // Reads record i (0-based) of the trace into record_ and checks it against the index;
+  // returns its arrival offset.
+  absl::StatusOr<uint64_t> ReadIndexedRecord(int64_t i);
 
+  std::string path_;
   std::unique_ptr<TraceReader> reader_;
+  std::unique_ptr<TraceIndex> index_;  // null: streaming
   TraceSummary summary_;
   int shard_;
   int shards_;
@@ -67,9 +95,13 @@ class TraceRequestSource final : public RequestSource {
   int64_t requests_returned_ = 0;
 };
 
-// Validates the whole trace up front (so a bad trace is rejected before a step starts) and
-// returns a factory making one TraceRequestSource per loop. INVALID_ARGUMENT naming
-// trace_path if the file is missing, not a trace, corrupt anywhere, or empty.
+// Validates the trace up front (so a bad trace is rejected before a step starts) and returns
+// a factory making one TraceRequestSource per loop. With an index (TraceIndexPath(path)), it
+// validates the index and that it describes the trace (its size; its first and last records
+// read through it) and the sources read through it; without one, it reads every record
+// (SummarizeTrace) and the sources stream. INVALID_ARGUMENT naming trace_path if the file is
+// missing, not a trace, empty, corrupt anywhere (without an index) or in a record read, or if
+// its index is corrupt or describes another file.
 absl::StatusOr<RequestSourceFactory> OpenTraceSourceFactory(const std::string& path,
                                                             TraceSourceOptions options = {});
 

@@ -1,11 +1,16 @@
 // Tests of the engine's trace RequestSource: requests carry the recorded bytes, offsets
 // reproduce the recorded inter-arrival times (and scale exactly), shards partition the
-// stream, looping keeps offsets increasing, and bad traces are rejected up front.
+// stream, looping keeps offsets increasing, and bad traces are rejected up front. With the
+// trace's index, each shard gets exactly what it gets by streaming while decoding only its own
+// records, and a record that disagrees with the index is DATA_LOSS.
 #include "replayer/trace/trace_request_source.h"
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -139,6 +144,205 @@ TEST(TraceRequestSourceTest, BadTracesAreRejectedBeforeTheStepNamingTracePath) {
   std::string empty = TempPath("empty");
   WriteGappedTrace(empty, {});
   EXPECT_THAT(OpenTraceSourceFactory(empty).status().message(), HasSubstr("no requests"));
+}
+
+// What a source sends, one request per element: (offset us, body, headers), then the status
+// that ended it (OK if `max_requests` were read).
+struct Replay {
+  std::vector<std::tuple<int64_t, std::string, std::string>> requests;
+  absl::Status end;
+};
+
+Replay ReplayShard(TraceRequestSource& source, int max_requests) {
+  Replay replay;
+  OutgoingRequest request;
+  for (int i = 0; i < max_requests; ++i) {
+    replay.end = source.Next(&request);
+    if (!replay.end.ok()) break;
+    replay.requests.emplace_back(absl::ToInt64Microseconds(*request.trace_offset),
+                                 std::string(request.body), std::string(request.headers));
+  }
+  return replay;
+}
+
+// The gaps of WriteGappedTrace's records for a trace of n: irregular, and record 1's ignored.
+std::vector<uint64_t> IrregularGaps(int n) {
+  std::vector<uint64_t> gaps;
+  for (int i = 0; i < n; ++i) gaps.push_back(i == 0 ? 777 : 100 + (i * 7919) % 3000);
+  return gaps;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+TEST(TraceRequestSourceTest, WithTheIndexEveryShardSendsWhatItSendsByStreaming) {
+  const std::string path = TempPath("indexed_equivalence");
+  constexpr int kRecords = 10;
+  WriteGappedTrace(path, IrregularGaps(kRecords));
+  auto index = TraceIndex::Open(TraceIndexPath(path));
+  ASSERT_TRUE(index.ok()) << index.status();
+  auto summary = SummarizeTrace(path);
+  ASSERT_TRUE(summary.ok());
+  for (int shards : {1, 2, 3, 4, 7, 10, 13, 25}) {
+    for (bool loop : {true, false}) {
+      for (int shard = 0; shard < shards; ++shard) {
+        auto streamed = TraceRequestSource::Open(path, *summary, shard, shards, {.loop = loop});
+        auto indexed = TraceRequestSource::OpenIndexed(path, (*index)->summary(), shard, shards,
+                                                       {.loop = loop});
+        ASSERT_TRUE(streamed.ok() && indexed.ok()) << indexed.status();
+        // Three laps' worth and more: offsets across lap boundaries, and (not looping) the end.
+        const int requests = 3 * kRecords / shards + 4;
+        const Replay want = ReplayShard(**streamed, requests);
+        const Replay got = ReplayShard(**indexed, requests);
+        EXPECT_EQ(got.requests, want.requests) << "shard " << shard << " of " << shards;
+        EXPECT_EQ(got.end, want.end) << "shard " << shard << " of " << shards;
+        EXPECT_EQ(got.requests.empty(), !loop && shard >= kRecords);
+      }
+    }
+  }
+}
+
+TEST(TraceRequestSourceTest, WithTheIndexAShardDecodesOnlyItsOwnRecords) {
+  const std::string path = TempPath("indexed_reads");
+  constexpr int kRecords = 400;
+  WriteGappedTrace(path, IrregularGaps(kRecords));
+  const uint64_t trace_bytes = ReadBytes(path).size();
+  auto summary = SummarizeTrace(path);
+  ASSERT_TRUE(summary.ok());
+  auto streamed = TraceRequestSource::Open(path, *summary, 1, 4, {.loop = false});
+  auto indexed = TraceRequestSource::OpenIndexed(path, *summary, 1, 4, {.loop = false});
+  ASSERT_TRUE(streamed.ok() && indexed.ok());
+  EXPECT_EQ(ReplayShard(**streamed, kRecords / 4).requests.size(), kRecords / 4);
+  EXPECT_EQ(ReplayShard(**indexed, kRecords / 4).requests.size(), kRecords / 4);
+  // Streaming decodes every record up to the shard's last (record 398 of 400); the index
+  // sends the shard to its 100 records and nothing else, a quarter of the bytes.
+  EXPECT_EQ((*streamed)->records_decoded(), kRecords - 2);
+  EXPECT_EQ((*indexed)->records_decoded(), kRecords / 4);
+  EXPECT_GE((*streamed)->bytes_read(), trace_bytes - 200);
+  EXPECT_LT((*indexed)->bytes_read(), trace_bytes * 3 / 10);
+  EXPECT_GT((*indexed)->bytes_read(), trace_bytes / 5);
+}
+
+// The figure docs/scale.md quotes: records decoded per shard for S = 8 with and without the
+// index, on a trace of 8000 records, each shard sending its 1000 once.
+TEST(TraceRequestSourceTest, RecordsDecodedPerShardOfEightWithAndWithoutTheIndex) {
+  const std::string path = TempPath("indexed_figure");
+  constexpr int kRecords = 8000;
+  WriteGappedTrace(path, IrregularGaps(kRecords));
+  auto summary = SummarizeTrace(path);
+  ASSERT_TRUE(summary.ok());
+  int64_t streamed_max = 0;
+  int64_t indexed_max = 0;
+  uint64_t streamed_bytes = 0;
+  uint64_t indexed_bytes = 0;
+  for (int shard = 0; shard < 8; ++shard) {
+    auto streamed = TraceRequestSource::Open(path, *summary, shard, 8, {.loop = false});
+    auto indexed = TraceRequestSource::OpenIndexed(path, *summary, shard, 8, {.loop = false});
+    ASSERT_TRUE(streamed.ok() && indexed.ok());
+    ASSERT_EQ(ReplayShard(**streamed, kRecords / 8).requests.size(), kRecords / 8);
+    ASSERT_EQ(ReplayShard(**indexed, kRecords / 8).requests.size(), kRecords / 8);
+    streamed_max = std::max(streamed_max, (*streamed)->records_decoded());
+    indexed_max = std::max(indexed_max, (*indexed)->records_decoded());
+    streamed_bytes = std::max(streamed_bytes, (*streamed)->bytes_read());
+    indexed_bytes = std::max(indexed_bytes, (*indexed)->bytes_read());
+  }
+  std::printf(
+      "trace of %d records, S=8: records decoded per shard (max) %lld streaming, %lld "
+      "with the index; bytes read per shard (max) %llu streaming, %llu with the index\n",
+      kRecords, static_cast<long long>(streamed_max), static_cast<long long>(indexed_max),
+      static_cast<unsigned long long>(streamed_bytes),
+      static_cast<unsigned long long>(indexed_bytes));
+  EXPECT_EQ(indexed_max, kRecords / 8);
+  EXPECT_GT(streamed_max, kRecords - 8);
+}
+
+TEST(TraceRequestSourceTest, TheFactoryReadsThroughTheIndexWhenThereIsOne) {
+  const std::string path = TempPath("factory_index");
+  WriteGappedTrace(path, IrregularGaps(12));
+  for (bool with_index : {true, false}) {
+    if (!with_index) {
+      ASSERT_EQ(::unlink(TraceIndexPath(path).c_str()), 0);
+    }
+    auto factory = OpenTraceSourceFactory(path, {.loop = false});
+    ASSERT_TRUE(factory.ok()) << factory.status();
+    auto source = (*factory)(2, 3);
+    ASSERT_TRUE(source.ok());
+    auto* trace = dynamic_cast<TraceRequestSource*>(source->get());
+    ASSERT_NE(trace, nullptr);
+    EXPECT_EQ(trace->indexed(), with_index);
+    EXPECT_EQ(ReplayShard(*trace, 100).requests.size(), 4u);
+    EXPECT_EQ(trace->records_decoded(), with_index ? 4 : 12);
+  }
+}
+
+TEST(TraceRequestSourceTest, AnIndexOfAnotherTraceOrACorruptOneIsRejectedBeforeTheStep) {
+  const std::string path = TempPath("stale_index");
+  WriteGappedTrace(path, IrregularGaps(6));
+  const std::string index_bytes = ReadBytes(TraceIndexPath(path));
+  // The trace grows (a record appended by a recorder still running): the index is stale.
+  WriteGappedTrace(path, IrregularGaps(7));
+  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << index_bytes;
+  auto stale = OpenTraceSourceFactory(path);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(stale.status().message(), HasSubstr("describes a trace of"));
+  EXPECT_THAT(stale.status().message(), HasSubstr("vanguard-replayer trace index"));
+
+  std::string corrupt = index_bytes;
+  corrupt[kTraceIndexHeaderBytes + 3] ^= 0x40;
+  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << corrupt;
+  auto bad = OpenTraceSourceFactory(path);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("trace_path: "));
+  EXPECT_THAT(bad.status().message(), HasSubstr(".idx: byte offset"));
+}
+
+TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatReadsIt) {
+  // Same sizes, a different gap in the middle: the index passes every up-front check (size,
+  // first and last records) but not the shard that reads record 3.
+  const std::string path = TempPath("index_gap_mismatch");
+  std::vector<uint64_t> gaps = {0, 1000, 1000, 1000, 1000, 1000};
+  WriteGappedTrace(path, gaps);
+  const std::string index_bytes = ReadBytes(TraceIndexPath(path));
+  gaps[2] = 2000;  // same varint length
+  WriteGappedTrace(path, gaps);
+  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << index_bytes;
+  auto factory = OpenTraceSourceFactory(path, {.loop = false});
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  auto source = (*factory)(0, 1);
+  ASSERT_TRUE(source.ok());
+  const Replay replay = ReplayShard(*dynamic_cast<TraceRequestSource*>(source->get()), 10);
+  EXPECT_EQ(replay.requests.size(), 2u);
+  EXPECT_EQ(replay.end.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(replay.end.message(), HasSubstr("record 3 at byte offset"));
+  EXPECT_THAT(replay.end.message(),
+              HasSubstr("inter-arrival time is 2000 us, the index says 1000"));
+
+  // A flipped payload byte in the middle: the factory does not read it, the shard does.
+  const std::string flipped = TempPath("index_flipped_record");
+  WriteGappedTrace(flipped, {0, 1000, 1000, 1000, 1000, 1000});
+  TraceIndexEntry entry;
+  auto index = TraceIndex::Open(TraceIndexPath(flipped));
+  ASSERT_TRUE(index.ok());
+  ASSERT_TRUE((*index)->ReadEntries(3, 1, &entry).ok());
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(entry.record_offset) + 20);
+    f.put('#');
+  }
+  auto flipped_factory = OpenTraceSourceFactory(flipped);
+  ASSERT_TRUE(flipped_factory.ok());
+  auto shard = (*flipped_factory)(1, 2);
+  ASSERT_TRUE(shard.ok());
+  const Replay bad = ReplayShard(*dynamic_cast<TraceRequestSource*>(shard->get()), 10);
+  EXPECT_EQ(bad.requests.size(), 1u);
+  EXPECT_EQ(bad.end.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(bad.end.message(),
+              HasSubstr(absl::StrCat("record 4 at byte offset ", entry.record_offset,
+                                     ": checksum mismatch")));
 }
 
 }  // namespace
