@@ -6,14 +6,13 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replayer/trace/testing/file_bytes.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -24,16 +23,8 @@ std::string TempPath(absl::string_view name) {
   return absl::StrCat(::testing::TempDir(), "/", name, ".", getpid(), ".vtr");
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
+using testing::ReadFileBytes;
+using testing::WriteFileBytes;
 
 TraceRecord MakeRecord(int i) {
   TraceRecord r;
@@ -97,7 +88,7 @@ TEST(TraceIndexTest, TheWritersIndexGivesEveryRecordsOffsetAndArrival) {
   EXPECT_EQ((*index)->records(), summary->records);
   EXPECT_EQ((*index)->summary().span_us, summary->span_us);
   EXPECT_EQ((*index)->summary().payload_bytes, summary->payload_bytes);
-  EXPECT_EQ((*index)->trace_bytes(), ReadFile(path).size());
+  EXPECT_EQ((*index)->trace_bytes(), ReadFileBytes(path).size());
 
   std::vector<TraceIndexEntry> entries(records.size());
   ASSERT_TRUE((*index)->ReadEntries(0, 50, entries.data()).ok());
@@ -119,17 +110,17 @@ TEST(TraceIndexTest, TheWritersIndexGivesEveryRecordsOffsetAndArrival) {
 TEST(TraceIndexTest, IndexingAnExistingTraceWritesTheSameIndexAsTheWriter) {
   const std::string path = TempPath("index_existing");
   WriteTrace(path, 20);
-  const std::string by_writer = ReadFile(TraceIndexPath(path));
+  const std::string by_writer = ReadFileBytes(TraceIndexPath(path));
   ASSERT_EQ(::unlink(TraceIndexPath(path).c_str()), 0);
   auto summary = WriteTraceIndex(path);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->records, 20);
-  EXPECT_EQ(ReadFile(TraceIndexPath(path)), by_writer);
+  EXPECT_EQ(ReadFileBytes(TraceIndexPath(path)), by_writer);
   EXPECT_EQ(::access(absl::StrCat(TraceIndexPath(path), ".tmp").c_str(), F_OK), -1);
 
   // A corrupt trace is not indexed, and no half-written index is left behind.
   const std::string bad = TempPath("index_bad_trace");
-  WriteFile(bad, ReadFile(path).substr(0, 100));
+  WriteFileBytes(bad, ReadFileBytes(path).substr(0, 100));
   ::unlink(TraceIndexPath(bad).c_str());
   EXPECT_EQ(WriteTraceIndex(bad).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(::access(TraceIndexPath(bad).c_str(), F_OK), -1);
@@ -171,7 +162,7 @@ TEST(TraceIndexTest, ASeekingReaderReadsOnlyTheRecordItIsSentTo) {
   EXPECT_EQ((*reader)->Seek(3, 0, 10).code(), absl::StatusCode::kInvalidArgument);
 
   // An error after a seek names the record the index sent it to.
-  std::string bytes = ReadFile(path);
+  std::string bytes = ReadFileBytes(path);
   bytes[entries[0].record_offset + 3] ^= 0x20;
   auto memory = TraceReader::FromBuffer("t.vtr", bytes, {});
   ASSERT_TRUE(memory.ok());
@@ -185,7 +176,7 @@ TEST(TraceIndexTest, ASeekingReaderReadsOnlyTheRecordItIsSentTo) {
 TEST(TraceIndexTest, BadChecksumsAreDataLossNamingTheFileAndOffset) {
   const std::string path = TempPath("index_crc");
   WriteTrace(path, 10);
-  const std::string good = ReadFile(TraceIndexPath(path));
+  const std::string good = ReadFileBytes(TraceIndexPath(path));
   ASSERT_TRUE(OpenAndValidate(good).ok());
 
   std::string entry_flipped = good;
@@ -204,7 +195,7 @@ TEST(TraceIndexTest, BadChecksumsAreDataLossNamingTheFileAndOffset) {
 TEST(TraceIndexTest, EntriesThatDisagreeWithTheTraceAreRefusedEvenWithValidChecksums) {
   const std::string path = TempPath("index_forged");
   WriteTrace(path, 10);
-  const std::string good = ReadFile(TraceIndexPath(path));
+  const std::string good = ReadFileBytes(TraceIndexPath(path));
   const size_t entry5 = kTraceIndexHeaderBytes + 5 * kTraceIndexEntryBytes;
 
   std::string past_eof = good;
@@ -233,7 +224,7 @@ TEST(TraceIndexTest, EntriesThatDisagreeWithTheTraceAreRefusedEvenWithValidCheck
 TEST(TraceIndexTest, AbsurdCountsAndCutTrailersAreRefusedWithoutAllocating) {
   const std::string path = TempPath("index_counts");
   WriteTrace(path, 10);
-  const std::string good = ReadFile(TraceIndexPath(path));
+  const std::string good = ReadFileBytes(TraceIndexPath(path));
   const size_t trailer = good.size() - kTraceIndexTrailerBytes;
   for (uint64_t count : {uint64_t{11}, uint64_t{1} << 60, ~uint64_t{0}, uint64_t{0}}) {
     std::string huge = good;
@@ -256,7 +247,7 @@ TEST(TraceIndexTest, AbsurdCountsAndCutTrailersAreRefusedWithoutAllocating) {
 TEST(TraceIndexTest, EveryFlippedByteAndEveryTruncationIsRefusedNeverACrash) {
   const std::string path = TempPath("index_every_byte");
   WriteTrace(path, 4);
-  const std::string good = ReadFile(TraceIndexPath(path));
+  const std::string good = ReadFileBytes(TraceIndexPath(path));
   for (size_t i = 0; i < good.size(); ++i) {
     std::string flipped = good;
     flipped[i] ^= 0x10;

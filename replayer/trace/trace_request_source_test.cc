@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replayer/trace/testing/file_bytes.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -173,12 +173,8 @@ std::vector<uint64_t> IrregularGaps(int n) {
   return gaps;
 }
 
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using testing::ReadFileBytes;
+using testing::WriteFileBytes;
 
 TEST(TraceRequestSourceTest, WithTheIndexEveryShardSendsWhatItSendsByStreaming) {
   const std::string path = TempPath("indexed_equivalence");
@@ -211,7 +207,7 @@ TEST(TraceRequestSourceTest, WithTheIndexAShardDecodesOnlyItsOwnRecords) {
   const std::string path = TempPath("indexed_reads");
   constexpr int kRecords = 400;
   WriteGappedTrace(path, IrregularGaps(kRecords));
-  const uint64_t trace_bytes = ReadBytes(path).size();
+  const uint64_t trace_bytes = ReadFileBytes(path).size();
   auto summary = SummarizeTrace(path);
   ASSERT_TRUE(summary.ok());
   auto streamed = TraceRequestSource::Open(path, *summary, 1, 4, {.loop = false});
@@ -291,10 +287,10 @@ TEST(TraceRequestSourceTest, TheFactoryReadsThroughTheIndexWhenThereIsOne) {
 TEST(TraceRequestSourceTest, AnIndexOfAnotherTraceOrACorruptOneIsRejectedBeforeTheStep) {
   const std::string path = TempPath("stale_index");
   WriteGappedTrace(path, IrregularGaps(6));
-  const std::string index_bytes = ReadBytes(TraceIndexPath(path));
+  const std::string index_bytes = ReadFileBytes(TraceIndexPath(path));
   // The trace grows (a record appended by a recorder still running): the index is stale.
   WriteGappedTrace(path, IrregularGaps(7));
-  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << index_bytes;
+  WriteFileBytes(TraceIndexPath(path), index_bytes);
   auto stale = OpenTraceSourceFactory(path);
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(stale.status().message(), HasSubstr("describes a trace of"));
@@ -302,7 +298,7 @@ TEST(TraceRequestSourceTest, AnIndexOfAnotherTraceOrACorruptOneIsRejectedBeforeT
 
   std::string corrupt = index_bytes;
   corrupt[kTraceIndexHeaderBytes + 3] ^= 0x40;
-  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << corrupt;
+  WriteFileBytes(TraceIndexPath(path), corrupt);
   auto bad = OpenTraceSourceFactory(path);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("trace_path: "));
@@ -315,10 +311,10 @@ TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatRead
   const std::string path = TempPath("index_gap_mismatch");
   std::vector<uint64_t> gaps = {0, 1000, 1000, 1000, 1000, 1000};
   WriteGappedTrace(path, gaps);
-  const std::string index_bytes = ReadBytes(TraceIndexPath(path));
+  const std::string index_bytes = ReadFileBytes(TraceIndexPath(path));
   gaps[2] = 2000;  // same varint length
   WriteGappedTrace(path, gaps);
-  std::ofstream(TraceIndexPath(path), std::ios::binary | std::ios::trunc) << index_bytes;
+  WriteFileBytes(TraceIndexPath(path), index_bytes);
   auto factory = OpenTraceSourceFactory(path, {.loop = false});
   ASSERT_TRUE(factory.ok()) << factory.status();
   auto source = (*factory)(0, 1);
