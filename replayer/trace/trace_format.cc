@@ -321,15 +321,18 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string
 
 absl::StatusOr<size_t> TraceReader::ReadSome(char* dst, size_t n) {
   if (fd_ < 0) {
-    const size_t got = std::min(n, memory_.size() - memory_offset_);
-    std::memcpy(dst, memory_.data() + memory_offset_, got);
-    memory_offset_ += got;
+    const size_t got =
+        read_offset_ < memory_.size() ? std::min<uint64_t>(n, memory_.size() - read_offset_) : 0;
+    std::memcpy(dst, memory_.data() + std::min<uint64_t>(read_offset_, memory_.size()), got);
+    read_offset_ += got;
     bytes_read_ += got;
     return got;
   }
   while (true) {
-    ssize_t got = ::read(fd_, dst, n);
+    // pread at our own position: a Seek or Rewind is then no system call of its own.
+    ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(read_offset_));
     if (got >= 0) {
+      read_offset_ += static_cast<size_t>(got);
       bytes_read_ += static_cast<size_t>(got);
       return static_cast<size_t>(got);
     }
@@ -339,9 +342,7 @@ absl::StatusOr<size_t> TraceReader::ReadSome(char* dst, size_t n) {
 
 absl::Status TraceReader::Rewind() {
   error_ = absl::OkStatus();
-  memory_offset_ = 0;
-  if (fd_ >= 0 && ::lseek(fd_, 0, SEEK_SET) != 0)
-    return TraceFileError(errno, absl::StrCat("cannot seek trace ", path_));
+  read_offset_ = 0;
   begin_ = end_ = 0;
   eof_ = false;
   records_read_ = 0;
@@ -379,12 +380,7 @@ absl::Status TraceReader::Seek(uint64_t offset, int64_t record_index, size_t rec
         absl::StrCat(path_, ": seek to byte offset ", offset, ", inside the file header"));
   }
   error_ = absl::OkStatus();
-  if (fd_ >= 0) {
-    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
-      return TraceFileError(errno, absl::StrCat("cannot seek trace ", path_));
-  } else {
-    memory_offset_ = std::min<uint64_t>(offset, memory_.size());
-  }
+  read_offset_ = offset;
   begin_ = end_ = 0;
   eof_ = false;
   read_ahead_ = false;

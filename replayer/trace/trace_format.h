@@ -163,9 +163,10 @@ class TraceReader {
 
   // Positions the reader at the record that starts at byte `offset` (taken from the trace's
   // index), as record `record_index` + 1 of the trace, `record_bytes` long (length, body and
-  // checksum). The next Next() reads that record with one read of `record_bytes` and no
-  // read-ahead, so a reader that seeks reads only the records it is sent to. Clears a sticky
-  // error like Rewind. INVALID_ARGUMENT for an offset inside the file header.
+  // checksum). Makes no system call: the next Next() reads that record with one positioned
+  // read (pread) of `record_bytes` and no read-ahead (two reads for a record larger than the
+  // read buffer), so a reader that seeks reads only the records it is sent to. Clears a
+  // sticky error like Rewind. INVALID_ARGUMENT for an offset inside the file header.
   absl::Status Seek(uint64_t offset, int64_t record_index, size_t record_bytes);
 
   // Byte offset of the next record to be read; records returned since Open/Rewind.
@@ -195,9 +196,9 @@ class TraceReader {
   absl::StatusOr<bool> ReadRecord(TraceRecord* record);
 
   std::string path_;
-  int fd_;              // -1: the trace is memory_
-  std::string memory_;  // the whole trace, for a reader made by FromBuffer
-  size_t memory_offset_ = 0;
+  int fd_;                    // -1: the trace is memory_
+  std::string memory_;        // the whole trace, for a reader made by FromBuffer
+  uint64_t read_offset_ = 0;  // byte offset in the file (or memory_) of the next read
   Options options_;
   std::vector<char> buffer_;
   size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)

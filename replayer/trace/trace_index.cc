@@ -271,20 +271,34 @@ absl::Status TraceIndex::CheckEntry(int64_t i, const TraceIndexEntry& entry) con
   return absl::OkStatus();
 }
 
-absl::Status TraceIndex::ReadEntries(int64_t first, int64_t count, TraceIndexEntry* out) {
+absl::Status TraceIndex::CheckRange(int64_t first, int64_t count) const {
   if (first < 0 || count < 0 || first > records() || count > records() - first) {
     return absl::OutOfRangeError(absl::StrCat(path_, ": entries ", first + 1, "..", first + count,
                                               " are not all among its ", records()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status TraceIndex::ReadEntryRun(int64_t first, int64_t count, char* bytes) {
+  RETURN_IF_ERROR(CheckRange(first, count));
+  return ReadAt(kTraceIndexHeaderBytes + static_cast<uint64_t>(first) * kTraceIndexEntryBytes,
+                static_cast<size_t>(count) * kTraceIndexEntryBytes, bytes);
+}
+
+absl::StatusOr<TraceIndexEntry> TraceIndex::Entry(int64_t i, const char* bytes) const {
+  const TraceIndexEntry entry = GetEntry(bytes);
+  RETURN_IF_ERROR(CheckEntry(i, entry));
+  return entry;
+}
+
+absl::Status TraceIndex::ReadEntries(int64_t first, int64_t count, TraceIndexEntry* out) {
+  RETURN_IF_ERROR(CheckRange(first, count));
   char bytes[kEntriesPerPread * kTraceIndexEntryBytes];
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min<int64_t>(count - done, kEntriesPerPread);
-    const uint64_t at =
-        kTraceIndexHeaderBytes + static_cast<uint64_t>(first + done) * kTraceIndexEntryBytes;
-    RETURN_IF_ERROR(ReadAt(at, static_cast<size_t>(n) * kTraceIndexEntryBytes, bytes));
+    RETURN_IF_ERROR(ReadEntryRun(first + done, n, bytes));
     for (int64_t k = 0; k < n; ++k) {
-      out[done + k] = GetEntry(bytes + k * kTraceIndexEntryBytes);
-      RETURN_IF_ERROR(CheckEntry(first + done + k, out[done + k]));
+      ASSIGN_OR_RETURN(out[done + k], Entry(first + done + k, bytes + k * kTraceIndexEntryBytes));
     }
     done += n;
   }

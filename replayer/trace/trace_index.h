@@ -116,6 +116,13 @@ class TraceIndex {
   // in the index; DATA_LOSS if an entry points outside the trace or past the span.
   absl::Status ReadEntries(int64_t first, int64_t count, TraceIndexEntry* out);
 
+  // For a reader that needs a few entries out of many (a shard's, S apart): reads the raw
+  // entries [first, first + count) with one read into bytes[0, count x kTraceIndexEntryBytes),
+  // unchecked; Entry decodes and checks the ones it uses. OUT_OF_RANGE as ReadEntries.
+  absl::Status ReadEntryRun(int64_t first, int64_t count, char* bytes);
+  // Entry i from its kTraceIndexEntryBytes bytes at `bytes`, checked as ReadEntries checks it.
+  absl::StatusOr<TraceIndexEntry> Entry(int64_t i, const char* bytes) const;
+
   int64_t records() const { return summary_.records; }
   const TraceSummary& summary() const { return summary_; }
   // Size in bytes of the trace the index describes.
@@ -128,6 +135,7 @@ class TraceIndex {
   absl::Status ReadAt(uint64_t offset, size_t n, char* dst);
   absl::Status ReadHeaderAndTrailer(uint64_t file_bytes);
   absl::Status CheckEntry(int64_t i, const TraceIndexEntry& entry) const;
+  absl::Status CheckRange(int64_t first, int64_t count) const;
   absl::Status Corrupt(uint64_t offset, absl::string_view what) const;
 
   std::string path_;

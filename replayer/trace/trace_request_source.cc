@@ -31,7 +31,23 @@ std::string Reindex(const std::string& path) {
   return absl::StrCat(" (a stale index? re-run: vanguard-replayer trace index ", path, ")");
 }
 
+// Index entries a seeking shard of `shards` reads at once: a contiguous run covering up to 64
+// of its records (the entries before and after each included) in at most 64 KiB, or, past 256
+// shards, one record's three entries. A read costs about as much as copying a few KiB, so a
+// run pays while each record's share of it (`shards` entries) stays within 4 KiB.
+int64_t IndexRunEntries(int shards) {
+  constexpr int64_t kRunEntries = (64 << 10) / kTraceIndexEntryBytes;
+  constexpr int64_t kEntriesPerRecord = (4 << 10) / kTraceIndexEntryBytes;
+  if (shards > kEntriesPerRecord) return 3;
+  const int64_t own = std::min<int64_t>(64, kRunEntries / shards);
+  return (own - 1) * shards + 3;
+}
+
 }  // namespace
+
+bool SeekingPays(int shards, uint64_t mean_record_bytes) {
+  return shards > 1 && static_cast<uint64_t>(shards - 1) * mean_record_bytes >= kSeekBreakEvenBytes;
+}
 
 TraceRequestSource::TraceRequestSource(std::string path, std::unique_ptr<TraceReader> reader,
                                        std::unique_ptr<TraceIndex> index,
@@ -63,9 +79,21 @@ absl::StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::OpenInde
     return absl::DataLossError(
         absl::StrCat(index->path(), ": changed since the step validated it", Reindex(path)));
   }
+  const uint64_t mean_record_bytes =
+      summary.records > 0
+          ? (index->trace_bytes() - kTraceFileHeaderBytes) / static_cast<uint64_t>(summary.records)
+          : 0;
+  if (options.reading == TraceReading::kStream ||
+      (options.reading == TraceReading::kChosen && !SeekingPays(shards, mean_record_bytes))) {
+    return Open(path, summary, shard, shards, options);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options.reader));
-  return std::unique_ptr<TraceRequestSource>(new TraceRequestSource(
+  std::unique_ptr<TraceRequestSource> source(new TraceRequestSource(
       path, std::move(reader), std::move(index), summary, shard, shards, options));
+  source->entry_run_.resize(
+      static_cast<size_t>(std::min<int64_t>(IndexRunEntries(shards), summary.records)) *
+      kTraceIndexEntryBytes);
+  return source;
 }
 
 absl::Status TraceRequestSource::ReadOne() {
@@ -102,14 +130,32 @@ absl::Status TraceRequestSource::ReadOwnIndexed() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<const char*> TraceRequestSource::EntryBytes(int64_t first, int64_t last) {
+  if (first < run_first_ || last >= run_first_ + run_count_) {
+    const int64_t capacity = static_cast<int64_t>(entry_run_.size() / kTraceIndexEntryBytes);
+    run_first_ = first;
+    run_count_ = 0;  // until the read succeeds
+    const int64_t count = std::min<int64_t>(capacity, summary_.records - first);
+    RETURN_IF_ERROR(index_->ReadEntryRun(first, count, entry_run_.data()));
+    run_count_ = count;
+  }
+  return entry_run_.data() + (first - run_first_) * kTraceIndexEntryBytes;
+}
+
 absl::StatusOr<uint64_t> TraceRequestSource::ReadIndexedRecord(int64_t i) {
   // Entries i-1 (for the gap), i, and i+1 (where the record must end), as far as they exist.
-  TraceIndexEntry entries[3];
   const int64_t first = std::max<int64_t>(i - 1, 0);
   const int64_t last = std::min<int64_t>(i + 1, summary_.records - 1);
-  RETURN_IF_ERROR(index_->ReadEntries(first, last - first + 1, entries));
-  const TraceIndexEntry& own = entries[i - first];
-  const uint64_t end = i < last ? entries[i + 1 - first].record_offset : index_->trace_bytes();
+  ASSIGN_OR_RETURN(const char* bytes, EntryBytes(first, last));
+  auto entry = [&](int64_t k) {
+    return index_->Entry(k, bytes + (k - first) * kTraceIndexEntryBytes);
+  };
+  ASSIGN_OR_RETURN(const TraceIndexEntry own, entry(i));
+  uint64_t end = index_->trace_bytes();
+  if (i < last) {
+    ASSIGN_OR_RETURN(const TraceIndexEntry next, entry(i + 1));
+    end = next.record_offset;
+  }
   auto mismatch = [&](absl::string_view what) {
     return absl::DataLossError(absl::StrCat(path_, ": record ", i + 1, " at byte offset ",
                                             own.record_offset, ": ", what, Reindex(path_)));
@@ -122,10 +168,12 @@ absl::StatusOr<uint64_t> TraceRequestSource::ReadIndexedRecord(int64_t i) {
     return mismatch(absl::StrCat("the record ends at byte offset ", reader_->offset(),
                                  ", the index says ", end));
   }
-  if (i > 0 && record_.interarrival_us != own.arrival_us - entries[i - 1 - first].arrival_us) {
-    return mismatch(absl::StrCat("its inter-arrival time is ", record_.interarrival_us,
-                                 " us, the index says ",
-                                 own.arrival_us - entries[i - 1 - first].arrival_us));
+  if (i > 0) {
+    ASSIGN_OR_RETURN(const TraceIndexEntry previous, entry(i - 1));
+    if (record_.interarrival_us != own.arrival_us - previous.arrival_us) {
+      return mismatch(absl::StrCat("its inter-arrival time is ", record_.interarrival_us,
+                                   " us, the index says ", own.arrival_us - previous.arrival_us));
+    }
   }
   return own.arrival_us;
 }
@@ -176,7 +224,8 @@ absl::StatusOr<TraceSummary> CheckIndexedTrace(const std::string& path, TraceInd
   for (int shard : {0, shards - 1}) {
     ASSIGN_OR_RETURN(
         std::unique_ptr<TraceRequestSource> source,
-        TraceRequestSource::OpenIndexed(path, index.summary(), shard, shards, {.loop = false}));
+        TraceRequestSource::OpenIndexed(path, index.summary(), shard, shards,
+                                        {.loop = false, .reading = TraceReading::kSeek}));
     OutgoingRequest request;
     RETURN_IF_ERROR(source->Next(&request));
   }

@@ -52,7 +52,9 @@ TEST(TraceRequestSourceTest, ReplayReproducesRecordedInterArrivalsScaledToTheTar
   std::string path = TempPath("gaps");
   std::vector<uint64_t> gaps = {999, 10'000, 30'000, 5'000, 55'000, 1'000, 19'000};
   WriteGappedTrace(path, gaps);
-  auto factory = OpenTraceSourceFactory(path, {.loop = false});
+  // Seeking even for one shard (which SeekingPays would stream: the checks against the index
+  // are the seeking shard's).
+  auto factory = OpenTraceSourceFactory(path, {.loop = false, .reading = TraceReading::kSeek});
   ASSERT_TRUE(factory.ok()) << factory.status();
   auto source = (*factory)(0, 1);
   ASSERT_TRUE(source.ok());
@@ -177,51 +179,90 @@ using testing::ReadFileBytes;
 using testing::WriteFileBytes;
 
 TEST(TraceRequestSourceTest, WithTheIndexEveryShardSendsWhatItSendsByStreaming) {
-  const std::string path = TempPath("indexed_equivalence");
-  constexpr int kRecords = 10;
-  WriteGappedTrace(path, IrregularGaps(kRecords));
-  auto index = TraceIndex::Open(TraceIndexPath(path));
-  ASSERT_TRUE(index.ok()) << index.status();
-  auto summary = SummarizeTrace(path);
-  ASSERT_TRUE(summary.ok());
-  for (int shards : {1, 2, 3, 4, 7, 10, 13, 25}) {
-    for (bool loop : {true, false}) {
-      for (int shard = 0; shard < shards; ++shard) {
-        auto streamed = TraceRequestSource::Open(path, *summary, shard, shards, {.loop = loop});
-        auto indexed = TraceRequestSource::OpenIndexed(path, (*index)->summary(), shard, shards,
-                                                       {.loop = loop});
-        ASSERT_TRUE(streamed.ok() && indexed.ok()) << indexed.status();
-        // Three laps' worth and more: offsets across lap boundaries, and (not looping) the end.
-        const int requests = 3 * kRecords / shards + 4;
-        const Replay want = ReplayShard(**streamed, requests);
-        const Replay got = ReplayShard(**indexed, requests);
-        EXPECT_EQ(got.requests, want.requests) << "shard " << shard << " of " << shards;
-        EXPECT_EQ(got.end, want.end) << "shard " << shard << " of " << shards;
-        EXPECT_EQ(got.requests.empty(), !loop && shard >= kRecords);
+  // Seeking for every S, even where SeekingPays would stream; 300 records are more than one
+  // run of index entries holds for S < 4, so runs are read again mid-lap too.
+  for (int records : {10, 300}) {
+    const std::string path = TempPath(absl::StrCat("indexed_equivalence_", records));
+    WriteGappedTrace(path, IrregularGaps(records));
+    auto index = TraceIndex::Open(TraceIndexPath(path));
+    ASSERT_TRUE(index.ok()) << index.status();
+    auto summary = SummarizeTrace(path);
+    ASSERT_TRUE(summary.ok());
+    for (int shards : {1, 2, 3, 4, 7, 10, 13, 25}) {
+      for (bool loop : {true, false}) {
+        for (int shard = 0; shard < shards; ++shard) {
+          auto streamed = TraceRequestSource::Open(path, *summary, shard, shards, {.loop = loop});
+          auto indexed =
+              TraceRequestSource::OpenIndexed(path, (*index)->summary(), shard, shards,
+                                              {.loop = loop, .reading = TraceReading::kSeek});
+          ASSERT_TRUE(streamed.ok() && indexed.ok()) << indexed.status();
+          ASSERT_TRUE((*indexed)->indexed());
+          // Three laps' worth and more: offsets across lap boundaries, and (not looping) the
+          // end.
+          const int requests = 3 * records / shards + 4;
+          const Replay want = ReplayShard(**streamed, requests);
+          const Replay got = ReplayShard(**indexed, requests);
+          EXPECT_EQ(got.requests, want.requests)
+              << "shard " << shard << " of " << shards << ", " << records << " records";
+          EXPECT_EQ(got.end, want.end) << "shard " << shard << " of " << shards;
+          EXPECT_EQ(got.requests.empty(), !loop && shard >= records);
+        }
       }
     }
+  }
+}
+
+TEST(TraceRequestSourceTest, ShardsSeekOnlyWhenTheRecordsTheySkipCostMoreThanTheSeek) {
+  EXPECT_FALSE(SeekingPays(1, 64 << 20));  // one shard sends every record
+  EXPECT_FALSE(SeekingPays(2, 100));
+  EXPECT_TRUE(SeekingPays(2, 64 << 10));
+  EXPECT_TRUE(SeekingPays(32, 100));
+  EXPECT_TRUE(SeekingPays(1024, 20));
+
+  // Records of about 100 bytes: one shard streams, 32 seek; either way can be forced.
+  const std::string path = TempPath("chooser");
+  WriteGappedTrace(path, IrregularGaps(64));
+  auto index = TraceIndex::Open(TraceIndexPath(path));
+  ASSERT_TRUE(index.ok());
+  const TraceSummary summary = (*index)->summary();
+  struct Case {
+    int shards;
+    TraceReading reading;
+    bool seeks;
+  };
+  for (const Case& c :
+       {Case{1, TraceReading::kChosen, false}, Case{32, TraceReading::kChosen, true},
+        Case{1, TraceReading::kSeek, true}, Case{32, TraceReading::kStream, false}}) {
+    auto source = TraceRequestSource::OpenIndexed(path, summary, 0, c.shards,
+                                                  {.loop = false, .reading = c.reading});
+    ASSERT_TRUE(source.ok()) << source.status();
+    EXPECT_EQ((*source)->indexed(), c.seeks) << c.shards << " shards";
+    EXPECT_EQ(ReplayShard(**source, 100).requests.size(), 64u / c.shards);
+    EXPECT_EQ((*source)->records_decoded(), c.seeks ? 64 / c.shards : 64) << c.shards << " shards";
   }
 }
 
 TEST(TraceRequestSourceTest, WithTheIndexAShardDecodesOnlyItsOwnRecords) {
   const std::string path = TempPath("indexed_reads");
   constexpr int kRecords = 400;
+  constexpr int kShards = 8;  // of records of about 100 bytes: SeekingPays
   WriteGappedTrace(path, IrregularGaps(kRecords));
   const uint64_t trace_bytes = ReadFileBytes(path).size();
   auto summary = SummarizeTrace(path);
   ASSERT_TRUE(summary.ok());
-  auto streamed = TraceRequestSource::Open(path, *summary, 1, 4, {.loop = false});
-  auto indexed = TraceRequestSource::OpenIndexed(path, *summary, 1, 4, {.loop = false});
+  auto streamed = TraceRequestSource::Open(path, *summary, 1, kShards, {.loop = false});
+  auto indexed = TraceRequestSource::OpenIndexed(path, *summary, 1, kShards, {.loop = false});
   ASSERT_TRUE(streamed.ok() && indexed.ok());
-  EXPECT_EQ(ReplayShard(**streamed, kRecords / 4).requests.size(), kRecords / 4);
-  EXPECT_EQ(ReplayShard(**indexed, kRecords / 4).requests.size(), kRecords / 4);
-  // Streaming decodes every record up to the shard's last (record 398 of 400); the index
-  // sends the shard to its 100 records and nothing else, a quarter of the bytes.
-  EXPECT_EQ((*streamed)->records_decoded(), kRecords - 2);
-  EXPECT_EQ((*indexed)->records_decoded(), kRecords / 4);
-  EXPECT_GE((*streamed)->bytes_read(), trace_bytes - 200);
-  EXPECT_LT((*indexed)->bytes_read(), trace_bytes * 3 / 10);
-  EXPECT_GT((*indexed)->bytes_read(), trace_bytes / 5);
+  ASSERT_TRUE((*indexed)->indexed());
+  EXPECT_EQ(ReplayShard(**streamed, kRecords / kShards).requests.size(), kRecords / kShards);
+  EXPECT_EQ(ReplayShard(**indexed, kRecords / kShards).requests.size(), kRecords / kShards);
+  // Streaming decodes every record up to the shard's last (record 394 of 400); the index
+  // sends the shard to its 50 records and nothing else, an eighth of the bytes.
+  EXPECT_EQ((*streamed)->records_decoded(), kRecords - kShards + 2);
+  EXPECT_EQ((*indexed)->records_decoded(), kRecords / kShards);
+  EXPECT_GE((*streamed)->bytes_read(), trace_bytes - 1000);
+  EXPECT_LT((*indexed)->bytes_read(), trace_bytes * 3 / 20);
+  EXPECT_GT((*indexed)->bytes_read(), trace_bytes / 10);
 }
 
 // The figure docs/scale.md quotes: records decoded and bytes read per shard of S = 8 with and
@@ -267,20 +308,21 @@ TEST(TraceRequestSourceTest, RecordsDecodedPerShardOfEightWithAndWithoutTheIndex
 
 TEST(TraceRequestSourceTest, TheFactoryReadsThroughTheIndexWhenThereIsOne) {
   const std::string path = TempPath("factory_index");
-  WriteGappedTrace(path, IrregularGaps(12));
+  WriteGappedTrace(path, IrregularGaps(40));
   for (bool with_index : {true, false}) {
     if (!with_index) {
       ASSERT_EQ(::unlink(TraceIndexPath(path).c_str()), 0);
     }
     auto factory = OpenTraceSourceFactory(path, {.loop = false});
     ASSERT_TRUE(factory.ok()) << factory.status();
-    auto source = (*factory)(2, 3);
+    // 8 shards of records of about 100 bytes: SeekingPays.
+    auto source = (*factory)(2, 8);
     ASSERT_TRUE(source.ok());
     auto* trace = dynamic_cast<TraceRequestSource*>(source->get());
     ASSERT_NE(trace, nullptr);
     EXPECT_EQ(trace->indexed(), with_index);
-    EXPECT_EQ(ReplayShard(*trace, 100).requests.size(), 4u);
-    EXPECT_EQ(trace->records_decoded(), with_index ? 4 : 12);
+    EXPECT_EQ(ReplayShard(*trace, 100).requests.size(), 5u);
+    EXPECT_EQ(trace->records_decoded(), with_index ? 5 : 40);
   }
 }
 
@@ -315,7 +357,9 @@ TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatRead
   gaps[2] = 2000;  // same varint length
   WriteGappedTrace(path, gaps);
   WriteFileBytes(TraceIndexPath(path), index_bytes);
-  auto factory = OpenTraceSourceFactory(path, {.loop = false});
+  // Seeking even for one shard (which SeekingPays would stream: the checks against the index
+  // are the seeking shard's).
+  auto factory = OpenTraceSourceFactory(path, {.loop = false, .reading = TraceReading::kSeek});
   ASSERT_TRUE(factory.ok()) << factory.status();
   auto source = (*factory)(0, 1);
   ASSERT_TRUE(source.ok());
@@ -338,8 +382,8 @@ TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatRead
     f.seekp(static_cast<std::streamoff>(entry.record_offset) + 20);
     f.put('#');
   }
-  auto flipped_factory = OpenTraceSourceFactory(flipped);
-  ASSERT_TRUE(flipped_factory.ok());
+  auto flipped_factory = OpenTraceSourceFactory(flipped, {.reading = TraceReading::kSeek});
+  ASSERT_TRUE(flipped_factory.ok()) << flipped_factory.status();
   auto shard = (*flipped_factory)(1, 2);
   ASSERT_TRUE(shard.ok());
   const Replay bad = ReplayShard(*dynamic_cast<TraceRequestSource*>(shard->get()), 10);

@@ -12,8 +12,9 @@
 // times --requests calls of Next (looping over the trace) after a warm-up of 1000, and prints
 // per S the median ns per request of each way, the ratio to streaming, and per request the
 // read system calls (/proc/self/io syscr), bytes read and records decoded.
-// Ways: stream = TraceRequestSource::Open; index = OpenIndexed.
-// Final line: ns_stream_S=.. ns_index_S=.. ratio_index_S=.. for each S.
+// Ways: stream = TraceRequestSource::Open; seek = OpenIndexed always seeking; chosen =
+// OpenIndexed as the replayer opens it (SeekingPays chooses).
+// Final line: ns_<way>_S<S>=.. for each way and S, ratio_<way>_S<S>=.. against streaming.
 // Single-threaded.
 #include <unistd.h>
 
@@ -47,7 +48,7 @@ ABSL_FLAG(int, records, 20000, "records in the generated trace");
 ABSL_FLAG(int, nominal_elements, 256, "median FP32 elements per request (make_trace.py's)");
 ABSL_FLAG(double, sigma, 0.5, "log-sd of the size mix (make_trace.py's)");
 ABSL_FLAG(std::string, trace, "", "an indexed trace to read instead of a generated one");
-ABSL_FLAG(std::string, ways, "stream,index", "ways of reading to time");
+ABSL_FLAG(std::string, ways, "stream,seek,chosen", "ways of reading to time");
 
 namespace vanguard::replayer {
 namespace {
@@ -188,7 +189,12 @@ int Run() {
   std::vector<Way> all = {
       {"stream",
        [&](int shards) { return TraceRequestSource::Open(path, summary, 0, shards, {}); }},
-      {"index",
+      {"seek",
+       [&](int shards) {
+         return TraceRequestSource::OpenIndexed(path, summary, 0, shards,
+                                                {.reading = TraceReading::kSeek});
+       }},
+      {"chosen",
        [&](int shards) { return TraceRequestSource::OpenIndexed(path, summary, 0, shards, {}); }},
   };
   std::vector<Way> ways;
@@ -198,7 +204,7 @@ int Run() {
     }
   }
   if (ways.empty()) {
-    std::fprintf(stderr, "--ways: none of stream,index\n");
+    std::fprintf(stderr, "--ways: none of stream,seek,chosen\n");
     return 2;
   }
   const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
