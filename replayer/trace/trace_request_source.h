@@ -59,7 +59,7 @@ struct TraceSourceOptions {
 // skipped per request, (shards - 1) x mean_record_bytes, cost more to check and decode than
 // that read does: kSeekBreakEvenBytes, measured by tests/bench/trace_read.sh (docs/scale.md,
 // "How a trace is read"). One shard never seeks.
-inline constexpr uint64_t kSeekBreakEvenBytes = 512;
+inline constexpr uint64_t kSeekBreakEvenBytes = 768;
 bool SeekingPays(int shards, uint64_t mean_record_bytes);
 
 class TraceRequestSource final : public RequestSource {
