@@ -349,6 +349,19 @@ TEST(TraceRequestSourceTest, AnIndexOfAnotherTraceOrACorruptOneIsRejectedBeforeT
   EXPECT_THAT(bad.status().message(), HasSubstr(".idx: byte offset"));
 }
 
+// What shard `shard` of `shards` sends (up to 10 requests, not looping) through the factory,
+// seeking even where SeekingPays would stream: the checks against the index are a seeking
+// shard's.
+Replay ReplaySeekingShard(const std::string& path, int shard, int shards) {
+  auto factory = OpenTraceSourceFactory(path, {.loop = false, .reading = TraceReading::kSeek});
+  EXPECT_TRUE(factory.ok()) << factory.status();
+  if (!factory.ok()) return {.end = factory.status()};
+  auto source = (*factory)(shard, shards);
+  EXPECT_TRUE(source.ok()) << source.status();
+  if (!source.ok()) return {.end = source.status()};
+  return ReplayShard(*dynamic_cast<TraceRequestSource*>(source->get()), 10);
+}
+
 TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatReadsIt) {
   // Same sizes, a different gap in the middle: the index passes every up-front check (size,
   // first and last records) but not the shard that reads record 3.
@@ -359,13 +372,7 @@ TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatRead
   gaps[2] = 2000;  // same varint length
   WriteGappedTrace(path, gaps);
   WriteFileBytes(TraceIndexPath(path), index_bytes);
-  // Seeking even for one shard (which SeekingPays would stream: the checks against the index
-  // are the seeking shard's).
-  auto factory = OpenTraceSourceFactory(path, {.loop = false, .reading = TraceReading::kSeek});
-  ASSERT_TRUE(factory.ok()) << factory.status();
-  auto source = (*factory)(0, 1);
-  ASSERT_TRUE(source.ok());
-  const Replay replay = ReplayShard(*dynamic_cast<TraceRequestSource*>(source->get()), 10);
+  const Replay replay = ReplaySeekingShard(path, 0, 1);
   EXPECT_EQ(replay.requests.size(), 2u);
   EXPECT_EQ(replay.end.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(replay.end.message(), HasSubstr("record 3 at byte offset"));
@@ -384,11 +391,7 @@ TEST(TraceRequestSourceTest, WithTheIndexABadRecordIsDataLossForTheShardThatRead
     f.seekp(static_cast<std::streamoff>(entry.record_offset) + 20);
     f.put('#');
   }
-  auto flipped_factory = OpenTraceSourceFactory(flipped, {.reading = TraceReading::kSeek});
-  ASSERT_TRUE(flipped_factory.ok()) << flipped_factory.status();
-  auto shard = (*flipped_factory)(1, 2);
-  ASSERT_TRUE(shard.ok());
-  const Replay bad = ReplayShard(*dynamic_cast<TraceRequestSource*>(shard->get()), 10);
+  const Replay bad = ReplaySeekingShard(flipped, 1, 2);
   EXPECT_EQ(bad.requests.size(), 1u);
   EXPECT_EQ(bad.end.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(bad.end.message(),
