@@ -153,7 +153,9 @@ Usage:
       replicas over time and accelerator-hours (docs/planning.md). --output=json prints the
       buckets as an autoscale test's trace shape (a spec's "autoscale" object).
 
-Exit codes: 0 success, 1 the step could not run, 2 usage error.)";
+)";
+constexpr char kUsageExitCodes[] =
+    "Exit codes: 0 success, 1 the step could not run, 2 usage error.";
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
@@ -480,7 +482,14 @@ int RunOnce() {
 }  // namespace vanguard::replayer
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(vanguard::replayer::kUsage);
+  // `trace` subcommands take no flags but --help, which each answers itself (its table entry).
+  if (argc >= 2 && std::string_view(argv[1]) == "trace") {
+    return vanguard::replayer::RunTraceSubcommand(std::vector<std::string>(argv + 2, argv + argc),
+                                                  std::cout, std::cerr);
+  }
+  absl::SetProgramUsageMessage(absl::StrCat(vanguard::replayer::kUsage,
+                                            vanguard::replayer::TraceSubcommandsUsage(),
+                                            vanguard::replayer::kUsageExitCodes));
   // Abseil's --help lists only flags defined in <program>.cc by default; ours live in main.cc.
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view file) {
@@ -493,8 +502,8 @@ int main(int argc, char** argv) {
   if (positionals.size() != 2) {
     return vanguard::replayer::UsageError(
         positionals.size() < 2
-            ? "missing mode: serve, run, record, convert or rates"
-            : "expected exactly one mode (serve, run, record, convert or rates)");
+            ? "missing mode: serve, run, record, convert, rates or trace"
+            : "expected exactly one mode (serve, run, record, convert, rates or trace)");
   }
   std::string mode = positionals[1];
   if (mode == "serve") return vanguard::replayer::Serve();
@@ -528,6 +537,6 @@ int main(int argc, char** argv) {
     std::cerr << "vanguard-replayer " << mode << ": " << status << "\n";
     return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;  // bad flags: usage
   }
-  return vanguard::replayer::UsageError(
-      absl::StrCat("unknown mode \"", mode, "\"; expected serve, run, record, convert or rates"));
+  return vanguard::replayer::UsageError(absl::StrCat(
+      "unknown mode \"", mode, "\"; expected serve, run, record, convert, rates or trace"));
 }

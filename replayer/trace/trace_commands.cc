@@ -4,9 +4,84 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "replayer/trace/trace_index.h"
 #include "replayer/trace/trace_rates.h"
 
 namespace vanguard::replayer {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// The one registration point for `vanguard-replayer trace` subcommands.
+constexpr TraceSubcommand kTraceSubcommands[] = {
+    {.name = "index",
+     .args = "FILE",
+     .summary = "Writes FILE.idx, the index of the trace FILE (replacing an old one): every\n"
+                "record's byte offset and arrival offset, so each shard of a replay reads only\n"
+                "its own records (docs/trace-format.md, \"The index\"). Traces written by\n"
+                "record and convert get one already; run this after copying or editing a\n"
+                "trace without its index. Reads the whole trace once; a corrupt trace is\n"
+                "reported and not indexed.",
+     .run = &RunTraceIndex},
+};
+
+std::string SubcommandUsage(const TraceSubcommand& command) {
+  std::string usage =
+      absl::StrCat("  vanguard-replayer trace ", command.name, " ", command.args, "\n");
+  size_t begin = 0;
+  while (begin < command.summary.size()) {
+    size_t end = command.summary.find('\n', begin);
+    if (end == absl::string_view::npos) end = command.summary.size();
+    absl::StrAppend(&usage, "      ", command.summary.substr(begin, end - begin), "\n");
+    begin = end + 1;
+  }
+  return usage;
+}
+
+}  // namespace
+
+std::string TraceSubcommandsUsage() {
+  std::string usage;
+  for (const TraceSubcommand& command : kTraceSubcommands) {
+    absl::StrAppend(&usage, SubcommandUsage(command), "\n");
+  }
+  return usage;
+}
+
+int RunTraceSubcommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const bool help = !args.empty() && (args.back() == "--help" || args.back() == "-h");
+  if (args.empty() || (help && args.size() == 1)) {
+    (args.empty() ? err : out) << "Usage:\n" << TraceSubcommandsUsage();
+    return args.empty() ? kExitUsage : 0;
+  }
+  for (const TraceSubcommand& command : kTraceSubcommands) {
+    if (args[0] != command.name) continue;
+    if (help) {
+      out << "Usage:\n" << SubcommandUsage(command);
+      return 0;
+    }
+    absl::Status status = command.run({args.begin() + 1, args.end()}, out);
+    if (status.ok()) return 0;
+    err << "vanguard-replayer trace " << command.name << ": " << status << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  err << "vanguard-replayer trace: unknown subcommand \"" << args[0] << "\"\nUsage:\n"
+      << TraceSubcommandsUsage();
+  return kExitUsage;
+}
+
+absl::Status RunTraceIndex(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    return absl::InvalidArgumentError("expected one argument: the trace FILE to index");
+  }
+  absl::StatusOr<TraceSummary> summary = WriteTraceIndex(args[0]);
+  if (!summary.ok()) return summary.status();
+  out << "vanguard-replayer trace index: wrote " << TraceIndexPath(args[0]) << ": "
+      << summary->records << " records over " << static_cast<double>(summary->span_us) / 1e6
+      << " s (recorded at " << summary->recorded_rate_qps() << " req/s)\n";
+  return absl::OkStatus();
+}
 
 absl::Status RunConvert(const std::string& input, const std::string& output,
                         const JsonlConversionOptions& options) {

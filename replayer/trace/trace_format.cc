@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "replayer/trace/trace_index.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -110,7 +111,9 @@ absl::Status CheckRequestLines(const TraceRecord& record) {
   return absl::OkStatus();
 }
 
-absl::Status ErrnoStatus(int error, absl::string_view what) {
+}  // namespace
+
+absl::Status TraceFileError(int error, absl::string_view what) {
   std::string message = absl::StrCat(what, ": ", std::strerror(error));
   switch (error) {
     case ENOENT:
@@ -125,14 +128,14 @@ absl::Status ErrnoStatus(int error, absl::string_view what) {
   }
 }
 
-}  // namespace
-
-uint32_t TraceCrc32c(std::string_view data) {
+uint32_t TraceCrc32cExtend(uint32_t crc, std::string_view data) {
   static const std::array<uint32_t, 256> kTable = MakeCrc32cTable();
-  uint32_t crc = 0xFFFFFFFFu;
+  crc ^= 0xFFFFFFFFu;
   for (char c : data) crc = kTable[(crc ^ static_cast<uint8_t>(c)) & 0xFF] ^ (crc >> 8);
   return crc ^ 0xFFFFFFFFu;
 }
+
+uint32_t TraceCrc32c(std::string_view data) { return TraceCrc32cExtend(0, data); }
 
 absl::Status ValidateTraceRecord(const TraceRecord& record) {
   auto check_field = [](absl::string_view name, const std::string& value) -> absl::Status {
@@ -208,15 +211,28 @@ absl::Status DecodeTraceRecordBody(std::string_view body, TraceRecord* record) {
 
 // ---- TraceWriter ----
 
+TraceWriter::TraceWriter(std::string path, std::FILE* file, std::unique_ptr<TraceIndexWriter> index)
+    : path_(std::move(path)), file_(file), index_(std::move(index)) {}
+
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("trace output path is empty");
+  // An index left from an earlier trace at this path would describe the wrong file.
+  const std::string index_path = TraceIndexPath(path);
+  if (::unlink(index_path.c_str()) != 0 && errno != ENOENT) {
+    return TraceFileError(errno, absl::StrCat("cannot remove the old index ", index_path));
+  }
   std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot create trace ", path));
-  std::unique_ptr<TraceWriter> writer(new TraceWriter(path, file));
+  if (file == nullptr) return TraceFileError(errno, absl::StrCat("cannot create trace ", path));
+  absl::StatusOr<std::unique_ptr<TraceIndexWriter>> index = TraceIndexWriter::Create(path);
+  if (!index.ok()) {
+    std::fclose(file);
+    return index.status();
+  }
+  std::unique_ptr<TraceWriter> writer(new TraceWriter(path, file, *std::move(index)));
   std::string header(kTraceMagic);
   PutFixed32(kTraceFormatVersion, &header);
   if (std::fwrite(header.data(), 1, header.size(), file) != header.size()) {
-    return ErrnoStatus(errno, absl::StrCat("cannot write trace header to ", path));
+    return TraceFileError(errno, absl::StrCat("cannot write trace header to ", path));
   }
   writer->bytes_written_ = header.size();
   return writer;
@@ -230,17 +246,21 @@ absl::Status TraceWriter::Append(const TraceRecord& record) {
   frame_.clear();
   AppendFramedTraceRecord(record, &frame_);
   if (std::fwrite(frame_.data(), 1, frame_.size(), file_) != frame_.size()) {
-    return ErrnoStatus(errno, absl::StrCat("cannot write trace ", path_));
+    return TraceFileError(errno, absl::StrCat("cannot write trace ", path_));
   }
+  const uint64_t offset = bytes_written_;
   ++records_written_;
   bytes_written_ += frame_.size();
+  // DATA_LOSS: the span passed the limit, so the trace gets no index (readers reject it).
+  absl::Status indexed = index_->Add(offset, record);
+  if (!indexed.ok() && indexed.code() != absl::StatusCode::kDataLoss) return indexed;
   return absl::OkStatus();
 }
 
 absl::Status TraceWriter::Flush() {
   if (file_ == nullptr) return absl::FailedPreconditionError("trace writer is closed");
   if (std::fflush(file_) != 0)
-    return ErrnoStatus(errno, absl::StrCat("cannot flush trace ", path_));
+    return TraceFileError(errno, absl::StrCat("cannot flush trace ", path_));
   return absl::OkStatus();
 }
 
@@ -248,8 +268,12 @@ absl::Status TraceWriter::Close() {
   if (file_ == nullptr) return absl::OkStatus();
   int rc = std::fclose(file_);
   file_ = nullptr;
-  if (rc != 0) return ErrnoStatus(errno, absl::StrCat("cannot close trace ", path_));
-  return absl::OkStatus();
+  if (rc != 0) return TraceFileError(errno, absl::StrCat("cannot close trace ", path_));
+  absl::Status indexed = index_->Finish(bytes_written_);
+  index_.reset();
+  // DATA_LOSS: the span is past the limit, so no index; every reader rejects the trace itself.
+  if (indexed.code() == absl::StatusCode::kDataLoss) return absl::OkStatus();
+  return indexed;
 }
 
 // ---- TraceReader ----
@@ -280,7 +304,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
                                                                Options options) {
   if (path.empty()) return absl::InvalidArgumentError("trace path is empty");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open trace ", path));
+  if (fd < 0) return TraceFileError(errno, absl::StrCat("cannot open trace ", path));
   std::unique_ptr<TraceReader> reader(new TraceReader(path, fd, "", Sane(options)));
   RETURN_IF_ERROR(reader->Rewind());
   return reader;
@@ -297,28 +321,37 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string
 
 absl::StatusOr<size_t> TraceReader::ReadSome(char* dst, size_t n) {
   if (fd_ < 0) {
-    const size_t got = std::min(n, memory_.size() - memory_offset_);
-    std::memcpy(dst, memory_.data() + memory_offset_, got);
-    memory_offset_ += got;
+    const size_t got =
+        read_offset_ < memory_.size() ? std::min<uint64_t>(n, memory_.size() - read_offset_) : 0;
+    std::memcpy(dst, memory_.data() + std::min<uint64_t>(read_offset_, memory_.size()), got);
+    read_offset_ += got;
+    bytes_read_ += got;
     return got;
   }
   while (true) {
-    ssize_t got = ::read(fd_, dst, n);
-    if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return ErrnoStatus(errno, absl::StrCat("cannot read trace ", path_));
+    // pread at our own position: a Seek or Rewind is then no system call of its own.
+    ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(read_offset_));
+    if (got >= 0) {
+      read_offset_ += static_cast<size_t>(got);
+      bytes_read_ += static_cast<size_t>(got);
+      return static_cast<size_t>(got);
+    }
+    if (errno != EINTR) return TraceFileError(errno, absl::StrCat("cannot read trace ", path_));
   }
 }
 
 absl::Status TraceReader::Rewind() {
   error_ = absl::OkStatus();
-  memory_offset_ = 0;
-  if (fd_ >= 0 && ::lseek(fd_, 0, SEEK_SET) != 0)
-    return ErrnoStatus(errno, absl::StrCat("cannot seek trace ", path_));
+  read_offset_ = 0;
   begin_ = end_ = 0;
   eof_ = false;
   records_read_ = 0;
   record_offset_ = 0;
+  // The header alone: a reader that goes on to Seek reads no record it is not sent to.
+  read_ahead_ = false;
+  seek_bytes_ = 0;
   ASSIGN_OR_RETURN(size_t available, Fill(kTraceFileHeaderBytes));
+  read_ahead_ = true;
   std::string_view header(buffer_.data() + begin_, available);
   if (available < kTraceMagic.size() || header.substr(0, kTraceMagic.size()) != kTraceMagic) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -341,6 +374,22 @@ absl::Status TraceReader::Rewind() {
   return absl::OkStatus();
 }
 
+absl::Status TraceReader::Seek(uint64_t offset, int64_t record_index, size_t record_bytes) {
+  if (offset < kTraceFileHeaderBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": seek to byte offset ", offset, ", inside the file header"));
+  }
+  error_ = absl::OkStatus();
+  read_offset_ = offset;
+  begin_ = end_ = 0;
+  eof_ = false;
+  read_ahead_ = false;
+  seek_bytes_ = record_bytes;
+  record_offset_ = offset;
+  records_read_ = record_index;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<size_t> TraceReader::Fill(size_t n) {
   if (end_ - begin_ >= n) return n;
   // Compact, then read until n bytes are there or the file ends.
@@ -350,7 +399,9 @@ absl::StatusOr<size_t> TraceReader::Fill(size_t n) {
     begin_ = 0;
   }
   while (end_ < n && !eof_) {
-    ASSIGN_OR_RETURN(size_t got, ReadSome(buffer_.data() + end_, buffer_.size() - end_));
+    size_t want = buffer_.size() - end_;
+    if (!read_ahead_) want = std::min(want, std::max(n, seek_bytes_) - end_);
+    ASSIGN_OR_RETURN(size_t got, ReadSome(buffer_.data() + end_, want));
     if (got == 0) eof_ = true;
     end_ += got;
   }
@@ -433,6 +484,7 @@ absl::StatusOr<bool> TraceReader::ReadRecord(TraceRecord* record) {
   if (!decoded.ok()) return Corrupt(decoded.message());
   record_offset_ += length_bytes + body_length + 4;
   ++records_read_;
+  ++records_decoded_;
   return true;
 }
 
@@ -443,18 +495,24 @@ absl::StatusOr<TraceSummary> SummarizeTrace(const std::string& path) {
   while (true) {
     ASSIGN_OR_RETURN(bool got, reader->Next(&record));
     if (!got) break;
-    if (summary.records > 0) {
-      if (record.interarrival_us > kMaxTraceSpanUs - summary.span_us) {
-        return absl::DataLossError(absl::StrCat(path, ": record ", summary.records + 1,
-                                                " takes the recorded span past ", kMaxTraceSpanUs,
-                                                " us (corrupt inter-arrival?)"));
-      }
-      summary.span_us += record.interarrival_us;
-    }
-    ++summary.records;
-    summary.payload_bytes += record.payload.size();
+    RETURN_IF_ERROR(AddToTraceSummary(path, record, &summary));
   }
   return summary;
+}
+
+absl::Status AddToTraceSummary(const std::string& path, const TraceRecord& record,
+                               TraceSummary* summary) {
+  if (summary->records > 0) {
+    if (record.interarrival_us > kMaxTraceSpanUs - summary->span_us) {
+      return absl::DataLossError(absl::StrCat(path, ": record ", summary->records + 1,
+                                              " takes the recorded span past ", kMaxTraceSpanUs,
+                                              " us (corrupt inter-arrival?)"));
+    }
+    summary->span_us += record.interarrival_us;
+  }
+  ++summary->records;
+  summary->payload_bytes += record.payload.size();
+  return absl::OkStatus();
 }
 
 }  // namespace vanguard::replayer

@@ -15,7 +15,9 @@
 //   }
 //
 // Layout: an 8-byte magic "VGTRACE\n", a 4-byte little-endian version (1), then records,
-// each `varint body_length | body | crc32c(body) little-endian`. Corruption is reported as
+// each `varint body_length | body | crc32c(body) little-endian`. TraceWriter::Close also
+// writes the trace's index beside it (trace_index.h), which lets TraceReader::Seek go
+// straight to a record. Corruption is reported as
 // DATA_LOSS naming the file, the record number and its byte offset; it never crashes and
 // never allocates more than max_record_bytes for a record. A trace is outside input (a
 // submitter names it), so a record whose method, path or a header name or value holds CR,
@@ -86,12 +88,21 @@ absl::Status DecodeTraceRecordBody(std::string_view body, TraceRecord* record);
 
 // CRC-32C (Castagnoli) of `data`, as stored after each record body.
 uint32_t TraceCrc32c(std::string_view data);
+// The CRC-32C of the bytes whose CRC-32C is `crc`, followed by `data` (0 for no bytes yet).
+uint32_t TraceCrc32cExtend(uint32_t crc, std::string_view data);
+
+// A failed file operation's errno as a status naming `what`: NOT_FOUND, PERMISSION_DENIED,
+// RESOURCE_EXHAUSTED (no space), else UNKNOWN.
+absl::Status TraceFileError(int error, absl::string_view what);
+
+class TraceIndexWriter;  // trace_index.h
 
 class TraceWriter {
  public:
-  // Creates (truncating) `path` and writes the file header. INVALID_ARGUMENT for an empty
-  // path; a filesystem failure as the errno's code (NOT_FOUND, PERMISSION_DENIED, ...) with
-  // the path in the message.
+  // Creates (truncating) `path` and writes the file header; removes an index of an earlier
+  // trace at that path (TraceIndexPath). INVALID_ARGUMENT for an empty path; a filesystem
+  // failure as the errno's code (NOT_FOUND, PERMISSION_DENIED, ...) with the path in the
+  // message.
   static absl::StatusOr<std::unique_ptr<TraceWriter>> Create(const std::string& path);
   ~TraceWriter();  // closes (flushing) if Close() was not called
 
@@ -99,16 +110,19 @@ class TraceWriter {
   // after Close()). The file is consistent up to the last record at every Flush().
   absl::Status Append(const TraceRecord& record);
   absl::Status Flush();
+  // Closes the trace and writes its index (trace_index.h) beside it. A trace whose span
+  // passes kMaxTraceSpanUs gets no index (readers reject it anyway); file errors.
   absl::Status Close();
 
   int64_t records_written() const { return records_written_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  TraceWriter(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
+  TraceWriter(std::string path, std::FILE* file, std::unique_ptr<TraceIndexWriter> index);
 
   std::string path_;
   std::FILE* file_;
+  std::unique_ptr<TraceIndexWriter> index_;
   std::string frame_;  // reused encoding buffer
   int64_t records_written_ = 0;
   uint64_t bytes_written_ = 0;
@@ -147,12 +161,24 @@ class TraceReader {
   // Starts over at the first record.
   absl::Status Rewind();
 
+  // Positions the reader at the record that starts at byte `offset` (taken from the trace's
+  // index), as record `record_index` + 1 of the trace, `record_bytes` long (length, body and
+  // checksum). Makes no system call: the next Next() reads that record with one positioned
+  // read (pread) of `record_bytes` and no read-ahead (two reads for a record larger than the
+  // read buffer), so a reader that seeks reads only the records it is sent to. Clears a
+  // sticky error like Rewind. INVALID_ARGUMENT for an offset inside the file header.
+  absl::Status Seek(uint64_t offset, int64_t record_index, size_t record_bytes);
+
   // Byte offset of the next record to be read; records returned since Open/Rewind.
   uint64_t offset() const { return record_offset_; }
   int64_t records_read() const { return records_read_; }
   // The most memory the reader has held for file data at once (read buffer + the largest
   // assembled record), for checking that reading is bounded.
   size_t peak_buffered_bytes() const { return peak_buffered_bytes_; }
+  // Totals since Open, for checking how much of a trace a reader touched: bytes read from the
+  // file (or buffer) and records decoded.
+  uint64_t bytes_read() const { return bytes_read_; }
+  int64_t records_decoded() const { return records_decoded_; }
 
  private:
   TraceReader(std::string path, int fd, std::string memory, Options options);
@@ -170,18 +196,23 @@ class TraceReader {
   absl::StatusOr<bool> ReadRecord(TraceRecord* record);
 
   std::string path_;
-  int fd_;              // -1: the trace is memory_
-  std::string memory_;  // the whole trace, for a reader made by FromBuffer
-  size_t memory_offset_ = 0;
+  int fd_;                    // -1: the trace is memory_
+  std::string memory_;        // the whole trace, for a reader made by FromBuffer
+  uint64_t read_offset_ = 0;  // byte offset in the file (or memory_) of the next read
   Options options_;
   std::vector<char> buffer_;
   size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)
   size_t end_ = 0;
   bool eof_ = false;
+  // False after a Seek: Fill reads only what is asked for (at least seek_bytes_).
+  bool read_ahead_ = true;
+  size_t seek_bytes_ = 0;
   std::string record_buffer_;  // for records larger than the read buffer
   uint64_t record_offset_ = kTraceFileHeaderBytes;
   int64_t records_read_ = 0;
   size_t peak_buffered_bytes_ = 0;
+  uint64_t bytes_read_ = 0;
+  int64_t records_decoded_ = 0;
   absl::Status error_;  // sticky: the first corruption seen since Open/Rewind
 };
 
@@ -199,6 +230,11 @@ struct TraceSummary {
   }
 };
 absl::StatusOr<TraceSummary> SummarizeTrace(const std::string& path);
+
+// Adds `record`, the next record of the trace at `path`, to *summary. DATA_LOSS naming the
+// record if it takes the span past kMaxTraceSpanUs (the summary is then unchanged).
+absl::Status AddToTraceSummary(const std::string& path, const TraceRecord& record,
+                               TraceSummary* summary);
 
 }  // namespace vanguard::replayer
 

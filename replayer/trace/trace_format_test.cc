@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replayer/trace/testing/file_bytes.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -41,16 +42,9 @@ void WriteTrace(const std::string& path, const std::vector<TraceRecord>& records
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
+std::string ReadFile(const std::string& path) { return testing::ReadFileBytes(path); }
 void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+  testing::WriteFileBytes(path, bytes);
 }
 
 // Reads every record, returning them or the first error.

@@ -8,10 +8,18 @@
 // INVALID_ARGUMENT and stick until Rewind; every record returned passes ValidateTraceRecord
 // (limits; no CR, LF or NUL in method, path or headers) and survives a write/read round trip;
 // a Rewind reads the same records again.
+//
+// The trace index (trace_index.h): if the input holds the index magic "VGTRIDX\n", the bytes
+// from there on are the trace's index (the seeds `*_indexed` are a trace and its .idx
+// concatenated). The index is parsed as is and again with both its checksums made valid;
+// an index that validates has the layout's counts and strictly increasing offsets inside the
+// trace, and every entry sends a seeking reader to a record that reads or is DATA_LOSS.
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "replayer/trace/trace_format.h"
+#include "replayer/trace/trace_index.h"
 #include "tests/fuzz/fuzz_harnesses.h"
 
 namespace vanguard::fuzz {
@@ -20,6 +28,8 @@ namespace {
 constexpr char kName[] = "trace_reader";
 constexpr int kMaxRecords = 10'000;
 
+using replayer::TraceIndex;
+using replayer::TraceIndexEntry;
 using replayer::TraceReader;
 using replayer::TraceRecord;
 
@@ -101,10 +111,84 @@ void ReadTrace(std::string bytes) {
   VANGUARD_FUZZ_CHECK(kName, second_error == first_error);
 }
 
+void PutFixed32At(std::string* bytes, size_t at, uint32_t value) {
+  for (int i = 0; i < 4; ++i) (*bytes)[at + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+// `index` with its entries' and its trailer's CRC-32C made valid (when it is long enough to
+// have both).
+std::string WithValidIndexChecksums(std::string index) {
+  using replayer::kTraceIndexHeaderBytes;
+  using replayer::kTraceIndexTrailerBytes;
+  if (index.size() < kTraceIndexHeaderBytes + kTraceIndexTrailerBytes) return index;
+  const std::string_view view(index);
+  const size_t trailer = index.size() - kTraceIndexTrailerBytes;
+  PutFixed32At(
+      &index, trailer + 32,
+      replayer::TraceCrc32c(view.substr(kTraceIndexHeaderBytes, trailer - kTraceIndexHeaderBytes)));
+  PutFixed32At(&index, index.size() - 4,
+               replayer::TraceCrc32cExtend(replayer::TraceCrc32c(view.substr(0, 12)),
+                                           view.substr(trailer, kTraceIndexTrailerBytes - 4)));
+  return index;
+}
+
+// Sends a seeking reader over `trace` to every entry of a validated `index`.
+void SeekEveryEntry(const std::string& trace, TraceIndex& index) {
+  absl::StatusOr<std::unique_ptr<TraceReader>> reader =
+      TraceReader::FromBuffer("fuzz.vtr", trace, {.buffer_bytes = 64, .max_record_bytes = 1 << 20});
+  if (!reader.ok()) return;
+  TraceIndexEntry entries[2];
+  TraceRecord record;
+  for (int64_t i = 0; i < index.records() && i < kMaxRecords; ++i) {
+    const int64_t count = i + 1 < index.records() ? 2 : 1;
+    VANGUARD_FUZZ_CHECK(kName, index.ReadEntries(i, count, entries).ok());
+    const uint64_t end = count == 2 ? entries[1].record_offset : index.trace_bytes();
+    VANGUARD_FUZZ_CHECK(kName, end > entries[0].record_offset);
+    VANGUARD_FUZZ_CHECK(
+        kName, (*reader)->Seek(entries[0].record_offset, i, end - entries[0].record_offset).ok());
+    absl::StatusOr<bool> got = (*reader)->Next(&record);
+    if (!got.ok()) {
+      VANGUARD_FUZZ_CHECK(kName, got.status().code() == absl::StatusCode::kDataLoss);
+    } else if (*got) {
+      CheckRecord(record);
+    }
+  }
+  VANGUARD_FUZZ_CHECK(kName, index.ReadEntries(index.records(), 1, entries).code() ==
+                                 absl::StatusCode::kOutOfRange);
+}
+
+void ReadIndex(const std::string& trace, std::string bytes) {
+  const uint64_t size = bytes.size();
+  absl::StatusOr<std::unique_ptr<TraceIndex>> index =
+      TraceIndex::FromBuffer("fuzz.vtr.idx", std::move(bytes));
+  if (!index.ok()) {
+    VANGUARD_FUZZ_CHECK(kName, index.status().code() == absl::StatusCode::kInvalidArgument ||
+                                   index.status().code() == absl::StatusCode::kDataLoss);
+    return;
+  }
+  VANGUARD_FUZZ_CHECK(
+      kName,
+      size == replayer::kTraceIndexHeaderBytes + replayer::kTraceIndexTrailerBytes +
+                  static_cast<uint64_t>((*index)->records()) * replayer::kTraceIndexEntryBytes);
+  const absl::Status valid = (*index)->Validate();
+  if (!valid.ok()) {
+    VANGUARD_FUZZ_CHECK(kName, valid.code() == absl::StatusCode::kDataLoss);
+    return;
+  }
+  SeekEveryEntry(trace, **index);
+}
+
 }  // namespace
 
 int FuzzTraceReader(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
+  const size_t index_at = bytes.find(replayer::kTraceIndexMagic);
+  if (index_at != std::string::npos) {
+    std::string index = bytes.substr(index_at);
+    bytes.resize(index_at);
+    ReadIndex(bytes, index);
+    ReadIndex(bytes, WithValidIndexChecksums(std::move(index)));
+  }
   ReadTrace(bytes);
   ReadTrace(WithValidChecksums(std::move(bytes)));
   return 0;
