@@ -157,6 +157,11 @@ absl::StatusOr<std::unique_ptr<ReplayerSet>> ReplayerSet::Create(ReplayerSource 
         "replayer set: give either addresses or a DNS name, not both or neither");
   }
   if (!connector) return absl::InvalidArgumentError("replayer set: no connector");
+  if (options.pool_wait < absl::ZeroDuration() || options.pool_poll <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "replayer set: pool_wait must be >= 0 and pool_poll > 0 (a zero poll would resolve "
+        "without pause)");
+  }
   if (!options.resolver) options.resolver = ResolveHostAddresses;
   if (options.clock == nullptr) options.clock = Clock::Real();
   std::unique_ptr<ReplayerSet> set(

@@ -103,19 +103,20 @@ struct ReplayerSetOptions {
 class ReplayerSet : public ReplayerClient {
  public:
   // A fixed list is connected at once; a DNS source is resolved by the first BeginTest (or
-  // Execute). INVALID_ARGUMENT when `source` names neither or both, or `connector` is null.
+  // Execute). INVALID_ARGUMENT when `source` names neither or both, `connector` is null,
+  // pool_wait is negative or pool_poll not positive.
   static absl::StatusOr<std::unique_ptr<ReplayerSet>> Create(ReplayerSource source,
                                                              ReplayerConnector connector,
                                                              ReplayerSetOptions options = {});
 
   // A DNS source: resolves the name again, keeps the clients of addresses still there,
   // connects new ones and drops the rest; the members are the addresses sorted. With
-  // `wanted_replayers` > 0 and a nonzero pool_wait, resolves again every pool_poll until the
-  // name resolves to that many addresses or pool_wait has passed (a failed resolution counts
-  // as none ready and is retried); the last resolution is what the test runs on, and
-  // `shortfall` says so when it has fewer. A fixed list: nothing to resolve; `shortfall` when
-  // it is shorter than `wanted_replayers`. Errors (the set then has no members until a
-  // BeginTest succeeds, so no step runs on a stale pool): the last resolution's
+  // `wanted_replayers` > 0 and a nonzero pool_wait, blocks, resolving again every pool_poll
+  // (sleeping on `clock`), until the name resolves to that many addresses or pool_wait has
+  // passed (a failed resolution counts as none ready and is retried); the last resolution is what
+  // the test runs on, and `shortfall` says so when it has fewer. A fixed list: nothing to resolve;
+  // `shortfall` when it is shorter than `wanted_replayers`. Errors (the set then has no members
+  // until a BeginTest succeeds, so no step runs on a stale pool): the last resolution's
   // FAILED_PRECONDITION or UNAVAILABLE, FAILED_PRECONDITION when it returned no address
   // (each message names "dns:NAME:PORT"), and CANCELLED when `cancel` (nullable) fired
   // during the wait.

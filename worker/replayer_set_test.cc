@@ -387,6 +387,21 @@ TEST_F(ReplayerSetTest, CreateRefusesASourceWithoutReplayersOrWithBoth) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(ReplayerSetTest, CreateRefusesAPollThatWouldResolveWithoutPause) {
+  ReplayerSource source;
+  source.dns_name = "replayers.test";
+  source.port = 50052;
+  ReplayerSetOptions no_poll;
+  no_poll.pool_poll = absl::ZeroDuration();
+  absl::Status refused = ReplayerSet::Create(source, Connector(), no_poll).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("pool_poll > 0"));
+  ReplayerSetOptions negative_wait;
+  negative_wait.pool_wait = absl::Seconds(-1);
+  EXPECT_EQ(ReplayerSet::Create(source, Connector(), negative_wait).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ResolveHostAddressesTest, AnIpLiteralResolvesToItselfWithoutDns) {
   absl::StatusOr<std::vector<std::string>> ips = ResolveHostAddresses("127.0.0.1");
   ASSERT_TRUE(ips.ok()) << ips.status();
