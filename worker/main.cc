@@ -52,9 +52,17 @@ ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
           "schedule; their results merged exactly, and a step fails whole if one fails). Or "
           "dns:NAME:PORT (e.g. dns:vanguard-replayer.vanguard.svc:50052, a Kubernetes headless "
           "Service): NAME is resolved at the start of every test and each step split over "
-          "every address it resolves to (a pool scaled between tests is picked up; a name that "
+          "every address it resolves to (a pool scaled between tests is picked up; a test that "
+          "wants more replayers than resolve waits, see --replayer_pool_wait; a name that "
           "resolves to nothing fails the test); over TLS each replayer's certificate must name "
           "NAME. dns: cannot be mixed with a list");
+ABSL_FLAG(absl::Duration, replayer_pool_wait, absl::Seconds(120),
+          "With --replayer=dns:NAME:PORT and a test whose spec sets replayers (k): how long "
+          "the start of the test waits for NAME to resolve to k replayers (an autoscaler that "
+          "has just scaled the pool up for the test has pods not ready yet), resolving again "
+          "every 3s and logging each change (\"2 of 4 replayers ready\"). When the wait ends "
+          "short the test runs on the replayers that are ready and its result says so (a drift "
+          "flag). 0: do not wait");
 ABSL_FLAG(std::string, worker_id, "", "Name this worker leases under; empty: <hostname>-<pid>");
 ABSL_FLAG(absl::Duration, lease_duration, absl::Seconds(10),
           "Lease length asked for; heartbeats are sent every third of it. If this worker "
@@ -173,6 +181,7 @@ struct WorkerConfig {
   vanguard::TargetPolicy target_policy;
   vanguard::ChannelTls orchestrator_tls, replayer_tls;
   vanguard::worker::ReplayerSource replayers;
+  absl::Duration replayer_pool_wait;
   std::string bearer_token;
   std::string metrics_listen;
 };
@@ -223,6 +232,10 @@ absl::StatusOr<WorkerConfig> ConfigFromFlags() {
       vanguard::worker::ParseReplayerFlag(absl::GetFlag(FLAGS_replayer));
   if (!replayers.ok()) return replayers.status();
   c.replayers = *std::move(replayers);
+  c.replayer_pool_wait = absl::GetFlag(FLAGS_replayer_pool_wait);
+  if (c.replayer_pool_wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--replayer_pool_wait must be >= 0");
+  }
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.worker_id = absl::GetFlag(FLAGS_worker_id);
   if (c.worker_id.empty()) c.worker_id = DefaultWorkerId();
@@ -276,14 +289,19 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
 }
 
 // The replayers --replayer names, one channel each (a DNS pool's resolved at the start of
-// every test); the test runner splits each step over all of them.
+// every test, waited for up to --replayer_pool_wait); the test runner splits each step over
+// them.
 absl::StatusOr<std::unique_ptr<vanguard::worker::ReplayerSet>> ConnectReplayers(
     const WorkerConfig& c, vanguard::Clock* clock) {
+  vanguard::worker::ReplayerSetOptions options;
+  options.log = LogLine;
+  options.pool_wait = c.replayer_pool_wait;
+  options.clock = clock;
   return vanguard::worker::ReplayerSet::Create(
       c.replayers,
       vanguard::worker::GrpcReplayerConnector(vanguard::ChannelCredentials(c.replayer_tls),
                                               c.replayers, clock),
-      {.log = LogLine});
+      std::move(options));
 }
 
 // The signal thread's loop until `done`: the first SIGTERM/SIGINT stops `loop` (the step in
@@ -322,7 +340,8 @@ void ParseFlags(int argc, char** argv) {
       "given).\n\n  vanguard-worker --orchestrator=127.0.0.1:50051 "
       "--replayer=127.0.0.1:50052\n\nA pool of replayers: --replayer=a:50052,b:50052, or "
       "--replayer=dns:NAME:PORT resolved at the start of every test (e.g. a Kubernetes "
-      "headless Service).\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
+      "headless Service; a test whose spec sets replayers waits up to --replayer_pool_wait "
+      "for that many).\n\nOn SIGTERM/SIGINT the step in flight is stopped and "
       "reported as interrupted, the lease is given back (the test is queued again at once "
       "for another worker), and the worker exits 0, all within --shutdown_timeout.");
   // --help lists the flags of this file (Abseil's default looks for <program>.cc).

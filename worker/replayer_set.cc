@@ -22,6 +22,8 @@ namespace vanguard::worker {
 namespace {
 
 constexpr absl::string_view kDnsPrefix = "dns:";
+// How promptly a wait for the pool notices that the test was cancelled.
+constexpr absl::Duration kCancelCheck = absl::Milliseconds(100);
 
 absl::Status FlagError(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("--replayer: ", what));
@@ -155,7 +157,13 @@ absl::StatusOr<std::unique_ptr<ReplayerSet>> ReplayerSet::Create(ReplayerSource 
         "replayer set: give either addresses or a DNS name, not both or neither");
   }
   if (!connector) return absl::InvalidArgumentError("replayer set: no connector");
+  if (options.pool_wait < absl::ZeroDuration() || options.pool_poll <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "replayer set: pool_wait must be >= 0 and pool_poll > 0 (a zero poll would resolve "
+        "without pause)");
+  }
   if (!options.resolver) options.resolver = ResolveHostAddresses;
+  if (options.clock == nullptr) options.clock = Clock::Real();
   std::unique_ptr<ReplayerSet> set(
       new ReplayerSet(std::move(source), std::move(connector), std::move(options)));
   if (!set->source_.is_dns()) set->UseMembers(set->source_.addresses);
@@ -166,9 +174,69 @@ ReplayerSet::ReplayerSet(ReplayerSource source, ReplayerConnector connector,
                          ReplayerSetOptions options)
     : source_(std::move(source)), connector_(std::move(connector)), options_(std::move(options)) {}
 
-absl::Status ReplayerSet::BeginTest() {
-  if (!source_.is_dns()) return absl::OkStatus();
+absl::StatusOr<TestReplayers> ReplayerSet::BeginTest(int wanted_replayers,
+                                                     CancellationToken* cancel) {
+  TestReplayers test;
+  if (!source_.is_dns()) {
+    if (wanted_replayers > static_cast<int>(members_.size())) {
+      test.shortfall =
+          absl::StrCat("ran on ", members_.size(), " of the ", wanted_replayers,
+                       " replayers the test wants: --replayer lists ", members_.size());
+      Log(absl::StrCat("replayers ", source_.ToString(), ": ", test.shortfall));
+    }
+    return test;
+  }
   pool_.reset();
+  Clock* const clock = options_.clock;
+  const std::string name = absl::StrCat("replayer pool ", source_.ToString());
+  const bool waits = wanted_replayers > 0 && options_.pool_wait > absl::ZeroDuration();
+  const absl::Duration waited_from = clock->Monotonic();
+  const absl::Duration deadline = waited_from + options_.pool_wait;
+  absl::StatusOr<std::vector<std::string>> addresses = Resolve();
+  // One line per membership seen while short (a failed resolution counts as none ready).
+  std::optional<std::vector<std::string>> seen;
+  auto ready = [&] { return addresses.ok() ? static_cast<int>(addresses->size()) : 0; };
+  while (waits && ready() < wanted_replayers) {
+    const std::vector<std::string> now = addresses.ok() ? *addresses : std::vector<std::string>();
+    const absl::Duration left = deadline - clock->Monotonic();
+    if (now != seen) {
+      seen = now;
+      Log(absl::StrCat(name, ": ", now.size(), " of ", wanted_replayers, " replayers ready",
+                       addresses.ok() ? "" : absl::StrCat(" (", addresses.status().message(), ")"),
+                       left > absl::ZeroDuration()
+                           ? absl::StrCat("; waiting up to ", absl::FormatDuration(left))
+                           : ""));
+    }
+    if (left <= absl::ZeroDuration()) break;
+    if (!SleepUnlessCancelled(std::min(left, options_.pool_poll), cancel)) {
+      return absl::CancelledError(absl::StrCat(name, ": cancelled while waiting for ",
+                                               wanted_replayers, " replayers (", ready(),
+                                               " ready)"));
+    }
+    addresses = Resolve();
+  }
+  if (!addresses.ok()) return addresses.status();
+  if (seen.has_value() && ready() >= wanted_replayers) {
+    Log(absl::StrCat(name, ": ", ready(), " of ", wanted_replayers, " replayers ready after ",
+                     absl::FormatDuration(clock->Monotonic() - waited_from)));
+  }
+  if (*addresses != members_) {
+    Log(absl::StrCat(name, ": ", addresses->size(),
+                     " replayer(s): ", absl::StrJoin(*addresses, ", ")));
+  }
+  UseMembers(*addresses);
+  if (ready() < wanted_replayers) {
+    test.shortfall = absl::StrCat(
+        "ran on ", ready(), " of the ", wanted_replayers,
+        " replayers the test wants: ", source_.ToString(), " had ", ready(), " ready",
+        waits ? absl::StrCat(" after waiting ", absl::FormatDuration(options_.pool_wait))
+              : " (no wait for the pool to grow)");
+    Log(absl::StrCat(name, ": ", test.shortfall));
+  }
+  return test;
+}
+
+absl::StatusOr<std::vector<std::string>> ReplayerSet::Resolve() const {
   absl::StatusOr<std::vector<std::string>> ips = options_.resolver(source_.dns_name);
   if (!ips.ok()) {
     return absl::Status(ips.status().code(),
@@ -182,13 +250,21 @@ absl::Status ReplayerSet::BeginTest() {
         absl::StrCat("replayer pool --replayer=", source_.ToString(), ": ", source_.dns_name,
                      " resolves to no address (no replayer ready?)"));
   }
-  const std::vector<std::string> addresses(unique.begin(), unique.end());
-  if (addresses != members_ && options_.log) {
-    options_.log(absl::StrCat("replayer pool ", source_.ToString(), ": ", addresses.size(),
-                              " replayer(s): ", absl::StrJoin(addresses, ", ")));
+  return std::vector<std::string>(unique.begin(), unique.end());
+}
+
+bool ReplayerSet::SleepUnlessCancelled(absl::Duration d, CancellationToken* cancel) const {
+  while (d > absl::ZeroDuration()) {
+    if (cancel != nullptr && cancel->IsCancelled()) return false;
+    const absl::Duration slice = std::min(d, kCancelCheck);
+    options_.clock->SleepFor(slice);
+    d -= slice;
   }
-  UseMembers(addresses);
-  return absl::OkStatus();
+  return cancel == nullptr || !cancel->IsCancelled();
+}
+
+void ReplayerSet::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
 }
 
 void ReplayerSet::UseMembers(const std::vector<std::string>& addresses) {
@@ -211,7 +287,8 @@ absl::StatusOr<ExecutedStep> ReplayerSet::Execute(const vanguard::v1::RunStepReq
                                                   CancellationToken* cancel,
                                                   const WindowCallback& on_window) {
   if (!pool_.has_value()) {
-    if (absl::Status resolved = BeginTest(); !resolved.ok()) return resolved;
+    absl::StatusOr<TestReplayers> resolved = BeginTest(/*wanted_replayers=*/0, nullptr);
+    if (!resolved.ok()) return resolved.status();
   }
   return pool_->Execute(request, cancel, on_window);
 }

@@ -8,17 +8,22 @@
 //                    ParseReplayerFlag("dns:vanguard-replayer.vanguard.svc:50052"));
 //   ASSIGN_OR_RETURN(std::unique_ptr<ReplayerSet> replayers,
 //                    ReplayerSet::Create(source, GrpcReplayerConnector(creds, source, clock)));
-//   RETURN_IF_ERROR(replayers->BeginTest());  // the test runner does this for every test
+//   // The test runner does this for every test, with TestSpec.replayers and the test's token:
+//   ASSIGN_OR_RETURN(TestReplayers ready, replayers->BeginTest(/*wanted_replayers=*/4, &cancel));
 //   ASSIGN_OR_RETURN(ExecutedStep step, replayers->Execute(request, &cancel, on_window));
 //
 // A DNS pool is resolved again at the start of every test (BeginTest), never during one, so
 // a pool scaled between tests is picked up and every step of a test runs on the same shards.
+// A test that wants k replayers (TestSpec.replayers) waits up to pool_wait for the name to
+// resolve to k addresses, since an autoscaler that has just scaled the pool up for this test
+// has pods not ready yet; when the wait ends short the test runs on those that are, and
+// BeginTest says so (TestReplayers.shortfall).
 // Each address gets one channel (made by the connector), kept while the name keeps resolving
 // to it and dropped when it no longer does. Over TLS the channels check each replayer's
 // certificate against NAME (GrpcReplayerConnector), since the addresses are bare IPs.
 //
-// BeginTest and Execute are called from one thread (the test runner's); Execute's `cancel`
-// may fire from any thread, as for ReplayerPool.
+// BeginTest and Execute are called from one thread (the test runner's); their `cancel` may
+// fire from any thread, as for ReplayerPool.
 #ifndef VANGUARD_WORKER_REPLAYER_SET_H_
 #define VANGUARD_WORKER_REPLAYER_SET_H_
 
@@ -32,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/replayer_pool.h"
@@ -81,28 +87,43 @@ ReplayerConnector GrpcReplayerConnector(std::shared_ptr<grpc::ChannelCredentials
 struct ReplayerSetOptions {
   // Null: ResolveHostAddresses.
   HostResolver resolver;
-  // One line whenever a DNS pool's membership changes; nullable.
+  // One line whenever a DNS pool's membership changes, while waiting for a test's replayers
+  // too ("2 of 4 replayers ready"), and when a test runs on fewer than it wants; nullable.
   std::function<void(const std::string&)> log;
+  // How long BeginTest waits for a DNS pool to resolve to the test's wanted number of
+  // replayers before running the test on fewer; zero: does not wait.
+  absl::Duration pool_wait = absl::Seconds(120);
+  // How often the name is resolved again while waiting.
+  absl::Duration pool_poll = absl::Seconds(3);
+  // Times and sleeps the wait; null: Clock::Real(). Must outlive the set.
+  Clock* clock = nullptr;
   ReplayerPoolOptions pool;
 };
 
 class ReplayerSet : public ReplayerClient {
  public:
   // A fixed list is connected at once; a DNS source is resolved by the first BeginTest (or
-  // Execute). INVALID_ARGUMENT when `source` names neither or both, or `connector` is null.
+  // Execute). INVALID_ARGUMENT when `source` names neither or both, `connector` is null,
+  // pool_wait is negative or pool_poll not positive.
   static absl::StatusOr<std::unique_ptr<ReplayerSet>> Create(ReplayerSource source,
                                                              ReplayerConnector connector,
                                                              ReplayerSetOptions options = {});
 
   // A DNS source: resolves the name again, keeps the clients of addresses still there,
-  // connects new ones and drops the rest; the members are the addresses sorted. A fixed list:
-  // nothing to do. Errors (the set then has no members until a BeginTest succeeds, so no step
-  // runs on a stale pool): the resolver's FAILED_PRECONDITION or UNAVAILABLE, and
-  // FAILED_PRECONDITION when it returned no address; each message names "dns:NAME:PORT".
-  absl::Status BeginTest() override;
+  // connects new ones and drops the rest; the members are the addresses sorted. With
+  // `wanted_replayers` > 0 and a nonzero pool_wait, blocks, resolving again every pool_poll
+  // (sleeping on `clock`), until the name resolves to that many addresses or pool_wait has
+  // passed (a failed resolution counts as none ready and is retried); the last resolution is what
+  // the test runs on, and `shortfall` says so when it has fewer. A fixed list: nothing to resolve;
+  // `shortfall` when it is shorter than `wanted_replayers`. Errors (the set then has no members
+  // until a BeginTest succeeds, so no step runs on a stale pool): the last resolution's
+  // FAILED_PRECONDITION or UNAVAILABLE, FAILED_PRECONDITION when it returned no address
+  // (each message names "dns:NAME:PORT"), and CANCELLED when `cancel` (nullable) fired
+  // during the wait.
+  absl::StatusOr<TestReplayers> BeginTest(int wanted_replayers, CancellationToken* cancel) override;
 
   // Runs the step over the current members (ReplayerPool::Execute, its errors). A DNS set
-  // that has no members resolves first (BeginTest, its errors).
+  // that has no members resolves first (BeginTest without waiting, its errors).
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
                                        CancellationToken* cancel,
                                        const WindowCallback& on_window) override;
@@ -113,6 +134,11 @@ class ReplayerSet : public ReplayerClient {
 
  private:
   ReplayerSet(ReplayerSource source, ReplayerConnector connector, ReplayerSetOptions options);
+  // The name's addresses with the port, sorted and distinct; errors as BeginTest's.
+  absl::StatusOr<std::vector<std::string>> Resolve() const;
+  // Sleeps `d` on the clock in slices, stopping early when `cancel` fires; false then.
+  bool SleepUnlessCancelled(absl::Duration d, CancellationToken* cancel) const;
+  void Log(const std::string& line) const;
   // Makes the pool over `addresses`, connecting those without a client and dropping clients
   // of addresses not among them.
   void UseMembers(const std::vector<std::string>& addresses);

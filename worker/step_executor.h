@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +37,13 @@ struct ExecutedStep {
   absl::Time end_time;
 };
 
+// What ReplayerClient::BeginTest settled on for one test.
+struct TestReplayers {
+  // Set when the test runs on fewer replayers than it wants (a DNS pool that did not reach
+  // the count in time, a shorter fixed list), in words, for the test's result.
+  std::string shortfall;
+};
+
 // The error class a replayer counts every request of a step under when its target policy
 // (--allowed_targets) refused the step's target.
 inline constexpr char kTargetRefusedClass[] = "target_refused";
@@ -49,10 +57,15 @@ class ReplayerClient {
 
   virtual ~ReplayerClient() = default;
 
-  // Called by the test runner at the start of each test, before its first step: a pool
-  // that resolves a DNS name resolves it again here (replayer_set.h). An error fails the
-  // test before any step runs. Default: nothing to do.
-  virtual absl::Status BeginTest() { return absl::OkStatus(); }
+  // Called by the test runner at the start of each test, before its first step, with the
+  // number of replayers the test wants (TestSpec.replayers; 0: no wish) and the test's
+  // token (nullable; cancelled when the test is cancelled or the worker stops): a pool that
+  // resolves a DNS name resolves it again here, waiting for `wanted_replayers` of them
+  // (replayer_set.h). An error fails the test before any step runs; CANCELLED when `cancel`
+  // fired. Default: nothing to do.
+  virtual absl::StatusOr<TestReplayers> BeginTest(int wanted_replayers, CancellationToken* cancel) {
+    return TestReplayers{};
+  }
 
   // Runs the step. `cancel` (nullable) stops it from another thread; `on_window`
   // (nullable) sees each window as it arrives, in index order, on the calling thread.

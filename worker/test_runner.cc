@@ -427,6 +427,8 @@ struct TestRunner::TestRun {
   std::optional<StepOutcome> last;
   // The test's first step: its model warmup goes into the result (not its windows).
   std::optional<MeasuredStep> first_step;
+  // Set when the test runs on fewer replayers than it wants (ReplayerClient::BeginTest).
+  std::string replayer_shortfall;
   int index = 1;
   int steps_taken = 0;
 };
@@ -487,11 +489,21 @@ std::optional<std::string> TestRunner::SetUp(TestRun& run) {
       !probe.ok()) {
     return std::string(probe.status().message());
   }
-  // Last: a DNS pool of replayers is resolved again for each test (replayer_set.h).
-  if (absl::Status replayers = executor_->BeginTest(); !replayers.ok()) {
-    return absl::StrCat(absl::StatusCodeToString(replayers.code()), ": ", replayers.message());
-  }
   return std::nullopt;
+}
+
+std::optional<TestRunOutcome> TestRunner::ReadyReplayers(TestRun& run) {
+  absl::StatusOr<TestReplayers> replayers =
+      executor_->BeginTest(run.test.spec().replayers(), &run.step_cancel);
+  if (replayers.ok()) {
+    run.replayer_shortfall = replayers->shortfall;
+    return std::nullopt;
+  }
+  if (std::optional<TestRunOutcome> o = Interruption(run)) return o;
+  return CompleteWithError(run,
+                           absl::StrCat(absl::StatusCodeToString(replayers.status().code()), ": ",
+                                        replayers.status().message()),
+                           TestRunOutcome::kFailed);
 }
 
 std::optional<TestRunOutcome> TestRunner::Interruption(TestRun& run) {
@@ -510,6 +522,9 @@ TestRunOutcome TestRunner::CompleteWithResult(TestRun& run, const Done& done) {
   *request.mutable_result() =
       BuildTestResult(done, run.steps_taken, clock_->Monotonic() - run.started,
                       run.first_step ? &*run.first_step : nullptr);
+  if (!run.replayer_shortfall.empty()) {
+    request.mutable_result()->add_drift_flags(run.replayer_shortfall);
+  }
   last_result_ = request.result();
   last_done_ = done;
   Log(absl::StrFormat("test %d: max sustainable %g qps (%s): %s", run.test_id,
@@ -824,6 +839,8 @@ TestRunOutcome TestRunner::Run(const vanguard::v1::LeaseTestResponse& lease) {
   Log(absl::StrCat("test ", run.test_id, ": leased (attempt ", run.attempt, "), model ",
                    run.test.model().name(), ":", run.test.model().version(), ", strategy ",
                    run.strategy->name()));
+  // Under the lease keeper: waiting for a DNS pool to grow may outlast the lease.
+  if (std::optional<TestRunOutcome> o = ReadyReplayers(run)) return *o;
   Resume(run);
   while (true) {
     run.keeper->MaybeBeat();

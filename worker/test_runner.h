@@ -34,8 +34,12 @@
 //    step, which goes to every endpoint; a failed POST completes the test the same way
 //    ("step 5: version_transition.restart_urls[1]: ...");
 //  - before its first step the replayers are made ready for the test
-//    (ReplayerClient::BeginTest: a DNS pool is resolved again); when that fails the test is
-//    completed with the error ("FAILED_PRECONDITION: replayer pool ...") and no step runs;
+//    (ReplayerClient::BeginTest with TestSpec.replayers: a DNS pool is resolved again, and
+//    waited for until it has that many replayers), while the lease is kept; when that fails
+//    the test is completed with the error ("FAILED_PRECONDITION: replayer pool ...") and no
+//    step runs; a cancel or Stop() during the wait ends the test as for a step; when the test
+//    runs on fewer replayers than it wants, its result says so (a drift flag "ran on 2 of
+//    the 4 replayers the test wants: ...");
 //  - Stop() (SIGTERM) stops the step in flight, reports it with Step.interrupted (what was
 //    measured until then, never judged), gives the lease back (ReleaseTest) so another
 //    worker can retry the test at once, and returns kReleased; all within
@@ -221,6 +225,10 @@ class TestRunner {
   // Resolves what the test needs before its first step (the controller's target, strategy,
   // judge, assessor, collector, step runner); the error to complete the test with, if any.
   std::optional<std::string> SetUp(TestRun& run);
+  // Makes the replayers ready for the test (ReplayerClient::BeginTest with spec.replayers and
+  // the step token, so a cancel or Stop() ends a wait for the pool); how the test ended when
+  // that failed (completed with the error, or interrupted). Called under the lease keeper.
+  std::optional<TestRunOutcome> ReadyReplayers(TestRun& run);
   // Why the test must stop now, if it must: Stop() (the lease given back), the lease lost,
   // or a cancel requested (completed as cancelled).
   std::optional<TestRunOutcome> Interruption(TestRun& run);

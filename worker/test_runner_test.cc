@@ -19,8 +19,11 @@ namespace {
 
 using ::testing::_;
 using ::testing::AtLeast;
+using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::NiceMock;
+using ::testing::Not;
 using ::testing::Return;
 using ::testing::Truly;
 using testing_util::MakeStepResult;
@@ -519,9 +522,17 @@ class PoolBeginningWith : public ReplayerClient {
  public:
   PoolBeginningWith(ReplayerClient* inner, absl::Status begin)
       : inner_(inner), begin_(std::move(begin)) {}
-  absl::Status BeginTest() override {
+  absl::StatusOr<TestReplayers> BeginTest(int wanted_replayers,
+                                          CancellationToken* cancel) override {
     ++begun;
-    return begin_;
+    wanted.push_back(wanted_replayers);
+    if (while_waiting) while_waiting();
+    if (cancel != nullptr && cancel->IsCancelled()) {
+      cancelled = true;
+      return absl::CancelledError("stopped waiting");
+    }
+    if (!begin_.ok()) return begin_;
+    return TestReplayers{shortfall};
   }
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
                                        CancellationToken* cancel,
@@ -529,6 +540,10 @@ class PoolBeginningWith : public ReplayerClient {
     return inner_->Execute(request, cancel, on_window);
   }
   int begun = 0;
+  std::vector<int> wanted;              // each BeginTest's wanted_replayers
+  std::string shortfall;                // what BeginTest answers
+  std::function<void()> while_waiting;  // nullable: runs inside BeginTest
+  bool cancelled = false;               // BeginTest's token had fired after while_waiting
 
  private:
   ReplayerClient* const inner_;
@@ -557,6 +572,38 @@ TEST_F(TestRunnerTest, AReplayerPoolThatCannotBeResolvedFailsTheTestWithoutRunni
   EXPECT_THAT(completions_[0].error(),
               HasSubstr("FAILED_PRECONDITION: replayer pool --replayer=dns:replayers.test:50052: "
                         "replayers.test resolves to no address"));
+}
+
+TEST_F(TestRunnerTest, TheReplayersAreReadiedForTheSpecsCountAndAShortfallIsInTheResult) {
+  PoolBeginningWith pool(&executor_, absl::OkStatus());
+  TestRunner runner(&client_, &pool, &clock_, options_);
+  vanguard::v1::LeaseTestResponse lease = Lease();
+  lease.mutable_test()->mutable_spec()->set_replayers(3);
+  pool.shortfall = "ran on 2 of the 3 replayers the test wants: dns:replayers.test:50052 had 2";
+  EXPECT_EQ(runner.Run(lease), TestRunOutcome::kSucceeded);
+  pool.shortfall.clear();
+  EXPECT_EQ(runner.Run(Lease()), TestRunOutcome::kSucceeded);  // no count: nothing to wait for
+
+  EXPECT_THAT(pool.wanted, ElementsAre(3, 0));
+  ASSERT_EQ(completions_.size(), 2u);
+  EXPECT_THAT(
+      completions_[0].result().drift_flags(),
+      Contains("ran on 2 of the 3 replayers the test wants: dns:replayers.test:50052 had 2"));
+  EXPECT_THAT(completions_[1].result().drift_flags(), Not(Contains(HasSubstr("replayers"))));
+}
+
+TEST_F(TestRunnerTest, StopWhileWaitingForTheReplayersGivesTheLeaseBackWithoutSteps) {
+  PoolBeginningWith pool(&executor_, absl::OkStatus());
+  TestRunner runner(&client_, &pool, &clock_, options_);
+  pool.while_waiting = [&] { runner.Stop(); };  // SIGTERM while the pool is still growing
+  EXPECT_CALL(replayer_, RunStepRaw(_, _)).Times(0);
+  EXPECT_CALL(orchestrator_, ReportStep(_, _, _)).Times(0);
+  EXPECT_CALL(orchestrator_, CompleteTest(_, _, _)).Times(0);
+  EXPECT_CALL(orchestrator_, ReleaseTest(_, _, _)).WillOnce(Return(grpc::Status::OK));
+
+  EXPECT_EQ(runner.Run(Lease()), TestRunOutcome::kReleased);
+  EXPECT_EQ(pool.begun, 1);
+  EXPECT_TRUE(pool.cancelled);  // the wait was given the token Stop() cancels
 }
 
 // SIGTERM during the third window of the first step (reads 0 and 1 returned windows).
