@@ -1,5 +1,6 @@
 #include "common/clock.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace vanguard {
@@ -16,6 +17,17 @@ absl::Duration RealClock::Monotonic() {
 }
 
 void RealClock::SleepFor(absl::Duration d) { absl::SleepFor(d); }
+
+bool SleepUnless(Clock* clock, absl::Duration d, absl::Duration slice,
+                 const std::function<bool()>& stop) {
+  while (d > absl::ZeroDuration()) {
+    if (stop()) return false;
+    const absl::Duration step = std::min(d, slice);
+    clock->SleepFor(step);
+    d -= step;
+  }
+  return !stop();
+}
 
 absl::Time FakeClock::Now() {
   absl::MutexLock lock(&mu_);

@@ -7,6 +7,8 @@
 #ifndef VANGUARD_COMMON_CLOCK_H_
 #define VANGUARD_COMMON_CLOCK_H_
 
+#include <functional>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -34,6 +36,12 @@ class RealClock : public Clock {
   absl::Duration Monotonic() override;
   void SleepFor(absl::Duration d) override;
 };
+
+// Sleeps `d` on `clock` in slices of at most `slice`, returning early once `stop` is true
+// (checked before each slice): a wait that a flag set by another thread can end. Returns
+// whether it slept all of `d` (false: stopped early). Called on the thread that waits.
+bool SleepUnless(Clock* clock, absl::Duration d, absl::Duration slice,
+                 const std::function<bool()>& stop);
 
 // A clock that moves only when told to. SleepFor advances it, so code that sleeps
 // runs instantly in tests while still seeing time pass.

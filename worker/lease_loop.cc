@@ -36,11 +36,7 @@ int LeaseLoop::tests_run() const {
 }
 
 void LeaseLoop::Wait(absl::Duration d) {
-  while (d > absl::ZeroDuration() && !stopped()) {
-    const absl::Duration slice = std::min(d, kWaitSlice);
-    clock_->SleepFor(slice);
-    d -= slice;
-  }
+  SleepUnless(clock_, d, kWaitSlice, [this] { return stopped(); });
 }
 
 TestRunOutcome LeaseLoop::RunLeased(const vanguard::v1::LeaseTestResponse& lease) {

@@ -208,7 +208,8 @@ absl::StatusOr<TestReplayers> ReplayerSet::BeginTest(int wanted_replayers,
                            : ""));
     }
     if (left <= absl::ZeroDuration()) break;
-    if (!SleepUnlessCancelled(std::min(left, options_.pool_poll), cancel)) {
+    if (!SleepUnless(clock, std::min(left, options_.pool_poll), kCancelCheck,
+                     [cancel] { return cancel != nullptr && cancel->IsCancelled(); })) {
       return absl::CancelledError(absl::StrCat(name, ": cancelled while waiting for ",
                                                wanted_replayers, " replayers (", ready(),
                                                " ready)"));
@@ -251,16 +252,6 @@ absl::StatusOr<std::vector<std::string>> ReplayerSet::Resolve() const {
                      " resolves to no address (no replayer ready?)"));
   }
   return std::vector<std::string>(unique.begin(), unique.end());
-}
-
-bool ReplayerSet::SleepUnlessCancelled(absl::Duration d, CancellationToken* cancel) const {
-  while (d > absl::ZeroDuration()) {
-    if (cancel != nullptr && cancel->IsCancelled()) return false;
-    const absl::Duration slice = std::min(d, kCancelCheck);
-    options_.clock->SleepFor(slice);
-    d -= slice;
-  }
-  return cancel == nullptr || !cancel->IsCancelled();
 }
 
 void ReplayerSet::Log(const std::string& line) const {

@@ -136,8 +136,6 @@ class ReplayerSet : public ReplayerClient {
   ReplayerSet(ReplayerSource source, ReplayerConnector connector, ReplayerSetOptions options);
   // The name's addresses with the port, sorted and distinct; errors as BeginTest's.
   absl::StatusOr<std::vector<std::string>> Resolve() const;
-  // Sleeps `d` on the clock in slices, stopping early when `cancel` fires; false then.
-  bool SleepUnlessCancelled(absl::Duration d, CancellationToken* cancel) const;
   void Log(const std::string& line) const;
   // Makes the pool over `addresses`, connecting those without a client and dropping clients
   // of addresses not among them.

@@ -297,11 +297,8 @@ void TestRunner::Log(const std::string& line) const {
 }
 
 void TestRunner::Backoff(absl::Duration d, CancellationToken* cancel) {
-  while (d > absl::ZeroDuration() && !stopped() && (cancel == nullptr || !cancel->IsCancelled())) {
-    const absl::Duration slice = std::min(d, kBackoffSlice);
-    clock_->SleepFor(slice);
-    d -= slice;
-  }
+  SleepUnless(clock_, d, kBackoffSlice,
+              [&] { return stopped() || (cancel != nullptr && cancel->IsCancelled()); });
 }
 
 absl::Status TestRunner::CallWithRetries(const std::function<absl::Status()>& call) {
