@@ -272,8 +272,8 @@ bool AdaptiveStrategy::Contradicts(const Judged& older, const Judged& newer) {
 bool AdaptiveStrategy::Warmed(const Judged& older, const Judged& newer) const {
   const StepOutcome &a = older.outcome, &b = newer.outcome;
   if (older.expired || older.noise || newer.noise || !a.client_valid || !b.client_valid ||
-      a.rate_qps != b.rate_qps || a.passed || !b.passed || a.p50_ms <= 0 || b.p50_ms <= 0 ||
-      b.p50_ms >= kWarmedP50 * a.p50_ms || b.limit_ratio >= a.limit_ratio ||
+      !SameRate(a.rate_qps, b.rate_qps) || a.passed || !b.passed || a.p50_ms <= 0 ||
+      b.p50_ms <= 0 || b.p50_ms >= kWarmedP50 * a.p50_ms || b.limit_ratio >= a.limit_ratio ||
       2 * b.tail_samples < a.tail_samples) {
     return false;
   }
@@ -607,8 +607,10 @@ std::optional<double> AdaptiveStrategy::StaleFailure() const {
   }
   if (bound == nullptr) return std::nullopt;
   const double rate = bound->outcome.rate_qps;
-  for (double r : remeasured_) {
-    if (SameRate(r, rate)) return std::nullopt;
+  // Each failing rate once: a rate near one measured again (its failure expired since) is
+  // another failure, measured while the model was slower still.
+  if (std::find(remeasured_.begin(), remeasured_.end(), rate) != remeasured_.end()) {
+    return std::nullopt;
   }
   int last_step = 0;
   for (const Judged& j : judged_) {
@@ -832,7 +834,7 @@ std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
   // use: a hold cut short by the step limit reads its ratio on fewer requests, and counts less.
   std::vector<double> log_rate, log_ratio, weight;
   for (const HoldResult& h : hold_results_) {
-    if (!h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio && h.weight > 0) {
+    if (FittedFailedHold(h)) {
       log_rate.push_back(std::log(h.rate));
       log_ratio.push_back(std::log(h.ratio));
       weight.push_back(h.weight);
@@ -848,7 +850,15 @@ std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
     return std::nullopt;
   }
   const double crossing = line->slope > 0 ? std::exp(line->mean_x - line->mean_y / line->slope) : 0;
-  return std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
+  const double clamped =
+      std::clamp(crossing, kMinFittedCrossingShare * lowest, (1 - kFirstHoldRetreat) * lowest);
+  // Never below a hold that held under the lowest failed one: it measured what the line guesses.
+  const HoldResult* held = HighestHeldBelow(lowest);
+  return held != nullptr ? std::max(clamped, held->rate) : clamped;
+}
+
+bool AdaptiveStrategy::FittedFailedHold(const HoldResult& h) {
+  return !h.held && h.ratio > 1 && h.ratio < kMaxFittedHoldRatio && h.weight > 0;
 }
 
 const AdaptiveStrategy::HoldResult* AdaptiveStrategy::LowestFailedHold() const {
@@ -878,7 +888,11 @@ double AdaptiveStrategy::SearchHoldRate(const HoldResult* held, const HoldResult
       for (const HoldResult& h : hold_results_) far += !h.held && h.ratio >= kBlindHoldRatio;
       retreat = std::min(kMaxHoldRetreat, kFirstHoldRetreat * std::exp2(far - 1));
     }
-    return failed.rate * (1 - std::max(retreat, Resolution()));
+    const double next = failed.rate * (1 - std::max(retreat, Resolution()));
+    int fitted = 0;
+    for (const HoldResult& h : hold_results_) fitted += FittedFailedHold(h);
+    if (fitted < kFittedHoldsToRetreat) return next;
+    return std::min(next, FailedHoldsCrossing().value_or(next));
   }
   // Where log(tail ratio) crosses 0 on the line through the two holds (log rate), else their
   // geometric middle; each hold cuts at least a quarter of the bracket's log width.
@@ -1089,7 +1103,18 @@ double AdaptiveStrategy::StepSeconds() const {
 }
 
 double AdaptiveStrategy::HoldCoverParts(double horizon_parts) const {
-  return hold_search_ ? horizon_parts : std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
+  if (hold_search_ || (hold_rate_ && EpisodeNear(*hold_rate_))) return horizon_parts;
+  return std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
+}
+
+bool AdaptiveStrategy::EpisodeNear(double rate) const {
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.is_hold || j.empty || o.tail_units < 2 || o.backlog_rising) continue;
+    if (std::abs(o.rate_qps / rate - 1) > kEpisodeSpan) continue;
+    if (o.tail_ratio > 1 && o.tail_ratio_se >= kEpisodeSeShare * o.tail_ratio) return true;
+  }
+  return false;
 }
 
 double AdaptiveStrategy::HoldChunk(double rate) const {

@@ -47,15 +47,18 @@
 //    in few requests does not end the growth.
 //  - Holding: a converged search holds its estimate (the best pass) in chunks until the
 //    reading is confident (never on a hold with no request over the limit, nor while its
-//    backlog rises) or the sustained horizon is covered, where its tail ratio alone decides;
+//    backlog rises, nor before the horizon near a short step that failed on an episode:
+//    EpisodeNear) or the sustained horizon is covered, where its tail ratio alone decides;
 //    a failed hold makes its rate and everything above it a failure and
 //    the search goes on (at most kMaxHolds holds, unless a hold search follows).
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
 //    queue), so the short steps below it are no evidence either; so did kMaxHolds failed holds,
 //    each at the short steps' best. From then on only holds
-//    decide: the next one retreats below the lowest failed hold, further after each failure,
-//    until one holds, then interpolates log(tail ratio) between the highest held and the
+//    decide: the next one retreats below the lowest failed hold, further after each failure
+//    (and, from kFittedHoldsToRetreat failed holds, at least down to where their tail ratios
+//    on a line in log-log cross the limit: a flat tail's crossing lies far below), until one
+//    holds, then interpolates log(tail ratio) between the highest held and the
 //    lowest failed hold (NextSearchHold), until they lie within kHoldSearchBracket (converged)
 //    or kMaxSearchHolds holds or max_steps ran. A hold search's hold passes only at the
 //    horizon (a failure may still end it early): the bracket it closes is narrower than what
@@ -134,6 +137,12 @@ class AdaptiveStrategy : public Strategy {
   // building) rarer than the hold, so a confident-looking pass over a few seconds is no
   // evidence over minutes.
   static constexpr double kMinHoldHorizonShare = 0.25;
+  // ...unless a short step within this span of the hold's rate (either side) failed on an
+  // episode: over the limit with a standard error of at least kEpisodeSeShare of its ratio
+  // (one or two of its units carry the share) and no backlog rising. Episodes that rare are
+  // what a quarter of the horizon can miss, so the hold then covers all of it.
+  static constexpr double kEpisodeSpan = 0.25;
+  static constexpr double kEpisodeSeShare = 0.5;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHoldChunk = 10;
   static constexpr int kMaxHolds = 2;
@@ -153,6 +162,8 @@ class AdaptiveStrategy : public Strategy {
   // (an episode, not the curve), and the cap goes no lower than this share of the lowest
   // failed hold.
   static constexpr double kMaxFittedHoldRatio = 20;
+  // A hold search with this many failed holds on that line retreats at least to its crossing.
+  static constexpr int kFittedHoldsToRetreat = 3;
   static constexpr double kMinFittedCrossingShare = 0.5;
   // Measured seconds of a step when no step reported its requests.
   static constexpr double kAssumedStepS = 3;
@@ -253,7 +264,8 @@ class AdaptiveStrategy : public Strategy {
   void ExpireBatchingWaits(const Judged& newer);
   // Whether `newer` contradicts `older` (see the header).
   static bool Contradicts(const Judged& older, const Judged& newer);
-  // Whether `newer` passes at `older`'s failing rate on a model that got faster (kWarmedP50):
+  // Whether `newer` passes at `older`'s failing rate (kSameRate: a hold just below it counts)
+  // on a model that got faster (kWarmedP50):
   // its median is below kWarmedP50 of the failure's and of a reading at a lower rate up to it.
   bool Warmed(const Judged& older, const Judged& newer) const;
   // Re-judges every reading in force from the pooled tail fit (steps without tail samples
@@ -324,9 +336,11 @@ class AdaptiveStrategy : public Strategy {
   // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
   // 1 - kFirstHoldRetreat] x the lowest failed hold (a ratio not rising with the rate over
-  // three holds or more: the floor); nullopt with fewer than two such holds or two whose ratio
-  // does not rise.
+  // three holds or more: the floor) and never below a hold that held under the lowest failed
+  // one; nullopt with fewer than two such holds or two whose ratio does not rise.
   std::optional<double> FailedHoldsCrossing() const;
+  // Whether FailedHoldsCrossing fits `h`: failed, at a ratio in (1, kMaxFittedHoldRatio).
+  static bool FittedFailedHold(const HoldResult& h);
   // The hold search's next hold, or its finish (see the header).
   Decision NextSearchHold();
   // The lowest failed hold and the highest held rate below it (nullptr: none).
@@ -364,8 +378,11 @@ class AdaptiveStrategy : public Strategy {
   // rate), else StepSeconds(). The hold's horizon is counted in these.
   double PartSecondsAt(double rate) const;
   // The parts a hold must cover before a confident reading passes it, of a horizon of
-  // `horizon_parts`: all of it in a hold search, else kMinHoldHorizonShare (at least kMinHold).
+  // `horizon_parts`: all of it in a hold search or after an episode near the hold's rate
+  // (EpisodeNear), else kMinHoldHorizonShare (at least kMinHold).
   double HoldCoverParts(double horizon_parts) const;
+  // Whether a short step within kEpisodeSpan of `rate`, expired or not, failed on an episode.
+  bool EpisodeNear(double rate) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
   // Readings in force at the same rate as `rate` (kSameRate).
