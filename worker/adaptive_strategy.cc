@@ -131,7 +131,7 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   }
   if (passed && q_ >= max_qps_ && !lowest_failure_) {
     // "At least max_qps" is a claim too: held like an estimate before it is made.
-    if (holds_ < kMaxHolds && steps_ < max_steps_) {
+    if (holds_ - checked_holds_ < kMaxHolds && steps_ < max_steps_) {
       return StartHold(max_qps_);
     }
     return FinishAtLeast();
@@ -700,7 +700,7 @@ Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
   if (hold_held_.value_or(false) && hold_rate_ && SameRate(*hold_rate_, estimate)) {
     return Finish(true, why);
   }
-  if (holds_ < kMaxHolds && steps_ < max_steps_) return StartHold(estimate);
+  if (holds_ - checked_holds_ < kMaxHolds && steps_ < max_steps_) return StartHold(estimate);
   if (hold_held_.value_or(false)) return Finish(true, why);
   return Finish(false, holds_ > 0 ? "the estimate's hold did not hold"
                                   : "no steps left to hold the estimate");
@@ -776,6 +776,27 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     hold_results_.push_back(ResultOf(h, true));
     if (hold_search_) return NextSearchHold();
     if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
+    if (episode_check_ && *hold_rate_ == *episode_check_) {
+      // The failure's rate held over a hold: its short failures were episodes the hold
+      // averages over. They expire and the search goes on above.
+      const double rate = *hold_rate_;
+      ExpireOlder(
+          judged_.back(),
+          [this, rate](const Judged& o) {
+            return !o.is_hold && !o.outcome.passed && SameRate(o.outcome.rate_qps, rate);
+          },
+          absl::StrFormat("a hold at %.4g req/s held (step %d)", rate, steps_));
+      episode_check_.reset();
+      ++checked_holds_;  // not one of kMaxHolds: the estimate above is held again
+      PoolVerdicts();
+      return std::nullopt;
+    }
+    if (std::optional<double> failure = EpisodicFailureAbove(h);
+        failure && holds_ < kMaxHolds && steps_ < max_steps_) {
+      episode_checked_ = true;
+      episode_check_ = failure;
+      return StartHold(*failure);  // the failure above is held too (see the header)
+    }
     if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
       return Remeasure(*stale);  // the hold read faster than the failure above it was
     }
@@ -1107,14 +1128,32 @@ double AdaptiveStrategy::HoldCoverParts(double horizon_parts) const {
   return std::max(kMinHold, kMinHoldHorizonShare * horizon_parts);
 }
 
+bool AdaptiveStrategy::IsEpisode(const Judged& j) {
+  const StepOutcome& o = j.outcome;
+  return !j.is_hold && !j.empty && o.tail_units >= 2 && o.tail_ratio > 1 &&
+         o.tail_ratio_se >= kEpisodeSeShare * o.tail_ratio;
+}
+
 bool AdaptiveStrategy::EpisodeNear(double rate) const {
   for (const Judged& j : judged_) {
-    const StepOutcome& o = j.outcome;
-    if (j.is_hold || j.empty || o.tail_units < 2 || o.backlog_rising) continue;
-    if (std::abs(o.rate_qps / rate - 1) > kEpisodeSpan) continue;
-    if (o.tail_ratio > 1 && o.tail_ratio_se >= kEpisodeSeShare * o.tail_ratio) return true;
+    if (IsEpisode(j) && std::abs(j.outcome.rate_qps / rate - 1) <= kEpisodeSpan) return true;
   }
   return false;
+}
+
+std::optional<double> AdaptiveStrategy::EpisodicFailureAbove(const HoldReading& h) const {
+  if (!lowest_failure_ || !hold_rate_ || episode_checked_) return std::nullopt;
+  const double failure = *lowest_failure_;
+  if (failure <= *hold_rate_ || failure > *hold_rate_ * (1 + kEpisodeSpan)) return std::nullopt;
+  if (!h.se_known || h.ratio + 2 * h.se >= 1) return std::nullopt;  // not clearly under
+  int episodes = 0;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    if (j.expired || j.is_hold || j.noise || o.passed || !SameRate(o.rate_qps, failure)) continue;
+    if (!o.passed_apart_from_tail || !IsEpisode(j)) return std::nullopt;
+    ++episodes;
+  }
+  return episodes > 0 ? std::optional<double>(failure) : std::nullopt;
 }
 
 double AdaptiveStrategy::HoldChunk(double rate) const {

@@ -50,7 +50,9 @@
 //    backlog rises, nor before the horizon near a short step that failed on an episode:
 //    EpisodeNear) or the sustained horizon is covered, where its tail ratio alone decides;
 //    a failed hold makes its rate and everything above it a failure and
-//    the search goes on (at most kMaxHolds holds, unless a hold search follows).
+//    the search goes on (at most kMaxHolds holds, unless a hold search follows). A hold
+//    clearly under the limit just below a failure made by episodes alone is followed by a
+//    hold at the failure's rate (once per test); if it holds, the search goes on above it.
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
 //    queue), so the short steps below it are no evidence either; so did kMaxHolds failed holds,
@@ -139,8 +141,11 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kMinHoldHorizonShare = 0.25;
   // ...unless a short step within this span of the hold's rate (either side) failed on an
   // episode: over the limit with a standard error of at least kEpisodeSeShare of its ratio
-  // (one or two of its units carry the share) and no backlog rising. Episodes that rare are
-  // what a quarter of the horizon can miss, so the hold then covers all of it.
+  // (one or two of its units carry the share). Episodes that rare are what a quarter of the
+  // horizon can miss, so the hold then covers all of it. Conversely a short failure on an
+  // episode is no better evidence than a short pass: a hold clearly under the limit below
+  // such a failure (within kEpisodeSpan) holds the failure's rate too (EpisodicFailureAbove).
+  // If that holds, the episodes' failures expire and the search goes on above.
   static constexpr double kEpisodeSpan = 0.25;
   static constexpr double kEpisodeSeShare = 0.5;
   static constexpr double kHoldTailEvents = 20;
@@ -381,8 +386,15 @@ class AdaptiveStrategy : public Strategy {
   // `horizon_parts`: all of it in a hold search or after an episode near the hold's rate
   // (EpisodeNear), else kMinHoldHorizonShare (at least kMinHold).
   double HoldCoverParts(double horizon_parts) const;
+  // Whether `j` is a short step that failed on an episode: over the limit with a standard
+  // error of at least kEpisodeSeShare of its ratio.
+  static bool IsEpisode(const Judged& j);
   // Whether a short step within kEpisodeSpan of `rate`, expired or not, failed on an episode.
   bool EpisodeNear(double rate) const;
+  // After a hold `h` passed clearly under the limit (by two standard errors): the lowest
+  // failure when it lies within kEpisodeSpan above the hold and every short failure at its
+  // rate failed on an episode alone (once per test); else nullopt.
+  std::optional<double> EpisodicFailureAbove(const HoldReading& h) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
   // Readings in force at the same rate as `rate` (kSameRate).
@@ -429,6 +441,9 @@ class AdaptiveStrategy : public Strategy {
   std::vector<HoldResult> hold_results_;    // every decided hold, in order
   bool hold_search_ = false;                // only holds decide (see the header)
   std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing at a step-limit finish
+  bool episode_checked_ = false;            // a hold has checked an episodic failure
+  std::optional<double> episode_check_;     // the rate of that hold while it runs
+  int checked_holds_ = 0;                   // such holds that held (not among kMaxHolds)
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;
