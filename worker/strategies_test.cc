@@ -213,12 +213,13 @@ StepOutcome WithLimitRatio(double rate, double capacity, double limit_ratio) {
 }
 
 // An adaptive search over [min_qps, max_qps], default parameters otherwise.
-std::unique_ptr<Strategy> Adaptive(double min_qps = 50, double max_qps = 2000, int max_steps = 0) {
+std::unique_ptr<Strategy> Adaptive(double min_qps = 50, double max_qps = 2000, int max_steps = 0,
+                                   double horizon_s = AdaptiveStrategy::kDefaultHorizonS) {
   vanguard::v1::AdaptiveStrategy c;
   c.set_min_qps(min_qps);
   c.set_max_qps(max_qps);
   c.set_max_steps(max_steps);
-  auto s = AdaptiveStrategy::Create(c);
+  auto s = AdaptiveStrategy::Create(c, horizon_s);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
 }
@@ -465,12 +466,9 @@ TEST(AdaptiveStrategyTest, AHoldStopsEarlyOnceConfidentElseRunsToTheHorizon) {
   // covers a quarter of the horizon; one whose interval straddles the limit runs on, each chunk
   // twice the last, until the horizon (here 60 s of 3 s parts: 20 parts) and is judged on its mean.
   for (bool clear : {true, false}) {
-    vanguard::v1::AdaptiveStrategy c;
-    c.set_min_qps(50);
-    c.set_max_qps(2000);
-    auto s = AdaptiveStrategy::Create(c, /*horizon_s=*/60);
-    ASSERT_TRUE(s.ok());
-    StrategyRun run = DriveSteps(**s, [&](const RunStep& step) {
+    auto s = Adaptive(50, 2000, 0, /*horizon_s=*/60);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
       const double r = step.rate_qps;
       StepOutcome o = WithTail(r, 2000, r <= 800 ? (step.hold > 1 && !clear ? 0.8 : 0.1) : 3,
                                static_cast<int64_t>(3 * r * step.hold));
@@ -501,12 +499,9 @@ TEST(AdaptiveStrategyTest, AnEpisodeJustAboveTheHoldKeepsAConfidentHoldToTheHori
   // of the horizon, however clear its own chunks read: episodes that rare are what a short
   // hold misses. When the failures read a queue (small standard error) it passes at a quarter.
   for (bool episode : {false, true}) {
-    vanguard::v1::AdaptiveStrategy c;
-    c.set_min_qps(50);
-    c.set_max_qps(2000);
-    auto s = AdaptiveStrategy::Create(c, /*horizon_s=*/60);
-    ASSERT_TRUE(s.ok());
-    StrategyRun run = DriveSteps(**s, [&](const RunStep& step) {
+    auto s = Adaptive(50, 2000, 0, /*horizon_s=*/60);
+    ASSERT_TRUE(s);
+    StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
       const double r = step.rate_qps;
       StepOutcome o =
           WithTail(r, 2000, r <= 800 ? 0.1 : 3, static_cast<int64_t>(3 * r * step.hold));
@@ -578,12 +573,9 @@ TEST(AdaptiveStrategyTest, ABacklogRisingInAHoldsChunksKeepsItToTheHorizonWhereI
   // a trend over a chunk) while its tail stays far below the limit. The hold cannot pass early,
   // so it runs the horizon (60 s of 3 s parts: 20 parts); there, the claim's own reading (the
   // share over the limit across the horizon) holds it, and the estimate is its rate.
-  vanguard::v1::AdaptiveStrategy c;
-  c.set_min_qps(50);
-  c.set_max_qps(2000);
-  auto s = AdaptiveStrategy::Create(c, /*horizon_s=*/60);
-  ASSERT_TRUE(s.ok());
-  StrategyRun run = DriveSteps(**s, [&](const RunStep& step) {
+  auto s = Adaptive(50, 2000, 0, /*horizon_s=*/60);
+  ASSERT_TRUE(s);
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
     const double r = step.rate_qps;
     StepOutcome o = WithTail(r, 2000, r <= 800 ? 0.1 : 3, static_cast<int64_t>(3 * r * step.hold));
     o.tail_units = static_cast<int>(6 * step.hold);
