@@ -774,33 +774,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     hold_held_ = true;
     absl::StrAppend(&verification_, ": held");
     hold_results_.push_back(ResultOf(h, true));
-    if (hold_search_) return NextSearchHold();
-    if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
-    if (episode_check_ && *hold_rate_ == *episode_check_) {
-      // The failure's rate held over a hold: its short failures were episodes the hold
-      // averages over. They expire and the search goes on above.
-      const double rate = *hold_rate_;
-      ExpireOlder(
-          judged_.back(),
-          [this, rate](const Judged& o) {
-            return !o.is_hold && !o.outcome.passed && SameRate(o.outcome.rate_qps, rate);
-          },
-          absl::StrFormat("a hold at %.4g req/s held (step %d)", rate, steps_));
-      episode_check_.reset();
-      ++checked_holds_;  // not one of kMaxHolds: the estimate above is held again
-      PoolVerdicts();
-      return std::nullopt;
-    }
-    if (std::optional<double> failure = EpisodicFailureAbove(h);
-        failure && holds_ < kMaxHolds && steps_ < max_steps_) {
-      episode_checked_ = true;
-      episode_check_ = failure;
-      return StartHold(*failure);  // the failure above is held too (see the header)
-    }
-    if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
-      return Remeasure(*stale);  // the hold read faster than the failure above it was
-    }
-    return Finish(true, why);
+    return AfterHeldHold(h, why);
   }
   if (sure_fail || at_horizon) {
     hold_held_ = false;
@@ -820,6 +794,37 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   const double next = confident_pass ? min_cover - hold_parts_ : 2 * last.hold;
   hold_ = std::max(1.0, std::min(next, horizon_parts - hold_parts_));
   return RunStep{q_, hold_, /*verification=*/true};
+}
+
+std::optional<Decision> AdaptiveStrategy::AfterHeldHold(const HoldReading& h,
+                                                        const std::string& why) {
+  if (hold_search_) return NextSearchHold();
+  if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
+  if (episode_check_ && *hold_rate_ == *episode_check_) {
+    // The failure's rate held over a hold: its short failures were episodes the hold
+    // averages over. They expire and the search goes on above.
+    const double rate = *hold_rate_;
+    ExpireOlder(
+        judged_.back(),
+        [this, rate](const Judged& o) {
+          return !o.is_hold && !o.outcome.passed && SameRate(o.outcome.rate_qps, rate);
+        },
+        absl::StrFormat("a hold at %.4g req/s held (step %d)", rate, steps_));
+    episode_check_.reset();
+    ++checked_holds_;  // not one of kMaxHolds: the estimate above is held again
+    PoolVerdicts();
+    return std::nullopt;
+  }
+  if (std::optional<double> failure = EpisodicFailureAbove(h);
+      failure && holds_ < kMaxHolds && steps_ < max_steps_) {
+    episode_checked_ = true;
+    episode_check_ = failure;
+    return StartHold(*failure);  // the failure above is held too (see the header)
+  }
+  if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
+    return Remeasure(*stale);  // the hold read faster than the failure above it was
+  }
+  return Finish(true, why);
 }
 
 Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {

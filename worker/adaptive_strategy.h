@@ -334,6 +334,10 @@ class AdaptiveStrategy : public Strategy {
   // After a hold's chunk: another chunk, the finish, the next hold of a hold search, or back
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
+  // The hold `h` just held: the hold search's next hold, "at least max_qps", a hold at an
+  // episodic failure above (EpisodicFailureAbove) or nullopt once that one held (the search
+  // goes on above), a re-measure of a stale failure, or the finish.
+  std::optional<Decision> AfterHeldHold(const HoldReading& h, const std::string& why);
   // The step limit came during an undecided hold: unconverged; a hold reading over the limit
   // so far counts as failed for the estimate, a hold search's hold under it by a standard error
   // as held (see Finishing in the header).
