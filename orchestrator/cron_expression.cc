@@ -198,7 +198,34 @@ absl::StatusOr<CronExpression> CronExpression::Parse(absl::string_view text) {
     return absl::InvalidArgumentError(
         "cron: no date matches (the days of month given do not occur in the months given)");
   }
+  if (const int gap = cron.LongestDayGap(); gap > kMaxDayGap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cron: the days of month and of week given must both match (one field starts with "
+        "'*'), and they meet only up to ",
+        gap / 365, " years apart; at most ", kMaxDayGap / 366,
+        " years may pass between two matching days (list the days of week, or use '*')"));
+  }
   return cron;
+}
+
+int CronExpression::LongestDayGap() const {
+  // Both fields restricted: either matches, so some day of every week does. Every weekday: the
+  // days of month in the months given alone decide (AnyDayInAnyMonth; a 29 February is 8 years
+  // away at most).
+  if ((day_of_month_restricted_ && day_of_week_restricted_) || days_of_week_.all()) return 0;
+  // A day of month on some weekdays only: the weekdays of the calendar repeat every 400 years
+  // (146097 days, a whole number of weeks), so one cycle, wrapped around, has every gap.
+  constexpr int kCycleDays = 146097;
+  const absl::CivilDay start(2000, 1, 1);
+  int first = -1, last = -1, longest = 0;
+  for (int i = 0; i < kCycleDays; ++i) {
+    if (!DayMatches(start + i)) continue;
+    if (first < 0) first = i;
+    if (last >= 0) longest = std::max(longest, i - last);
+    last = i;
+  }
+  if (first < 0) return kCycleDays;
+  return std::max(longest, first + kCycleDays - last);
 }
 
 bool CronExpression::AnyDayInAnyMonth() const {

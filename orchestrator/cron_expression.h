@@ -20,7 +20,9 @@
 //
 // Parse reads a user's text (SetSchedule, or a row written with SQL): any malformed input is
 // INVALID_ARGUMENT naming the field and the rule, never a crash; so is an expression no date
-// matches (`0 0 31 2 *`). A parsed expression is immutable; any thread may use it.
+// matches (`0 0 31 2 *`) or whose days meet more than 8 years apart (`0 0 3 5 */8`: a day of
+// month and a weekday that must both match, the 3rd of May on a Sunday). A parsed expression is
+// immutable; any thread may use it.
 #ifndef VANGUARD_ORCHESTRATOR_CRON_EXPRESSION_H_
 #define VANGUARD_ORCHESTRATOR_CRON_EXPRESSION_H_
 
@@ -57,6 +59,10 @@ class CronExpression {
   // The first local minute at or after `start` that the fields match; nullopt past 9 years.
   std::optional<absl::CivilMinute> NextMatchingMinute(absl::CivilMinute start) const;
   bool AnyDayInAnyMonth() const;
+  // The most days between two matching days (of the fields' days, months and weekdays); Parse
+  // refuses more than kMaxDayGap.
+  int LongestDayGap() const;
+  static constexpr int kMaxDayGap = 366 * 8;
 
   std::string text_;
   absl::TimeZone zone_ = absl::UTCTimeZone();

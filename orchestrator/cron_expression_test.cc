@@ -61,6 +61,13 @@ TEST(CronExpressionTest, DayOfMonthOrDayOfWeekWhenBothAreRestricted) {
   EXPECT_EQ(Next("0 12 */31 * FRI", Utc(2026, 12, 3, 0, 0)), Utc(2027, 1, 1, 12, 0));
 }
 
+TEST(CronExpressionTest, ADayOfMonthOnSomeWeekdaysOnlyWaitsForThem) {
+  // The day of week starts with '*', so both fields must match (as in Vixie cron): the 1st of
+  // a month on a Sunday, Tuesday, Thursday or Saturday. Such days come every few months.
+  EXPECT_EQ(Next("0 0 1 * */2", Utc(2026, 12, 3, 0, 0)), Utc(2027, 4, 1, 0, 0));
+  EXPECT_TRUE(CronExpression::Parse("0 0 13 * */5").ok());  // Friday the 13th, and Sundays'
+}
+
 TEST(CronExpressionTest, TheTwentyNinthOfFebruaryWaitsForALeapYear) {
   EXPECT_EQ(Next("0 0 29 2 *", Utc(2026, 3, 1, 0, 0)), Utc(2028, 2, 29, 0, 0));
   // 2100 is not a leap year: from 2096-03-01 the next is 2104-02-29, 8 years on.
@@ -134,6 +141,8 @@ TEST(CronExpressionTest, BadExpressionsNameTheFieldAndTheRule) {
       {"@reboot", "the macros are"},
       {"0 0 31 2 *", "no date matches"},
       {"0 0 30,31 2 *", "no date matches"},
+      {"0 0 3 5 */8", "meet only up to 11 years apart"},
+      {"0 0 29 2 */7", "years apart"},
       {std::string("0 0 * * \x01"), "printable ASCII"},
       {std::string(300, '*'), "at most 256 bytes"},
   };
