@@ -778,6 +778,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   }
   if (sure_fail || at_horizon) {
     hold_held_ = false;
+    episode_check_.reset();  // a failed check leaves its failure standing
     absl::StrAppend(&verification_, ": did not hold");
     hold_results_.push_back(ResultOf(h, false));
     PoolVerdicts();
