@@ -698,6 +698,8 @@ Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
   }
   const double estimate = std::max(min_qps_, Estimate());
   if (hold_held_.value_or(false) && hold_rate_ && SameRate(*hold_rate_, estimate)) {
+    // Held already: an episodic failure just above may still be checked.
+    if (std::optional<RunStep> check = CheckEpisodicFailure(PooledHold())) return *check;
     return Finish(true, why);
   }
   if (holds_ - checked_holds_ < kMaxHolds && steps_ < max_steps_) return StartHold(estimate);
@@ -816,16 +818,21 @@ std::optional<Decision> AdaptiveStrategy::AfterHeldHold(const HoldReading& h,
     PoolVerdicts();
     return std::nullopt;
   }
-  if (std::optional<double> failure = EpisodicFailureAbove(h);
-      failure && holds_ < kMaxHolds && steps_ < max_steps_) {
-    episode_checked_ = true;
-    episode_check_ = failure;
-    return StartHold(*failure);  // the failure above is held too (see the header)
-  }
+  if (std::optional<RunStep> check = CheckEpisodicFailure(h)) return *check;
   if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
     return Remeasure(*stale);  // the hold read faster than the failure above it was
   }
   return Finish(true, why);
+}
+
+std::optional<RunStep> AdaptiveStrategy::CheckEpisodicFailure(const HoldReading& h) {
+  std::optional<double> failure = EpisodicFailureAbove(h);
+  if (!failure || holds_ - checked_holds_ >= kMaxHolds || steps_ >= max_steps_) {
+    return std::nullopt;
+  }
+  ++episode_checks_;
+  episode_check_ = failure;
+  return StartHold(*failure);  // the failure above is held too (see the header)
 }
 
 Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
@@ -1148,7 +1155,9 @@ bool AdaptiveStrategy::EpisodeNear(double rate) const {
 }
 
 std::optional<double> AdaptiveStrategy::EpisodicFailureAbove(const HoldReading& h) const {
-  if (!lowest_failure_ || !hold_rate_ || episode_checked_) return std::nullopt;
+  if (!lowest_failure_ || !hold_rate_ || episode_checks_ >= kMaxEpisodeChecks) {
+    return std::nullopt;
+  }
   const double failure = *lowest_failure_;
   if (failure <= *hold_rate_ || failure > *hold_rate_ * (1 + kEpisodeSpan)) return std::nullopt;
   if (!h.se_known || h.ratio + 2 * h.se >= 1) return std::nullopt;  // not clearly under

@@ -52,7 +52,9 @@
 //    a failed hold makes its rate and everything above it a failure and
 //    the search goes on (at most kMaxHolds holds, unless a hold search follows). A hold
 //    clearly under the limit just below a failure made by episodes alone is followed by a
-//    hold at the failure's rate (once per test); if it holds, the search goes on above it.
+//    hold at the failure's rate (a check; at most kMaxEpisodeChecks per test, each not counted
+//    among kMaxHolds); if it holds, the failure expires and the search goes on above it, and
+//    an episodic failure it then meets just above the check is checked the same way.
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
 //    queue), so the short steps below it are no evidence either; so did kMaxHolds failed holds,
@@ -145,8 +147,10 @@ class AdaptiveStrategy : public Strategy {
   // horizon can miss, so the hold then covers all of it. Conversely a short failure on an
   // episode is no better evidence than a short pass: a hold clearly under the limit below
   // such a failure (within kEpisodeSpan) holds the failure's rate too (EpisodicFailureAbove).
-  // If that holds, the episodes' failures expire and the search goes on above.
+  // If that holds, the episodes' failures expire and the search goes on above. Each such
+  // check costs a horizon: at most kMaxEpisodeChecks per test.
   static constexpr double kEpisodeSpan = 0.25;
+  static constexpr int kMaxEpisodeChecks = 3;
   static constexpr double kEpisodeSeShare = 0.5;
   static constexpr double kHoldTailEvents = 20;
   static constexpr double kMaxHoldChunk = 10;
@@ -395,9 +399,13 @@ class AdaptiveStrategy : public Strategy {
   static bool IsEpisode(const Judged& j);
   // Whether a short step within kEpisodeSpan of `rate`, expired or not, failed on an episode.
   bool EpisodeNear(double rate) const;
+  // After the hold `h` held: a hold at EpisodicFailureAbove(h) (a check) while holds and
+  // steps remain, else nullopt.
+  std::optional<RunStep> CheckEpisodicFailure(const HoldReading& h);
   // After a hold `h` passed clearly under the limit (by two standard errors): the lowest
   // failure when it lies within kEpisodeSpan above the hold and every short failure at its
-  // rate failed on an episode alone (once per test); else nullopt.
+  // rate failed on an episode alone (fewer than kMaxEpisodeChecks checks so far); else
+  // nullopt.
   std::optional<double> EpisodicFailureAbove(const HoldReading& h) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
@@ -445,7 +453,7 @@ class AdaptiveStrategy : public Strategy {
   std::vector<HoldResult> hold_results_;    // every decided hold, in order
   bool hold_search_ = false;                // only holds decide (see the header)
   std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing at a step-limit finish
-  bool episode_checked_ = false;            // a hold has checked an episodic failure
+  int episode_checks_ = 0;                  // holds started to check an episodic failure
   std::optional<double> episode_check_;     // the rate of that hold while it runs
   int checked_holds_ = 0;                   // such holds that held (not among kMaxHolds)
   std::string verification_;

@@ -568,6 +568,41 @@ TEST(AdaptiveStrategyTest, AFailureMadeByEpisodesJustAboveAClearHoldIsHeldToo) {
   }
 }
 
+TEST(AdaptiveStrategyTest, AnEpisodicFailureJustAboveAHeldCheckIsCheckedToo) {
+  // Capacity 1000 req/s. Above 400 every other short step fails on an episode (one unit
+  // carries three times the allowed share) while the others and the holds read 0.3 of it;
+  // above 1000 everything fails on a queue. The check of the first episodic failure holds,
+  // the short steps above it meet another, and that one is checked too (at most
+  // kMaxEpisodeChecks checks per test): the estimate ends above the first check's rate.
+  auto s = Adaptive(50, 2000);
+  ASSERT_TRUE(s);
+  int band_steps = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    const double r = step.rate_qps;
+    const bool episodes = r > 400 && r <= 1000 && !step.verification && band_steps++ % 2 == 0;
+    const double ratio = r > 1000 || episodes ? 3 : r > 400 ? 0.3 : 0.1;
+    StepOutcome o = WithTail(r, 4000, ratio, static_cast<int64_t>(3 * r * step.hold));
+    o.tail_units = static_cast<int>(6 * step.hold);
+    o.tail_ratio_se = episodes ? ratio : 0.05;
+    return o;
+  });
+  std::set<std::string> checks;  // "a hold at X req/s held (step N)", one per check
+  for (const std::string& flag : run.done.drift_flags) {
+    const size_t at = flag.find("a hold at ");
+    if (at != std::string::npos) checks.insert(flag.substr(at));
+  }
+  ASSERT_GE(checks.size(), 2u) << ::testing::PrintToString(run.done.drift_flags);
+  EXPECT_LE(checks.size(), static_cast<size_t>(AdaptiveStrategy::kMaxEpisodeChecks));
+  double first_check = 0;
+  for (const std::string& check : checks) {
+    const double rate = std::stod(check.substr(std::string("a hold at ").size()));
+    first_check = first_check == 0 ? rate : std::min(first_check, rate);
+  }
+  EXPECT_GT(run.done.max_sustainable_qps, first_check * (1 + AdaptiveStrategy::kSameRate))
+      << run.done.summary << ::testing::PrintToString(run.rates);
+  EXPECT_LE(run.done.max_sustainable_qps, 1000) << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, ABacklogRisingInAHoldsChunksKeepsItToTheHorizonWhereItsTailDecides) {
   // Every chunk of the hold reads its backlog rising (near saturation the queue's walk reads as
   // a trend over a chunk) while its tail stays far below the limit. The hold cannot pass early,
