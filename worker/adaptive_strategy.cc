@@ -1188,7 +1188,28 @@ double AdaptiveStrategy::PartSecondsAt(double rate) const {
   const double seconds = MedianPartSeconds([&](const Judged& j) {
     return !j.is_hold && j.hold == 1 && SameRate(j.outcome.rate_qps, rate);
   });
-  return seconds > 0 ? seconds : StepSeconds();
+  return seconds > 0 ? seconds : NearestPartSecondsAt(rate);
+}
+
+double AdaptiveStrategy::NearestPartSecondsAt(double rate) const {
+  // A part lasts max(the step's duration, the time its minimum of requests takes), within a
+  // cap: at a rate above the nearest short step's it lasts as long or as its requests take
+  // at this rate, whichever is shorter; below, at least as long as there. The shorter of the
+  // two never overstates a part, so a hold never covers less of the horizon than it counts.
+  const Judged* nearest = nullptr;
+  double distance = 0;
+  for (const Judged& j : judged_) {
+    const StepOutcome& o = j.outcome;
+    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    if (j.is_hold || j.hold != 1 || o.tail_samples <= 0 || offered <= 0) continue;
+    const double d = std::abs(std::log(offered / rate));
+    if (nearest == nullptr || d < distance) nearest = &j, distance = d;
+  }
+  if (nearest == nullptr || rate <= 0) return StepSeconds();
+  const StepOutcome& o = nearest->outcome;
+  const double requests = static_cast<double>(o.tail_samples);
+  const double seconds = requests / (o.offered_qps > 0 ? o.offered_qps : o.rate_qps);
+  return std::min(seconds, requests / rate);
 }
 
 bool AdaptiveStrategy::SameRate(double a, double b) const {

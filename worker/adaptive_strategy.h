@@ -388,8 +388,11 @@ class AdaptiveStrategy : public Strategy {
   double StepSeconds() const;
   // Measured seconds of a usual part at `rate` (the median of the short steps there: a slow
   // model's steps are stretched to a minimum of requests, so a part lasts longer at a lower
-  // rate), else StepSeconds(). The hold's horizon is counted in these.
+  // rate), else NearestPartSecondsAt. The hold's horizon is counted in these.
   double PartSecondsAt(double rate) const;
+  // A lower bound of a part's seconds at `rate` from the short step at the nearest rate (its
+  // seconds, or its requests at `rate`, whichever is less), else StepSeconds().
+  double NearestPartSecondsAt(double rate) const;
   // The parts a hold must cover before a confident reading passes it, of a horizon of
   // `horizon_parts`: all of it in a hold search or after an episode near the hold's rate
   // (EpisodeNear), else kMinHoldHorizonShare (at least kMinHold).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -601,6 +602,47 @@ TEST(AdaptiveStrategyTest, AnEpisodicFailureJustAboveAHeldCheckIsCheckedToo) {
   EXPECT_GT(run.done.max_sustainable_qps, first_check * (1 + AdaptiveStrategy::kSameRate))
       << run.done.summary << ::testing::PrintToString(run.rates);
   EXPECT_LE(run.done.max_sustainable_qps, 1000) << run.done.summary;
+}
+
+TEST(AdaptiveStrategyTest, AHoldAtARateNoShortStepRanCoversTheHorizonInItsOwnParts) {
+  // A slow model: a part holds at least 200 requests, 3 s to 60 s, so parts at the low rates
+  // the search starts from (a cold first step, its re-measure, the growth) last 60 s and
+  // parts near the capacity (5.4 req/s) about 37 s. Short steps pass up to max_qps; holds
+  // fail far over above the capacity, so the hold at max_qps fails and the hold search holds
+  // rates where no short step ran. The held estimate's hold must have measured the horizon
+  // (300 s) in its own parts' seconds, and its verification never claims more seconds than
+  // its parts lasted.
+  const auto part_s = [](double r) { return std::clamp(200 / r, 3.0, 60.0); };
+  auto s = Adaptive(0.25, 6.5);
+  ASSERT_TRUE(s);
+  bool cold = true;  // the first step fails: the model was still warming
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    const double r = step.rate_qps;
+    const double ratio = std::exchange(cold, false)     ? 80
+                         : step.verification && r > 5.4 ? 3
+                         : r > 5.4                      ? 0.8
+                                                        : 0.3;
+    StepOutcome o = WithTail(r, 100, ratio, std::llround(r * part_s(r) * step.hold));
+    o.tail_units = static_cast<int>(6 * step.hold);
+    o.tail_ratio_se = 0.05;
+    return o;
+  });
+  const double estimate = run.done.max_sustainable_qps;
+  double held_seconds = 0;  // the estimate's hold chunks, at their parts' own length
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    if (run.verifications[i] && run.rates[i] == estimate) {
+      held_seconds += part_s(estimate) * run.holds[i];
+    }
+  }
+  EXPECT_GE(held_seconds, 300 - 1e-6)
+      << run.done.verification << ::testing::PrintToString(run.rates)
+      << ::testing::PrintToString(run.holds);
+  const std::string& v = run.done.verification;  // "held R req/s for P parts (S s, ..."
+  const size_t open = v.find(" parts (");
+  ASSERT_NE(open, std::string::npos) << v;
+  EXPECT_LE(std::stod(v.substr(open + 8)), held_seconds + 0.5) << v;
+  EXPECT_NE(v.find(": held"), std::string::npos) << v;
+  EXPECT_LE(estimate, 5.4) << run.done.summary;
 }
 
 TEST(AdaptiveStrategyTest, ABacklogRisingInAHoldsChunksKeepsItToTheHorizonWhereItsTailDecides) {
