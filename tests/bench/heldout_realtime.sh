@@ -27,7 +27,8 @@
 # loopback HTTP adds 0.1-1 ms the truth does not see), and not an SLO on p90 (the registry's
 # SLO has p50 and p99 only). Every skipped seed is printed with its reason.
 # REALTIME_SEED (default: from the clock) is printed; REALTIME_HORIZON_S (300) is the horizon
-# the truths hold over. VANGUARD_BENCH_BUILD_DIR picks the build directory (REALTIME_BUILD=0
+# the truths hold over; REALTIME_TEST_TIMEOUT_S (3600) is how long one test may run.
+# VANGUARD_BENCH_BUILD_DIR picks the build directory (REALTIME_BUILD=0
 # runs its binaries without building first).
 #
 # Prints a line per model (truth, range, estimate, error, steps, the test's wall time, SLO
@@ -50,7 +51,10 @@ min_slo_ms=${REALTIME_MIN_SLO_MS:-5}
 horizon_s=${REALTIME_HORIZON_S:-300}
 replay_check=${REALTIME_REPLAY_CHECK:-1}
 template_only=${REALTIME_TEMPLATE:-0}
-test_timeout_s=${REALTIME_TEST_TIMEOUT_S:-1800}  # a test still running then counts as no estimate
+# A test still running then counts as no estimate. Slow models take over 30 min: their steps
+# hold 200 arrivals (30-60 s at a few req/s) and every hold covers the 300 s horizon
+# (search_sim's virtual time for gen-796376123, 8 req/s of 333 ms requests: 1987 s).
+test_timeout_s=${REALTIME_TEST_TIMEOUT_S:-3600}
 nominal_elements=256
 
 bench_start=$(date +%s)
