@@ -281,7 +281,27 @@ absl::StatusOr<ExecutedStep> ReplayerSet::Execute(const vanguard::v1::RunStepReq
     absl::StatusOr<TestReplayers> resolved = BeginTest(/*wanted_replayers=*/0, nullptr);
     if (!resolved.ok()) return resolved.status();
   }
-  return pool_->Execute(request, cancel, on_window);
+  absl::StatusOr<ExecutedStep> step = pool_->Execute(request, cancel, on_window);
+  if (!step.ok() && source_.is_dns() &&
+      (absl::IsUnavailable(step.status()) || absl::IsDeadlineExceeded(step.status()))) {
+    ResolveAfterFailedStep(step.status());
+  }
+  return step;
+}
+
+void ReplayerSet::ResolveAfterFailedStep(const absl::Status& failure) {
+  const std::string name = absl::StrCat("replayer pool ", source_.ToString());
+  absl::StatusOr<std::vector<std::string>> addresses = Resolve();
+  if (!addresses.ok()) {  // a resolver out for a moment does not empty a pool mid-test
+    Log(absl::StrCat(name, ": a step failed (", failure.message(), "); resolving again failed (",
+                     addresses.status().message(), "): the step is retried on the same ",
+                     members_.size()));
+    return;
+  }
+  if (*addresses == members_) return;
+  Log(absl::StrCat(name, ": a step failed (", failure.message(), "); the name now resolves to ",
+                   addresses->size(), " replayer(s): ", absl::StrJoin(*addresses, ", ")));
+  UseMembers(*addresses);
 }
 
 std::vector<std::string> ReplayerSet::addresses() const {

@@ -12,8 +12,11 @@
 //   ASSIGN_OR_RETURN(TestReplayers ready, replayers->BeginTest(/*wanted_replayers=*/4, &cancel));
 //   ASSIGN_OR_RETURN(ExecutedStep step, replayers->Execute(request, &cancel, on_window));
 //
-// A DNS pool is resolved again at the start of every test (BeginTest), never during one, so
-// a pool scaled between tests is picked up and every step of a test runs on the same shards.
+// A DNS pool is resolved again at the start of every test (BeginTest), so a pool scaled
+// between tests is picked up, and during a test only after a step failed on a replayer that
+// could not be reached (UNAVAILABLE, DEADLINE_EXCEEDED): the test runner retries such a step,
+// and the retry runs on what the name resolves to then, so a replayer that left the pool (its
+// pod deleted) is not tried again. Otherwise every step of a test runs on the same shards.
 // A test that wants k replayers (TestSpec.replayers) waits up to pool_wait for the name to
 // resolve to k addresses, since an autoscaler that has just scaled the pool up for this test
 // has pods not ready yet; when the wait ends short the test runs on those that are, and
@@ -123,7 +126,9 @@ class ReplayerSet : public ReplayerClient {
   absl::StatusOr<TestReplayers> BeginTest(int wanted_replayers, CancellationToken* cancel) override;
 
   // Runs the step over the current members (ReplayerPool::Execute, its errors). A DNS set
-  // that has no members resolves first (BeginTest without waiting, its errors).
+  // that has no members resolves first (BeginTest without waiting, its errors); after a step
+  // that failed UNAVAILABLE or DEADLINE_EXCEEDED it resolves again (ResolveAfterFailedStep)
+  // and returns the step's error.
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
                                        CancellationToken* cancel,
                                        const WindowCallback& on_window) override;
@@ -137,6 +142,9 @@ class ReplayerSet : public ReplayerClient {
   // The name's addresses with the port, sorted and distinct; errors as BeginTest's.
   absl::StatusOr<std::vector<std::string>> Resolve() const;
   void Log(const std::string& line) const;
+  // After a step failed with `failure` on an unreachable replayer: the members become what the
+  // name resolves to now (logged when they change); a failed or empty resolution keeps them.
+  void ResolveAfterFailedStep(const absl::Status& failure);
   // Makes the pool over `addresses`, connecting those without a client and dropping clients
   // of addresses not among them.
   void UseMembers(const std::vector<std::string>& addresses);

@@ -43,12 +43,14 @@ class FakeReplayer : public ReplayerClient {
   absl::StatusOr<ExecutedStep> Execute(const vanguard::v1::RunStepRequest& request,
                                        CancellationToken*, const WindowCallback&) override {
     requests.push_back(request);
+    if (!fail_with.ok()) return fail_with;
     ExecutedStep step;
     step.request = request;
     return step;
   }
 
   std::vector<vanguard::v1::RunStepRequest> requests;
+  absl::Status fail_with;  // not OK: every step fails with it
 
  private:
   const std::string address_;
@@ -192,6 +194,44 @@ TEST_F(ReplayerSetTest, EachTestRunsOnWhatTheNameResolvesToAtItsStart) {
   EXPECT_EQ(RunStep(*set),
             (std::map<std::string, int>{
                 {"10.0.0.2:50052", 3}, {"10.0.0.3:50052", 3}, {"[fd00::3]:50052", 3}}));
+}
+
+TEST_F(ReplayerSetTest, AStepFailedOnAnUnreachableReplayerResolvesTheNameAgain) {
+  std::unique_ptr<ReplayerSet> set = DnsSet();
+  answer_ = Ips(2);
+  ASSERT_TRUE(set->BeginTest(0, nullptr).ok());
+  vanguard::v1::RunStepRequest request;
+  request.set_rate_qps(300);
+  request.set_schedule(vanguard::v1::SCHEDULE_POISSON);
+
+  // A failure that is not about reaching a replayer leaves the pool as it is.
+  live_.at("10.0.0.2:50052")->fail_with = absl::DataLossError("bad histogram");
+  answer_ = std::vector<std::string>{"10.0.0.1", "10.0.0.3"};
+  EXPECT_EQ(set->Execute(request, nullptr, nullptr).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(resolutions_, 1);
+  EXPECT_THAT(set->addresses(), ElementsAre("10.0.0.1:50052", "10.0.0.2:50052"));
+
+  // Its pod is gone: the step fails, and the retry runs on what the name resolves to now.
+  live_.at("10.0.0.2:50052")->fail_with = absl::UnavailableError("connection refused");
+  EXPECT_EQ(set->Execute(request, nullptr, nullptr).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(resolutions_, 2);
+  EXPECT_THAT(set->addresses(), ElementsAre("10.0.0.1:50052", "10.0.0.3:50052"));
+  EXPECT_THAT(gone_, ElementsAre("10.0.0.2:50052"));
+  EXPECT_THAT(LogsWith("now resolves to 2 replayer(s): 10.0.0.1:50052, 10.0.0.3:50052"), SizeIs(1));
+  EXPECT_EQ(RunStep(*set),
+            (std::map<std::string, int>{{"10.0.0.1:50052", 2}, {"10.0.0.3:50052", 2}}));
+
+  // A resolver out for a moment keeps the members; so does a name that resolves to none.
+  for (Answer answer :
+       {Answer(absl::UnavailableError("no DNS server")), Answer(std::vector<std::string>{})}) {
+    live_.at("10.0.0.3:50052")->fail_with = absl::DeadlineExceededError("no answer");
+    answer_ = answer;
+    EXPECT_FALSE(set->Execute(request, nullptr, nullptr).ok());
+    EXPECT_THAT(set->addresses(), ElementsAre("10.0.0.1:50052", "10.0.0.3:50052"));
+  }
+  EXPECT_EQ(resolutions_, 4);
+  EXPECT_THAT(LogsWith("the step is retried on the same 2"), SizeIs(2));
 }
 
 TEST_F(ReplayerSetTest, KeepsTheChannelsOfAddressesStillThereAndDropsTheOthers) {
