@@ -52,7 +52,9 @@ ABSL_FLAG(std::string, replayer, "127.0.0.1:50052",
           "schedule; their results merged exactly, and a step fails whole if one fails). Or "
           "dns:NAME:PORT (e.g. dns:vanguard-replayer.vanguard.svc:50052, a Kubernetes headless "
           "Service): NAME is resolved at the start of every test and each step split over "
-          "every address it resolves to (a pool scaled between tests is picked up; a test that "
+          "every address it resolves to (a pool scaled between tests is picked up, and it is "
+          "resolved again after a step "
+          "failed on a replayer it could not reach; a test that "
           "wants more replayers than resolve waits, see --replayer_pool_wait; a name that "
           "resolves to nothing fails the test); over TLS each replayer's certificate must name "
           "NAME. dns: cannot be mixed with a list");
