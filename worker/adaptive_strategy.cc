@@ -1196,6 +1196,7 @@ double AdaptiveStrategy::NearestPartSecondsAt(double rate) const {
   // cap: at a rate above the nearest short step's it lasts as long or as its requests take
   // at this rate, whichever is shorter; below, at least as long as there. The shorter of the
   // two never overstates a part, so a hold never covers less of the horizon than it counts.
+  if (rate <= 0) return StepSeconds();
   const Judged* nearest = nullptr;
   double distance = 0;
   for (const Judged& j : judged_) {
@@ -1205,7 +1206,7 @@ double AdaptiveStrategy::NearestPartSecondsAt(double rate) const {
     const double d = std::abs(std::log(offered / rate));
     if (nearest == nullptr || d < distance) nearest = &j, distance = d;
   }
-  if (nearest == nullptr || rate <= 0) return StepSeconds();
+  if (nearest == nullptr) return StepSeconds();
   const StepOutcome& o = nearest->outcome;
   const double requests = static_cast<double>(o.tail_samples);
   const double seconds = requests / (o.offered_qps > 0 ? o.offered_qps : o.rate_qps);
