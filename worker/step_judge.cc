@@ -200,7 +200,13 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   const bool errors_breached =
       slo_.max_error_rate() > 0 && checks.ErrorRate(j.error_rate, slo_.max_error_rate());
   j.offered_qps = OfferedQps(result, target_qps);
-  checks.Achieved(result.achieved_qps(), j.offered_qps, min_achieved_ratio_);
+  // Achieved counts completed requests only. With an error check, errors and timeouts are
+  // judged there (pooled across steps like a latency tail, by the strategies), so the
+  // throughput check asks only whether the rest kept up: counting them twice would fail a
+  // second, unpooled check whenever the error share is over its limit by chance.
+  const double judged_elsewhere = slo_.max_error_rate() > 0 ? j.error_rate : 0.0;
+  checks.Achieved(result.achieved_qps(), j.offered_qps * (1 - judged_elsewhere),
+                  min_achieved_ratio_);
   j.health = scorer_->Score(checks.signals);
 
   if (!j.client_valid &&

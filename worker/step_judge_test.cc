@@ -125,6 +125,26 @@ TEST(StepJudgeTest, ErrorRateIsNotCheckedWhenTheSloLeavesItZero) {
   EXPECT_TRUE(j.passed) << j.verdict;
 }
 
+TEST(StepJudgeTest, ErrorsFailTheErrorCheckAloneNotTheThroughputToo) {
+  // 3 errors in 200 (1.5%) at a 1% limit: the completed requests' rate is 1.5% short of the
+  // offered one. Only the error check fails, so the strategy can pool it with other steps.
+  StepJudge judge = MustCreate(Slo());
+  vanguard::v1::StepResult r = Good();
+  r.set_scheduled(200);
+  r.set_sent(200);
+  r.set_completed(197);
+  r.set_errors(3);
+  r.set_achieved_qps(400 * 197.0 / 200);
+  StepJudgement j = judge.Judge(r, 400);
+  EXPECT_FALSE(j.passed);
+  EXPECT_EQ(j.verdict, "error rate 1.50% > 1%");
+  EXPECT_TRUE(j.passed_apart_from_tails);
+  // Without an error check the errors are a throughput shortfall.
+  vanguard::v1::Slo slo = Slo();
+  slo.set_max_error_rate(0);
+  EXPECT_EQ(MustCreate(slo).Judge(r, 400).verdict, "achieved 394.0 < 99% of 400");
+}
+
 TEST(StepJudgeTest, AchievedShortfallAloneFailsAndIsNamed) {
   StepJudge judge = MustCreate(Slo());
   vanguard::v1::StepResult r = Good();
