@@ -14,6 +14,9 @@
 namespace vanguard::worker {
 namespace {
 
+// The rate a step actually offered (its arrivals), else the rate it was asked for.
+double OfferedRate(const StepOutcome& o) { return o.offered_qps > 0 ? o.offered_qps : o.rate_qps; }
+
 // |tail ratio - 1| within two standard errors over at least two units, or a pass whose
 // backlog still rose: a verdict the reading cannot make.
 bool Undecided(const StepOutcome& o) {
@@ -1121,7 +1124,7 @@ double AdaptiveStrategy::MedianPartSeconds(const std::function<bool(const Judged
   std::vector<double> seconds;
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
-    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    const double offered = OfferedRate(o);
     if (o.tail_samples > 0 && offered > 0 && counts(j)) {
       seconds.push_back(static_cast<double>(o.tail_samples) / offered / j.hold);
     }
@@ -1201,7 +1204,7 @@ double AdaptiveStrategy::NearestPartSecondsAt(double rate) const {
   double distance = 0;
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
-    const double offered = o.offered_qps > 0 ? o.offered_qps : o.rate_qps;
+    const double offered = OfferedRate(o);
     if (j.is_hold || j.hold != 1 || o.tail_samples <= 0 || offered <= 0) continue;
     const double d = std::abs(std::log(offered / rate));
     if (nearest == nullptr || d < distance) nearest = &j, distance = d;
@@ -1209,7 +1212,7 @@ double AdaptiveStrategy::NearestPartSecondsAt(double rate) const {
   if (nearest == nullptr) return StepSeconds();
   const StepOutcome& o = nearest->outcome;
   const double requests = static_cast<double>(o.tail_samples);
-  const double seconds = requests / (o.offered_qps > 0 ? o.offered_qps : o.rate_qps);
+  const double seconds = requests / OfferedRate(o);
   return std::min(seconds, requests / rate);
 }
 
