@@ -521,7 +521,8 @@ struct SearchRun {
   // before it, which binary search is not given).
   double final_verification_s = 0;
   double final_verification_rate = 0;
-  double warmup_s = 0;                              // the first-step warmup phase
+  double warmup_s = 0;     // the first-step warmup phase
+  double verifying_s = 0;  // every step marked as verifying, the final verification's too
   std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
 };
 
@@ -568,6 +569,7 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
     run.final_verification_s =
         (same_hold ? run.final_verification_s : 0) + (next.verification ? step_s : 0);
     run.final_verification_rate = next.verification ? next.rate_qps : 0;
+    run.verifying_s += next.verification ? step_s : 0;
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
     if (verbose) {
@@ -871,9 +873,10 @@ void PrintModelLine(const SearchVariant& v, const sim::GeneratedModel& m, const 
                     double estimate) {
   std::printf(
       "  %s %s: truth %.2f, range [%.2f, %.2f], estimate %.2f (%+.1f%%), %d steps, "
-      "%.0f s%s%s\n",
+      "%.0f s (holds %.0f s, final %.0f s)%s%s\n",
       v.name.c_str(), m.profile.name.c_str(), m.truth_rps, m.min_qps, m.max_qps, estimate,
       100 * (estimate - m.truth_rps) / m.truth_rps, run.steps, run.seconds,
+      run.verifying_s - run.final_verification_s, run.final_verification_s,
       run.done.at_least    ? " (at least)"
       : run.done.converged ? ""
                            : absl::StrCat(" (unconverged: ", WhyEnded(run.done), ")").c_str(),
@@ -932,14 +935,19 @@ std::vector<SearchRun> RunVariant(const SearchVariant& v,
                        v.warmup_phase, verbose && threads == 1);
   });
   std::vector<double> estimates, truths;
-  double seconds = 0;
+  double seconds = 0, warmup = 0, verifying = 0, final_verification = 0;
   for (int i = 0; i < n; ++i) {
     estimates.push_back(EstimateOf(v, out[i]));
     truths.push_back(models[i].truth_rps);
     seconds += out[i].seconds;
+    warmup += out[i].warmup_s;
+    verifying += out[i].verifying_s;
+    final_verification += out[i].final_verification_s;
     if (verbose || v.name == "adaptive") {
       PrintModelLine(v, models[i], out[i], estimates[i]);
-      if (verbose) std::printf("    %s\n", models[i].description.c_str());
+      if (verbose) {
+        std::printf("    %s\n    %s\n", models[i].description.c_str(), out[i].done.summary.c_str());
+      }
     }
   }
   const Agreement a = Agree(estimates, truths);
@@ -948,6 +956,11 @@ std::vector<SearchRun> RunVariant(const SearchVariant& v,
       "over5_pct=%.1f loa=[%.1f, %.1f] r2=%.3f max_abs_err_pct=%.1f time_s=%.0f\n",
       v.name.c_str(), n, a.mae, a.bias, a.p95, a.over5, a.loa_low, a.loa_high, a.r2, a.max_abs,
       seconds);
+  std::printf(
+      "variant=%s time_s: warmup %.0f, search steps %.0f, holds before the final %.0f, final "
+      "verification %.0f\n",
+      v.name.c_str(), warmup, seconds - warmup - verifying, verifying - final_verification,
+      final_verification);
   AppendVariantFigures(v, models, estimates, a, line);
   return out;
 }
