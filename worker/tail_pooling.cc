@@ -108,11 +108,13 @@ std::vector<bool> TooFewOverLimit(const std::vector<TailPoint>& points,
 
 double TailCurve::At(double rate_qps) const {
   const double z = a + b * (rate_qps / center - 1);
-  return 1 / (1 + std::exp(-z)) / kTailAllowedFraction;
+  return (floor + (1 - floor) / (1 + std::exp(-z))) / kTailAllowedFraction;
 }
 
 double TailCurve::Crossing() const {
-  const double z = std::log(kTailAllowedFraction / (1 - kTailAllowedFraction));
+  // Where the logistic part adds the allowed share's excess over the floor.
+  const double rise = (kTailAllowedFraction - floor) / (1 - floor);
+  const double z = std::log(rise / (1 - rise));
   return center * (1 + (z - a) / b);
 }
 
@@ -126,35 +128,46 @@ struct Near {
   double weight = 0;
 };
 
-// The readings in [low_qps, high_qps] that can fix a curve, centered on their weighted mean
-// rate (c.center); nullopt when they cannot (see FitTailCurve's contract).
+// The readings in [low_qps, high_qps] that can fix a curve above `floor`, centered on their
+// weighted mean rate (c.center); nullopt when they cannot (see FitTailCurve's contract).
 struct Neighbourhood {
-  std::vector<Near> near;
-  double over = 0;          // weighted fraction over the limit
+  std::vector<Near> near;   // fractions over the floor, rescaled to [0, 1]
+  double floor = 0;         // TailCurve::floor
+  double over = 0;          // weighted fraction over the limit above the floor
   double weight = 0;        // total weight
   double sqrt_weights = 0;  // sum of sqrt(weight)
   double x_span = 0;        // largest |x| of a point
   double center = 0;
 };
 
-std::optional<Neighbourhood> CollectNeighbourhood(const std::vector<TailPoint>& points,
-                                                  double low_qps, double high_qps) {
+// The readings in [low_qps, high_qps], with their fractions over the limit.
+std::vector<Near> ReadingsIn(const std::vector<TailPoint>& points, double low_qps,
+                             double high_qps) {
+  std::vector<Near> near;
+  for (const TailPoint& p : points) {
+    if (p.rate_qps < low_qps || p.rate_qps > high_qps || p.weight <= 0 || p.ratio < 0) continue;
+    near.push_back({p.rate_qps, std::min(1.0, p.ratio * kTailAllowedFraction), p.weight});
+  }
+  return near;
+}
+
+std::optional<Neighbourhood> CollectNeighbourhood(const std::vector<Near>& readings, double floor) {
   Neighbourhood h;
+  h.floor = floor;
   std::set<double> rates;
   double weighted_rate = 0;
   bool on_slope = false;
-  for (const TailPoint& p : points) {
-    if (p.rate_qps < low_qps || p.rate_qps > high_qps || p.weight <= 0 || p.ratio < 0) continue;
-    const double fraction = std::min(1.0, p.ratio * kTailAllowedFraction);
-    h.near.push_back({p.rate_qps, fraction, p.weight});
-    rates.insert(p.rate_qps);
-    h.over += p.weight * fraction;
-    h.weight += p.weight;
-    h.sqrt_weights += std::sqrt(p.weight);
-    weighted_rate += p.weight * p.rate_qps;
+  for (Near n : readings) {
+    n.fraction = std::max(0.0, (n.fraction - floor) / (1 - floor));
+    h.near.push_back(n);
+    rates.insert(n.x);
+    h.over += n.weight * n.fraction;
+    h.weight += n.weight;
+    h.sqrt_weights += std::sqrt(n.weight);
+    weighted_rate += n.weight * n.x;
     // A reading on the slope (some but not all requests over the limit): with none and all
     // only, any step between them fits, and nothing says where between them the limit is.
-    on_slope = on_slope || (fraction > 0 && fraction < 1);
+    on_slope = on_slope || (n.fraction > 0 && n.fraction < 1);
   }
   if (h.near.size() < 3 || rates.size() < 2 || h.over <= 0 || h.over >= h.weight || !on_slope) {
     return std::nullopt;
@@ -173,7 +186,7 @@ std::optional<TailCurve> FitAtSlope(const Neighbourhood& h, double max_b) {
   double rise = 0;
   for (const Near& n : h.near) rise += n.weight * n.x * (n.fraction - h.over / h.weight);
   if (!(rise > 0)) return std::nullopt;
-  TailCurve capped{h.center, std::log(h.over / (h.weight - h.over)), max_b};
+  TailCurve capped{h.center, std::log(h.over / (h.weight - h.over)), max_b, h.floor};
   for (int iter = 0; iter < 200; ++iter) {
     double g0 = 0, h00 = 0;
     for (const Near& n : h.near) {
@@ -198,7 +211,7 @@ enum class FitEnd { kConverged, kNotRising, kPastMaxSlope };
 // damped so a step never moves the log-odds by more than 2 anywhere in the neighbourhood.
 // kPastMaxSlope also when the steps diverge (separated readings) or fail to converge.
 FitEnd FitUnconstrained(const Neighbourhood& h, double max_b, TailCurve* c) {
-  *c = TailCurve{h.center, std::log(h.over / (h.weight - h.over)), 0};
+  *c = TailCurve{h.center, std::log(h.over / (h.weight - h.over)), 0, h.floor};
   for (int iter = 0; iter < 200; ++iter) {
     double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
     for (const Near& n : h.near) {
@@ -230,11 +243,9 @@ FitEnd FitUnconstrained(const Neighbourhood& h, double max_b, TailCurve* c) {
   return FitEnd::kPastMaxSlope;
 }
 
-}  // namespace
-
-std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
-                                      double high_qps) {
-  const std::optional<Neighbourhood> h = CollectNeighbourhood(points, low_qps, high_qps);
+// The curve over one floor; nullopt as FitTailCurve's contract says.
+std::optional<TailCurve> FitAboveFloor(const std::vector<Near>& readings, double floor) {
+  const std::optional<Neighbourhood> h = CollectNeighbourhood(readings, floor);
   if (!h) return std::nullopt;
   // The steepest curve the readings can show (see kCliffLogitSlope): the relative scatter of
   // a step's arrivals, 1 / sqrt(requests), averaged over the requests.
@@ -251,6 +262,43 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
       break;
   }
   return FitAtSlope(*h, max_b);
+}
+
+// The binomial quasi-log-likelihood of the readings (fractions over the limit) under a curve.
+double LogLikelihood(const std::vector<Near>& readings, const TailCurve& c) {
+  double ll = 0;
+  for (const Near& n : readings) {
+    const double mu = std::clamp(c.At(n.x) * kTailAllowedFraction, 1e-12, 1 - 1e-12);
+    ll += n.weight * (n.fraction * std::log(mu) + (1 - n.fraction) * std::log(1 - mu));
+  }
+  return ll;
+}
+
+}  // namespace
+
+std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
+                                      double high_qps) {
+  const std::vector<Near> readings = ReadingsIn(points, low_qps, high_qps);
+  if (readings.empty()) return std::nullopt;
+  double lowest = 1;
+  for (const Near& n : readings) lowest = std::min(lowest, n.fraction);
+  // A floor at the allowed share or above is no floor under a crossing.
+  if (lowest >= kTailAllowedFraction) return FitAboveFloor(readings, 0);
+  // The floor is profiled: kFloorCandidates levels above none up to the lowest reading; the
+  // most likely curve with a floor replaces the one without only when it is more likely by
+  // kFloorLogLikelihoodGain.
+  std::optional<TailCurve> best = FitAboveFloor(readings, 0);
+  double best_ll = best ? LogLikelihood(readings, *best) + kFloorLogLikelihoodGain
+                        : -std::numeric_limits<double>::infinity();
+  for (int k = 1; k <= kFloorCandidates; ++k) {
+    const std::optional<TailCurve> c = FitAboveFloor(readings, lowest * k / kFloorCandidates);
+    if (!c) continue;
+    if (const double ll = LogLikelihood(readings, *c); ll > best_ll) {
+      best = c;
+      best_ll = ll;
+    }
+  }
+  return best;
 }
 
 }  // namespace vanguard::worker

@@ -56,12 +56,15 @@ inline constexpr double kFewTailEvents = 5;
 inline constexpr double kFewTailSignificance = 0.05;
 inline constexpr double kFewTailDistance = 2;  // a factor in rate
 
-// A local dose-response curve of the fraction of requests over the limit:
-// fraction(rate) = 1 / (1 + exp(-(a + b * (rate / center - 1)))), as a tail ratio.
+// A local dose-response curve of the fraction of requests over the limit, above a floor the
+// load does not move (stalls, errors, jitter that exceed the limit at any rate):
+// fraction(rate) = floor + (1 - floor) / (1 + exp(-(a + b * (rate / center - 1)))), as a
+// tail ratio.
 struct TailCurve {
   double center = 0;
   double a = 0;
   double b = 0;
+  double floor = 0;
   double At(double rate_qps) const;  // tail ratio (fraction / kTailAllowedFraction)
   // The rate where the curve reaches the allowed fraction (tail ratio 1).
   double Crossing() const;
@@ -85,12 +88,24 @@ struct TailCurve {
 // a reading far over the limit pulls the crossing below it by the distance the steepest
 // possible curve needs to fall back to the limit.
 //
+// A logistic curve alone falls to no requests over the limit below its crossing, so with a
+// floor (stalls putting a share over the limit at every rate, then a cliff) it bends down
+// through the calm readings and crosses the limit below the highest of them, which passed on
+// thousands of requests. The floor lies between none and the lowest
+// fraction a reading in the neighbourhood read (below the allowed share), at the most likely of
+// kFloorCandidates levels, and only when that curve's log-likelihood exceeds the curve's
+// without a floor by kFloorLogLikelihoodGain: the floor is one more parameter, and the requests
+// of a step are not independent trials (a stall holds many at once), so the usual chi-square
+// margin of about 2 per parameter would take floors the readings do not show.
+//
 // nullopt when the neighbourhood cannot fix the curve: fewer than three points or two
 // distinct rates, no request over the limit, no reading with some but not all requests over
 // the limit (readings of none and all only place no crossing between them), or a curve that
 // does not rise with the rate.
 std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, double low_qps,
                                       double high_qps);
+inline constexpr int kFloorCandidates = 10;
+inline constexpr double kFloorLogLikelihoodGain = 10;
 
 // d logit(p) / dz of the normal distribution where p = 1% (phi(z) / (p (1 - p)), z = -2.326):
 // the log-odds slope, per standard deviation of the rate, of a perfect cliff blurred by the

@@ -156,6 +156,24 @@ TEST(FitTailCurveTest, NoCurveSteeperThanTheReadingsCanShow) {
   EXPECT_LT(near_cliff->Crossing(), 640);
 }
 
+TEST(FitTailCurveTest, AFloorOfTailEventsUnderACliffStaysUnderTheCrossing) {
+  // Stalls put 0.35-0.46 of the allowed share over the limit at every rate up to 7292 req/s
+  // (~20,000 requests a step), and the model saturates before 9660. A logistic curve without
+  // the floor had to bend down through the calm readings and crossed the limit at 7260, so
+  // 7292 failed and the search ended 10% below the capacity (8030).
+  const std::vector<TailPoint> points = {
+      {6521, 0.41, 19569}, {6954, 0.41, 21129}, {6867, 0.46, 20673}, {7027, 0.35, 21217},
+      {7170, 0.40, 21637}, {7292, 0.38, 21819}, {9660, 100, 28713},  {9660, 100, 28915}};
+  const std::optional<TailCurve> c = FitTailCurve(points, 0.8 * 7292, 9660);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_GT(c->floor, 0.002);
+  EXPECT_GT(c->Crossing(), 7292);
+  EXPECT_LT(c->Crossing(), 9660);
+  for (const TailPoint& p : points) {
+    if (p.rate_qps < 9000) EXPECT_LT(c->At(p.rate_qps), 1) << p.rate_qps;
+  }
+}
+
 TEST(FitTailCurveTest, NoCurveWhenTheNeighbourhoodCannotFixOne) {
   // Too few points in the range.
   EXPECT_FALSE(FitTailCurve({{100, 0.5, 10}, {200, 2, 10}, {300, 4, 10}}, 150, 1000));
