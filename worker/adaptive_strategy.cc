@@ -730,6 +730,8 @@ AdaptiveStrategy::HoldReading AdaptiveStrategy::PooledHold() const {
     if (!j.is_hold || j.expired || j.outcome.rate_qps != *hold_rate_) continue;
     const StepOutcome& o = j.outcome;
     const double n = static_cast<double>(o.tail_samples);
+    const double offered = OfferedRate(o);
+    h.seconds += n > 0 && offered > 0 ? n / offered : j.hold * PartSecondsAt(*hold_rate_);
     over += o.tail_ratio * n;
     h.requests += n;
     h.expected_over += n * o.tail_allowed;
@@ -772,7 +774,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
   verification_ = absl::StrFormat(
       "held %.4g req/s for %.3g parts (%.0f s, horizon %.0f s): tail ratio %.3g%s over %.0f "
       "requests%s",
-      *hold_rate_, hold_parts_, hold_parts_ * part_s, horizon_s_, ratio,
+      *hold_rate_, hold_parts_, h.seconds, horizon_s_, ratio,
       h.se_known ? absl::StrFormat(" +- %.2g", h.se) : std::string(), h.requests,
       rising ? ", backlog rising" : "");
   if (sure_pass || (at_horizon && passes_at_horizon)) {

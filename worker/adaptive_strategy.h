@@ -221,6 +221,9 @@ class AdaptiveStrategy : public Strategy {
     double se = 0;
     double requests = 0;
     double expected_over = 0;  // requests over the limit at the allowed share
+    // What its chunks lasted: each chunk's requests at its offered rate (its parts at the
+    // rate's part length when it counted none). The verification states these seconds.
+    double seconds = 0;
     bool others_held = true;
     bool se_known = true;
   };

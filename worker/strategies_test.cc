@@ -645,6 +645,37 @@ TEST(AdaptiveStrategyTest, AHoldAtARateNoShortStepRanCoversTheHorizonInItsOwnPar
   EXPECT_LE(estimate, 5.4) << run.done.summary;
 }
 
+TEST(AdaptiveStrategyTest, AHoldsVerificationStatesTheSecondsItsChunksMeasured) {
+  // A slow model whose runner sizes a part by the latency it reads: its short steps' parts
+  // last 16 s, the hold's chunks 11 s a part. The hold is counted in the short steps' parts,
+  // but its verification states the seconds its chunks' requests lasted, not parts x 16 s.
+  const auto part_s = [](const RunStep& step) { return step.verification ? 11.0 : 16.0; };
+  auto s = Adaptive(1, 30);
+  ASSERT_TRUE(s);
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& step) {
+    const double r = step.rate_qps;
+    StepOutcome o =
+        WithTail(r, 30, r <= 17.5 ? 0.8 : 3, std::llround(r * part_s(step) * step.hold));
+    o.tail_units = static_cast<int>(6 * step.hold);
+    o.tail_ratio_se = 0.3;  // never confident: the hold runs to its horizon
+    return o;
+  });
+  const double estimate = run.done.max_sustainable_qps;
+  double measured = 0, parts = 0;  // the estimate's hold chunks
+  for (size_t i = 0; i < run.rates.size(); ++i) {
+    if (run.verifications[i] && run.rates[i] == estimate) {
+      measured += std::llround(estimate * 11.0 * run.holds[i]) / estimate;
+      parts += run.holds[i];
+    }
+  }
+  const std::string& v = run.done.verification;  // "held R req/s for P parts (S s, ..."
+  const size_t open = v.find(" parts (");
+  ASSERT_NE(open, std::string::npos) << v;
+  EXPECT_NEAR(std::stod(v.substr(open + 8)), measured, 0.5) << v;
+  EXPECT_LT(measured, 16.0 * parts - 1) << v;  // what counting parts alone would have said
+  EXPECT_NE(v.find(": held"), std::string::npos) << v;
+}
+
 TEST(AdaptiveStrategyTest, ABacklogRisingInAHoldsChunksKeepsItToTheHorizonWhereItsTailDecides) {
   // Every chunk of the hold reads its backlog rising (near saturation the queue's walk reads as
   // a trend over a chunk) while its tail stays far below the limit. The hold cannot pass early,
