@@ -282,15 +282,15 @@ std::optional<TailCurve> FitTailCurve(const std::vector<TailPoint>& points, doub
   if (readings.empty()) return std::nullopt;
   double lowest = 1;
   for (const Near& n : readings) lowest = std::min(lowest, n.fraction);
-  // A floor at the allowed share or above is no floor under a crossing.
-  if (lowest >= kTailAllowedFraction) return FitAboveFloor(readings, 0);
-  // The floor is profiled: kFloorCandidates levels above none up to the lowest reading; the
-  // most likely curve with a floor replaces the one without only when it is more likely by
+  // The floor is profiled: kFloorCandidates levels above none up to the lowest reading (none
+  // when that is at the allowed share or above: no floor under a crossing); the most likely
+  // curve with a floor replaces the one without only when it is more likely by
   // kFloorLogLikelihoodGain.
+  const int candidates = lowest < kTailAllowedFraction ? kFloorCandidates : 0;
   std::optional<TailCurve> best = FitAboveFloor(readings, 0);
   double best_ll = best ? LogLikelihood(readings, *best) + kFloorLogLikelihoodGain
                         : -std::numeric_limits<double>::infinity();
-  for (int k = 1; k <= kFloorCandidates; ++k) {
+  for (int k = 1; k <= candidates; ++k) {
     const std::optional<TailCurve> c = FitAboveFloor(readings, lowest * k / kFloorCandidates);
     if (!c) continue;
     if (const double ll = LogLikelihood(readings, *c); ll > best_ll) {

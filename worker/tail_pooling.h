@@ -91,12 +91,12 @@ struct TailCurve {
 // A logistic curve alone falls to no requests over the limit below its crossing, so with a
 // floor (stalls putting a share over the limit at every rate, then a cliff) it bends down
 // through the calm readings and crosses the limit below the highest of them, which passed on
-// thousands of requests. The floor lies between none and the lowest
-// fraction a reading in the neighbourhood read (below the allowed share), at the most likely of
-// kFloorCandidates levels, and only when that curve's log-likelihood exceeds the curve's
-// without a floor by kFloorLogLikelihoodGain: the floor is one more parameter, and the requests
-// of a step are not independent trials (a stall holds many at once), so the usual chi-square
-// margin of about 2 per parameter would take floors the readings do not show.
+// thousands of requests. The floor lies between none and the lowest fraction a reading in the
+// neighbourhood read (below the allowed share), at the most likely of kFloorCandidates levels,
+// and only when that curve's log-likelihood exceeds the curve's without a floor by
+// kFloorLogLikelihoodGain: the floor is one more parameter, and the requests of a step are not
+// independent trials (a stall holds many at once), so the usual chi-square margin of about 2
+// per parameter would take floors the readings do not show.
 //
 // nullopt when the neighbourhood cannot fix the curve: fewer than three points or two
 // distinct rates, no request over the limit, no reading with some but not all requests over
