@@ -27,9 +27,9 @@
 # loopback HTTP adds 0.1-1 ms the truth does not see), and not an SLO on p90 (the registry's
 # SLO has p50 and p99 only). Every skipped seed is printed with its reason.
 # REALTIME_SEED (default: from the clock) is printed; REALTIME_HORIZON_S (300) is the horizon
-# the truths hold over; REALTIME_TEST_TIMEOUT_S (3600) is how long one test may run.
-# VANGUARD_BENCH_BUILD_DIR picks the build directory (REALTIME_BUILD=0
-# runs its binaries without building first).
+# the truths hold over and each test's --sustain_horizon; REALTIME_TEST_TIMEOUT_S (3600) is
+# how long one test may run. VANGUARD_BENCH_BUILD_DIR picks the build directory
+# (REALTIME_BUILD=0 runs its binaries without building first).
 #
 # Prints a line per model (truth, range, estimate, error, steps, the test's wall time, SLO
 # binding, cost_sigma, mix, exit code, state) and ends with (realtime_over5: estimates more
@@ -178,7 +178,7 @@ while IFS=$'\t' read -r -u 3 name truth lo hi binding description; do
     --request_template="$(cat "$work/$name.template.json")" >/dev/null
   set +e
   timeout "$test_timeout_s" "$bin/vanguard" submit --model="$name" --version=v1 --strategy=adaptive --min_qps="$lo" \
-    --max_qps="$hi" --schedule=poisson "${mix_args[@]}" --wait --output=json >"$work/$name.test.json" \
+    --max_qps="$hi" --sustain_horizon="${horizon_s}s" --schedule=poisson "${mix_args[@]}" --wait --output=json >"$work/$name.test.json" \
     2>"$work/$name.submit.log"
   rc=$?
   set -e
