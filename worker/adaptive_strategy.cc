@@ -122,7 +122,7 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
     const bool tail_only = last.outcome.passed_apart_from_tail && last.outcome.tail_samples > 0;
     const bool improving = BetterThanBefore(last);
     const bool warming = steps_ <= kWarmingSteps || improving;
-    if (steps_ < max_steps_ &&
+    if (budget_steps_ < max_steps_ &&
         (improving || ((tail_only || warming) && at_min < kTailJudgingSteps))) {
       return RunStep{q_};
     }
@@ -134,18 +134,18 @@ Decision AdaptiveStrategy::Decide(bool passed, Purpose purpose) {
   }
   if (passed && q_ >= max_qps_ && !lowest_failure_) {
     // "At least max_qps" is a claim too: held like an estimate before it is made.
-    if (holds_ - checked_holds_ < kMaxHolds && steps_ < max_steps_) {
+    if (holds_ - checked_holds_ < kMaxHolds && budget_steps_ < max_steps_) {
       return StartHold(max_qps_);
     }
     return FinishAtLeast();
   }
-  if (steps_ < max_steps_) {
+  if (budget_steps_ < max_steps_) {
     if (std::optional<double> again = FailureToRemeasure(/*finishing=*/false)) {
       return Remeasure(*again);
     }
   }
   if (std::optional<std::string> why = Converged()) return BeforeFinish(*why);
-  if (steps_ >= max_steps_) return Finish(false, "step limit reached");
+  if (budget_steps_ >= max_steps_) return Finish(false, "step limit reached");
   const bool noise = last.noise;
   double next;
   if (std::optional<double> probe = ProbeAboveUndecidedFailure()) {
@@ -176,6 +176,8 @@ bool AdaptiveStrategy::Record(StepOutcome outcome, Purpose purpose) {
     outcome.window_state = vanguard::v1::HEALTH_STATE_OVERLOADED;
   }
   ++steps_;
+  // A hold's later chunks continue one measurement: not charged to the step budget.
+  if (purpose != Purpose::kHold || hold_parts_ == 0) ++budget_steps_;
   outcome.rate_qps = q_;
   Judged j;
   j.outcome = outcome;
@@ -229,7 +231,7 @@ void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
 
 std::optional<double> AdaptiveStrategy::BatchingProbe(const Judged& last) const {
   const StepOutcome& o = last.outcome;
-  if (batching_probe_ || steps_ >= max_steps_ || min_qps_ >= max_qps_ || o.passed ||
+  if (batching_probe_ || budget_steps_ >= max_steps_ || min_qps_ >= max_qps_ || o.passed ||
       !o.passed_apart_from_tail || o.tail_samples <= 0 || o.backlog_rising) {
     return std::nullopt;
   }
@@ -511,7 +513,7 @@ std::optional<RunStep> AdaptiveStrategy::Extension(const StepOutcome& last) {
     extended_rate_ = q_;
     extensions_ = 0;
   }
-  if (extensions_ >= kMaxExtensions || steps_ >= max_steps_) return std::nullopt;
+  if (extensions_ >= kMaxExtensions || budget_steps_ >= max_steps_) return std::nullopt;
   ++extensions_;
   purpose_ = Purpose::kExtension;
   hold_ = extensions_ == 1 ? 2 : 4;
@@ -694,7 +696,7 @@ std::optional<std::string> AdaptiveStrategy::Converged() const {
 
 Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
   converged_why_ = why;
-  if (steps_ < max_steps_) {
+  if (budget_steps_ < max_steps_) {
     std::optional<double> again = FailureToRemeasure(/*finishing=*/true);
     if (!again) again = StaleFailure();
     if (again) return Remeasure(*again);
@@ -705,7 +707,7 @@ Decision AdaptiveStrategy::BeforeFinish(const std::string& why) {
     if (std::optional<RunStep> check = CheckEpisodicFailure(PooledHold())) return *check;
     return Finish(true, why);
   }
-  if (holds_ - checked_holds_ < kMaxHolds && steps_ < max_steps_) return StartHold(estimate);
+  if (holds_ - checked_holds_ < kMaxHolds && budget_steps_ < max_steps_) return StartHold(estimate);
   if (hold_held_.value_or(false)) return Finish(true, why);
   return Finish(false, holds_ > 0 ? "the estimate's hold did not hold"
                                   : "no steps left to hold the estimate");
@@ -795,7 +797,6 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
     if (hold_search_) return NextSearchHold();
     return std::nullopt;  // the search goes on from the new bracket
   }
-  if (steps_ >= max_steps_) return FinishDuringHold(h);
   // Each chunk twice the last, up to the horizon: few steps (and leads) per hold; a confident
   // reading short of the cover runs the rest of the cover in one chunk.
   purpose_ = Purpose::kHold;
@@ -824,7 +825,7 @@ std::optional<Decision> AdaptiveStrategy::AfterHeldHold(const HoldReading& h,
     return std::nullopt;
   }
   if (std::optional<RunStep> check = CheckEpisodicFailure(h)) return *check;
-  if (std::optional<double> stale = StaleFailure(); stale && steps_ < max_steps_) {
+  if (std::optional<double> stale = StaleFailure(); stale && budget_steps_ < max_steps_) {
     return Remeasure(*stale);  // the hold read faster than the failure above it was
   }
   return Finish(true, why);
@@ -832,32 +833,12 @@ std::optional<Decision> AdaptiveStrategy::AfterHeldHold(const HoldReading& h,
 
 std::optional<RunStep> AdaptiveStrategy::CheckEpisodicFailure(const HoldReading& h) {
   std::optional<double> failure = EpisodicFailureAbove(h);
-  if (!failure || holds_ - checked_holds_ >= kMaxHolds || steps_ >= max_steps_) {
+  if (!failure || holds_ - checked_holds_ >= kMaxHolds || budget_steps_ >= max_steps_) {
     return std::nullopt;
   }
   ++episode_checks_;
   episode_check_ = failure;
   return StartHold(*failure);  // the failure above is held too (see the header)
-}
-
-Decision AdaptiveStrategy::FinishDuringHold(const HoldReading& h) {
-  if (h.requests > 0 && h.ratio > 1) {
-    // Undecided but over the limit so far: the estimate must not rest on the hold's rate nor
-    // on the short steps' best (it is at or below the hold). The hold counts as failed, as in
-    // a hold search: the estimate is the highest held rate below it, else the retreat below it.
-    absl::StrAppend(&verification_, ": undecided, over the limit so far");
-    hold_results_.push_back(ResultOf(h, false));
-    hold_search_ = true;
-    PoolVerdicts();
-  } else if (hold_search_ && h.others_held && h.se_known && h.ratio > 0 && h.ratio + h.se < 1 &&
-             h.expected_over >= kHoldTailEvents && !judged_.back().outcome.backlog_rising) {
-    // Under the limit so far by a standard error, below the lowest failed hold: the
-    // best-supported rate of the hold search (not verified: the result stays unconverged).
-    absl::StrAppend(&verification_, ": under the limit so far, not verified");
-    hold_results_.push_back(ResultOf(h, true));
-  }
-  failed_holds_cap_ = FailedHoldsCrossing();
-  return Finish(false, "step limit reached during the hold");
 }
 
 AdaptiveStrategy::HoldResult AdaptiveStrategy::ResultOf(const HoldReading& h, bool held) const {
@@ -870,7 +851,7 @@ AdaptiveStrategy::HoldResult AdaptiveStrategy::ResultOf(const HoldReading& h, bo
 
 std::optional<double> AdaptiveStrategy::FailedHoldsCrossing() const {
   // Weighted least squares of log(tail ratio) on log(rate) over the failed holds a line can
-  // use: a hold cut short by the step limit reads its ratio on fewer requests, and counts less.
+  // use: a hold that failed early read its ratio on fewer requests, and counts less.
   std::vector<double> log_rate, log_ratio, weight;
   for (const HoldResult& h : hold_results_) {
     if (FittedFailedHold(h)) {
@@ -950,7 +931,7 @@ Decision AdaptiveStrategy::NextSearchHold() {
                                         "limit within %.0f%%)",
                                         held->rate, failed->rate, 100 * kHoldSearchBracket));
   }
-  if (holds_ >= kMaxSearchHolds || steps_ >= max_steps_) {
+  if (holds_ >= kMaxSearchHolds || budget_steps_ >= max_steps_) {
     failed_holds_cap_ = FailedHoldsCrossing();
     return Finish(false, "holds left the limit undecided");
   }
@@ -1043,7 +1024,7 @@ double AdaptiveStrategy::Estimate() const {
 std::optional<int> AdaptiveStrategy::StepsLeft() const {
   if (done_) return 0;
   if (!started_) return std::nullopt;
-  const int budget = std::max(0, max_steps_ - steps_ - 1);
+  const int budget = std::max(0, max_steps_ - budget_steps_ - 1);
   // A hold in progress counts its horizon in parts at its own rate, as AfterHoldChunk does.
   const double horizon_parts =
       horizon_s_ /
@@ -1060,9 +1041,8 @@ std::optional<int> AdaptiveStrategy::StepsLeft() const {
     }
     return n;
   };
-  if (purpose_ == Purpose::kHold) {
-    return std::min(budget, chunks(2 * hold_, hold_parts_ + hold_));
-  }
+  // A hold's chunks after its first are not charged to the budget.
+  if (purpose_ == Purpose::kHold) return chunks(2 * hold_, hold_parts_ + hold_);
   int search = 0;
   if (best_ && lowest_failure_) {
     const double relative = (*lowest_failure_ - *best_) / *best_;
@@ -1071,7 +1051,8 @@ std::optional<int> AdaptiveStrategy::StepsLeft() const {
     const double from = std::max(q_, min_qps_);
     search = static_cast<int>(std::ceil(std::log(max_qps_ / from) / std::log(kMaxGrowth))) + 3;
   }
-  return std::min(budget, search + chunks(kMinHold, 0));
+  const int hold_chunks = chunks(kMinHold, 0);
+  return std::min(budget, search + std::min(hold_chunks, 1)) + std::max(0, hold_chunks - 1);
 }
 
 double AdaptiveStrategy::MoreTimeNeeded() const {

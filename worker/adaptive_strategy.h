@@ -73,14 +73,13 @@
 //    held). A tail already near the limit at half the estimate is named in the summary (a
 //    flat tail: ill-conditioned). Otherwise (max_steps, or no hold held) the result is
 //    converged=false with the interval, Done.more_time_needed_s and, as the estimate, the
-//    conservative end: the best pass less its resolution; when the step limit came during a
-//    hold reading over the limit so far, the hold counts as failed (the estimate is below it,
-//    as in a hold search), and (then, or when the hold search ran out of holds or steps) with
-//    two failed holds or more the estimate goes no higher than where their tail ratios, on a
-//    line in log-log, cross the limit (FailedHoldsCrossing): a retreat of kFirstHoldRetreat
-//    below the lowest is no evidence when its ratio was far over. A hold search's hold the limit
-//    cuts while it reads under the limit by more than its standard error is the estimate (not
-//    verified).
+//    conservative end: the best pass less its resolution; when the hold search ran out of
+//    holds or steps with two failed holds or more, the estimate goes no higher than where
+//    their tail ratios, on a line in log-log, cross the limit (FailedHoldsCrossing): a
+//    retreat of kFirstHoldRetreat below the lowest is no evidence when its ratio was far over.
+//  - The step budget (max_steps) counts a hold once, whatever its chunks: a hold starts only
+//    with a step of the budget left and runs to its decision (a hold cut short would leave an
+//    estimate no hold verified; its chunks are one measurement, split only to stop early).
 //
 // Pure and deterministic; called from the test runner's thread only.
 #ifndef VANGUARD_WORKER_ADAPTIVE_STRATEGY_H_
@@ -166,7 +165,7 @@ class AdaptiveStrategy : public Strategy {
   static constexpr double kMaxHoldRetreat = 0.75;
   static constexpr double kHoldSearchBracket = 0.05;
   static constexpr int kMaxSearchHolds = 10;
-  // A finish at the step limit during a hold caps its estimate at the failed holds' own
+  // A hold search that ends undecided caps its estimate at the failed holds' own
   // crossing (FailedHoldsCrossing): holds read further over than this are left out of the fit
   // (an episode, not the curve), and the cap goes no lower than this share of the lowest
   // failed hold.
@@ -194,7 +193,8 @@ class AdaptiveStrategy : public Strategy {
   Decision Next(const std::optional<StepOutcome>& last) override;
   // Growing: the passes to the range's top at kMaxGrowth and a few to bracket; bracketed:
   // one step per halving down to the resolution; then the hold's chunks (what is left of the
-  // one in progress); never more than the step budget left.
+  // one in progress); the steps before a hold's second chunk never more than the step budget
+  // left (a hold's later chunks are not charged to it).
   std::optional<int> StepsLeft() const override;
   std::string name() const override { return "adaptive"; }
 
@@ -345,10 +345,6 @@ class AdaptiveStrategy : public Strategy {
   // episodic failure above (EpisodicFailureAbove) or nullopt once that one held (the search
   // goes on above), a re-measure of a stale failure, or the finish.
   std::optional<Decision> AfterHeldHold(const HoldReading& h, const std::string& why);
-  // The step limit came during an undecided hold: unconverged; a hold reading over the limit
-  // so far counts as failed for the estimate, a hold search's hold under it by a standard error
-  // as held (see Finishing in the header).
-  Decision FinishDuringHold(const HoldReading& h);
   // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
   // 1 - kFirstHoldRetreat] x the lowest failed hold (a ratio not rising with the rate over
@@ -440,6 +436,7 @@ class AdaptiveStrategy : public Strategy {
   std::vector<int> best_recorded_at_;
   int last_failure_at_ = 0;
   int steps_ = 0;
+  int budget_steps_ = 0;  // steps charged to max_steps: all but a hold's later chunks
   int invalid_steps_ = 0;
   bool started_ = false;
   bool retried_invalid_client_ = false;
@@ -458,7 +455,7 @@ class AdaptiveStrategy : public Strategy {
   std::optional<bool> hold_held_;           // the last hold's outcome, once decided
   std::vector<HoldResult> hold_results_;    // every decided hold, in order
   bool hold_search_ = false;                // only holds decide (see the header)
-  std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing at a step-limit finish
+  std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing of an undecided finish
   int episode_checks_ = 0;                  // holds started to check an episodic failure
   std::optional<double> episode_check_;     // the rate of that hold while it runs
   int checked_holds_ = 0;                   // such holds that held (not among kMaxHolds)
