@@ -429,21 +429,30 @@ double AdaptiveStrategy::Grow(bool noise) const {
             : h == vanguard::v1::HEALTH_STATE_UNHEALTHY ? 0.87
                                                         : 1;
   }
-  if (base->outcome.limit_ratio > 0) ratio = HeadroomAboveFloor(ratio);
-  return *best_ * std::clamp(1 / ratio, kMinGrowth, kMaxGrowth);
+  if (base->outcome.limit_ratio <= 0) return *best_ * std::clamp(1 / ratio, kMinGrowth, kMaxGrowth);
+  const std::optional<double> floor = UnloadedRatio();
+  if (!floor) {
+    // Nothing measured kFloorSpan below: the ratio cannot tell the model's unloaded latency
+    // from the load's, so the pass grows by kFloorSpan at least (a failure there brackets).
+    return *best_ * std::clamp(1 / ratio, kFloorSpan, kMaxGrowth);
+  }
+  return *best_ * std::clamp(1 / HeadroomAboveFloor(ratio), kMinGrowth, kMaxGrowth);
 }
 
-double AdaptiveStrategy::HeadroomAboveFloor(double ratio) const {
-  // The model's unloaded latency: the lowest limit ratio read at a rate kFloorSpan or more
-  // below the best pass (a latency the load has not yet raised).
-  double floor = 0;
+std::optional<double> AdaptiveStrategy::UnloadedRatio() const {
+  std::optional<double> floor;
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
     if (j.expired || j.noise || j.empty || o.limit_ratio <= 0 || o.rate_qps * kFloorSpan > *best_) {
       continue;
     }
-    floor = floor > 0 ? std::min(floor, o.limit_ratio) : o.limit_ratio;
+    floor = std::min(floor.value_or(o.limit_ratio), o.limit_ratio);
   }
+  return floor;
+}
+
+double AdaptiveStrategy::HeadroomAboveFloor(double ratio) const {
+  const double floor = UnloadedRatio().value_or(0);
   if (!(floor > 0 && floor < 1)) return ratio;
   if (ratio <= floor) return 0;  // no rise at all: far below the knee
   return std::min(ratio, (ratio - floor) / (1 - floor));

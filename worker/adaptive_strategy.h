@@ -8,7 +8,9 @@
 // The phases, each a function below (docs/strategies.md has the reasons and the figures):
 //  - Grow: from min_qps, each pass multiplies the rate by its headroom (1 / limit ratio, read
 //    above the unloaded latency once a rate kFloorSpan below has read it; between kMinGrowth
-//    and kMaxGrowth), never above max_qps: the range bounds the cost,
+//    and kMaxGrowth, and kFloorSpan at least before that: a latency near the limit with
+//    nothing measured below may be the model's unloaded latency), never above max_qps: the
+//    range bounds the cost,
 //    not the answer. A max_qps that passes is held like an estimate (below); held, it ends
 //    the test with Done.at_least; a failed hold there brackets the search below it.
 //  - Refine: once a failure lies above the best pass, the next rate is interpolated on
@@ -297,6 +299,10 @@ class AdaptiveStrategy : public Strategy {
   // reading at kFloorSpan below the best says what the unloaded latency is; 0 when the
   // latency has not risen above it. Never above `ratio`.
   double HeadroomAboveFloor(double ratio) const;
+  // The model's unloaded latency as a limit ratio: the lowest read at a rate kFloorSpan or
+  // more below the best pass (a latency the load has not yet raised); nullopt when no such
+  // reading exists.
+  std::optional<double> UnloadedRatio() const;
   // Refine phase: the next rate inside the bracket after a pass, failure or noise; only a
   // move (`is_move`) updates the Illinois weights.
   double Refine(bool after_pass, bool noise, bool is_move);
