@@ -420,23 +420,23 @@ double AdaptiveStrategy::Grow(bool noise) const {
     if (!j.expired && best_ && j.outcome.rate_qps == *best_) base = &j;
   }
   if (noise || base == nullptr) return std::max(q_, best_.value_or(0)) * kMinGrowth;
-  double ratio = base->outcome.limit_ratio;
+  const double ratio = base->outcome.limit_ratio;
   if (ratio <= 0) {  // no ratio reported: the health state's band
     const vanguard::v1::HealthState h =
         std::max(base->outcome.health_state, base->outcome.window_state);
-    ratio = h <= vanguard::v1::HEALTH_STATE_HEALTHY     ? 0.5
-            : h == vanguard::v1::HEALTH_STATE_WARN      ? 0.7
-            : h == vanguard::v1::HEALTH_STATE_UNHEALTHY ? 0.87
-                                                        : 1;
+    const double band = h <= vanguard::v1::HEALTH_STATE_HEALTHY     ? 0.5
+                        : h == vanguard::v1::HEALTH_STATE_WARN      ? 0.7
+                        : h == vanguard::v1::HEALTH_STATE_UNHEALTHY ? 0.87
+                                                                    : 1;
+    return *best_ * std::clamp(1 / band, kMinGrowth, kMaxGrowth);
   }
-  if (base->outcome.limit_ratio <= 0) return *best_ * std::clamp(1 / ratio, kMinGrowth, kMaxGrowth);
   const std::optional<double> floor = UnloadedRatio();
   if (!floor) {
     // Nothing measured kFloorSpan below: the ratio cannot tell the model's unloaded latency
     // from the load's, so the pass grows by kFloorSpan at least (a failure there brackets).
     return *best_ * std::clamp(1 / ratio, kFloorSpan, kMaxGrowth);
   }
-  return *best_ * std::clamp(1 / HeadroomAboveFloor(ratio), kMinGrowth, kMaxGrowth);
+  return *best_ * std::clamp(1 / HeadroomAboveFloor(ratio, *floor), kMinGrowth, kMaxGrowth);
 }
 
 std::optional<double> AdaptiveStrategy::UnloadedRatio() const {
@@ -451,8 +451,7 @@ std::optional<double> AdaptiveStrategy::UnloadedRatio() const {
   return floor;
 }
 
-double AdaptiveStrategy::HeadroomAboveFloor(double ratio) const {
-  const double floor = UnloadedRatio().value_or(0);
+double AdaptiveStrategy::HeadroomAboveFloor(double ratio, double floor) {
   if (!(floor > 0 && floor < 1)) return ratio;
   if (ratio <= floor) return 0;  // no rise at all: far below the knee
   return std::min(ratio, (ratio - floor) / (1 - floor));

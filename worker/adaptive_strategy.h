@@ -294,11 +294,11 @@ class AdaptiveStrategy : public Strategy {
   // --- Deciding the next step ---
   // Grow phase: the next rate before any failure (after noise: by kMinGrowth only).
   double Grow(bool noise) const;
-  // The share of the room between the model's unloaded latency and the limit that the load
-  // has used at the best pass, for a limit ratio `ratio` read there: ratio itself when no
-  // reading at kFloorSpan below the best says what the unloaded latency is; 0 when the
-  // latency has not risen above it. Never above `ratio`.
-  double HeadroomAboveFloor(double ratio) const;
+  // The share of the room between the model's unloaded latency `floor` (UnloadedRatio) and
+  // the limit that the load has used at the best pass, for a limit ratio `ratio` read there:
+  // ratio itself when `floor` is not in (0, 1); 0 when the latency has not risen above it.
+  // Never above `ratio`.
+  static double HeadroomAboveFloor(double ratio, double floor);
   // The model's unloaded latency as a limit ratio: the lowest read at a rate kFloorSpan or
   // more below the best pass (a latency the load has not yet raised); nullopt when no such
   // reading exists.

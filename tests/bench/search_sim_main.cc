@@ -59,10 +59,6 @@ ABSL_FLAG(std::string, strategy, "adaptive", "adaptive or binary_search");
 ABSL_FLAG(int, seeds, 50, "Searches to run (model and arrival seeds 1..N)");
 ABSL_FLAG(int, first_seed, 1, "The first seed");
 ABSL_FLAG(double, step_s, 3, "Measured part of a step, seconds");
-ABSL_FLAG(bool, continuous_holds, false,
-          "What-if (the runner does not do this): a hold's chunks at one rate run on one "
-          "continuous load (no drain, no lead between them), as one long step judged at each "
-          "chunk's end (docs/strategies.md, thirty-first session)");
 ABSL_FLAG(double, lead_s, 2, "Lead at the step's rate before its measured part, seconds");
 ABSL_FLAG(double, truth, 0,
           "The profile's true capacity (req/s); 0: computed here (60 s x 8 replications)");
@@ -211,27 +207,9 @@ class VirtualModel {
   // Runs one step: `lead` at the rate, then the measured part. `window_p50` (nullable) gets
   // each measured window's median latency (0 for an empty one) and `window_length` their
   // length.
-  // `keep_running`: the load goes on after the measured part (the step is judged as if its
-  // requests ran to completion, but the model's queue is left as it is); `continues`: the step
-  // goes on from such a step at the same rate without a gap (its lead should be zero).
   StepOutcome Run(double rate, absl::Duration lead, absl::Duration measured,
                   std::vector<double>* window_p50 = nullptr,
-                  absl::Duration* window_length = nullptr, bool keep_running = false,
-                  bool continues = false) {
-    if (running_ && !continues) {
-      std::vector<SlotScheduler::Completion> ignored;
-      std::vector<sim::TokenScheduler::TokenEvent> ignored_events;
-      now_ = std::max(DrainAll(
-                          ignored, ignored_events,
-                          [&] {
-                            ignored.clear();
-                            ignored_events.clear();
-                          },
-                          now_),
-                      now_) +
-             absl::Milliseconds(500);
-    }
-    running_ = false;
+                  absl::Duration* window_length = nullptr) {
     const absl::Duration start = now_;
     const absl::Duration judged_from = start + lead, end = start + lead + measured;
     std::exponential_distribution<double> gap(rate);
@@ -328,17 +306,20 @@ class VirtualModel {
     // next step starts after the last of them: its arrivals must not land in the past of the
     // model's clock, where the scheduler would stamp them all at once (a burst no schedule
     // sent).
-    if (keep_running) {
-      const SlotScheduler scheduler = scheduler_;
-      const sim::TokenScheduler tokens = tokens_;
-      DrainAll(done, events, collect, end);
-      scheduler_ = scheduler;
-      tokens_ = tokens;
-      now_ = end;
-      running_ = true;
-    } else {
-      now_ = std::max(DrainAll(done, events, collect, end), now_) + absl::Milliseconds(500);
+    absl::Duration drained = end;
+    for (;;) {
+      const std::optional<absl::Duration> next =
+          generative_ ? tokens_.NextEventTime() : scheduler_.NextEventTime();
+      if (!next) break;
+      drained = std::max(drained, *next);
+      if (generative_) {
+        tokens_.AdvanceTo(*next, &events);
+      } else {
+        scheduler_.AdvanceTo(*next, &done);
+      }
+      collect();
     }
+    now_ = std::max(drained, now_) + absl::Milliseconds(500);
 
     StepOutcome o;
     o.rate_qps = rate;
@@ -456,28 +437,6 @@ class VirtualModel {
   }
 
  private:
-  // Runs every request in the model to completion, `collect` after each event; returns the
-  // last event's time (`from` when none).
-  template <typename Collect>
-  absl::Duration DrainAll(std::vector<SlotScheduler::Completion>& done,
-                          std::vector<sim::TokenScheduler::TokenEvent>& events, Collect collect,
-                          absl::Duration from) {
-    absl::Duration drained = from;
-    for (;;) {
-      const std::optional<absl::Duration> next =
-          generative_ ? tokens_.NextEventTime() : scheduler_.NextEventTime();
-      if (!next) break;
-      drained = std::max(drained, *next);
-      if (generative_) {
-        tokens_.AdvanceTo(*next, &events);
-      } else {
-        scheduler_.AdvanceTo(*next, &done);
-      }
-      collect();
-    }
-    return drained;
-  }
-
   // Closed loop: n = ceil(rate * latency limit) requests outstanding from `start`, each
   // completion sending the next at once (a rejected one retries 1 ms later); no sends from
   // `end` on.
@@ -529,7 +488,6 @@ class VirtualModel {
   std::mt19937_64 arrivals_;
   std::mt19937_64 costs_;
   absl::Duration now_;
-  bool running_ = false;  // the last step kept running (keep_running)
   uint64_t next_id_ = 0;
   worker::HealthAssessor assessor_;
 };
@@ -602,13 +560,9 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
       run.seconds += run.warmup_s;
       if (verbose) std::printf("    warmup phase at %.2f: %.0f s\n", next.rate_qps, run.warmup_s);
     }
-    // A hold's chunks run on one continuous load (--continuous_holds): no gap, no lead.
-    const bool continuous = absl::GetFlag(FLAGS_continuous_holds) && next.verification;
-    const bool continues = continuous && run.final_verification_rate == next.rate_qps;
-    const absl::Duration step_lead =
-        lead == absl::ZeroDuration() || continues ? absl::ZeroDuration() : model.Lead(lead);
+    const absl::Duration step_lead = lead == absl::ZeroDuration() ? lead : model.Lead(lead);
     const absl::Duration measured = model.Measured(step, next.rate_qps) * next.hold;
-    last = model.Run(next.rate_qps, step_lead, measured, nullptr, nullptr, continuous, continues);
+    last = model.Run(next.rate_qps, step_lead, measured);
     run.seconds += absl::ToDoubleSeconds(step_lead + measured);
     const bool same_hold = next.verification && next.rate_qps == run.final_verification_rate;
     const double step_s = absl::ToDoubleSeconds(step_lead + measured);
