@@ -817,6 +817,12 @@ std::optional<Decision> AdaptiveStrategy::AfterHeldHold(const HoldReading& h,
                                                         const std::string& why) {
   if (hold_search_) return NextSearchHold();
   if (!lowest_failure_ && *hold_rate_ >= max_qps_) return FinishAtLeast();
+  if (!lowest_failure_ && budget_steps_ < max_steps_) {
+    // Every failure above the hold expired (the model got faster while it was searched): the
+    // hold bounds nothing, and the search goes on above it. Not one of kMaxHolds.
+    ++checked_holds_;
+    return std::nullopt;
+  }
   if (episode_check_ && *hold_rate_ == *episode_check_) {
     // The failure's rate held over a hold: its short failures were episodes the hold
     // averages over. They expire and the search goes on above.

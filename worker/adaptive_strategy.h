@@ -347,9 +347,10 @@ class AdaptiveStrategy : public Strategy {
   // After a hold's chunk: another chunk, the finish, the next hold of a hold search, or back
   // to the search (failed hold).
   std::optional<Decision> AfterHoldChunk(const std::string& why);
-  // The hold `h` just held: the hold search's next hold, "at least max_qps", a hold at an
-  // episodic failure above (EpisodicFailureAbove) or nullopt once that one held (the search
-  // goes on above), a re-measure of a stale failure, or the finish.
+  // The hold `h` just held: the hold search's next hold, "at least max_qps", nullopt when no
+  // failure is left above it (all expired: the search goes on above), a hold at an episodic
+  // failure above (EpisodicFailureAbove) or nullopt once that one held, a re-measure of a
+  // stale failure, or the finish.
   std::optional<Decision> AfterHeldHold(const HoldReading& h, const std::string& why);
   // Where the weighted line of log(tail ratio) on log(rate) through the failed holds (ratios in
   // (1, kMaxFittedHoldRatio)) crosses the limit, clamped to [kMinFittedCrossingShare,
@@ -464,7 +465,7 @@ class AdaptiveStrategy : public Strategy {
   std::optional<double> failed_holds_cap_;  // FailedHoldsCrossing of an undecided finish
   int episode_checks_ = 0;                  // holds started to check an episodic failure
   std::optional<double> episode_check_;     // the rate of that hold while it runs
-  int checked_holds_ = 0;                   // such holds that held (not among kMaxHolds)
+  int checked_holds_ = 0;  // holds that held and sent the search on above (not among kMaxHolds)
   std::string verification_;
   std::string converged_why_;  // why the search converged, for the finish after a hold
   std::optional<Done> done_;

@@ -1708,6 +1708,55 @@ TEST(AdaptiveStrategyTest, AModelStillWarmingThroughItsHoldIsSearchedAgainAboveI
   EXPECT_TRUE(expired) << ::testing::PrintToString(run.done.drift_flags);
 }
 
+TEST(AdaptiveStrategyTest, AHoldThatExpiresEveryFailureAboveItSendsTheSearchOnUp) {
+  // A model warming through the whole search, its SLO on the median (limit ratio = p50 over
+  // its limit), its short steps at 7,052 and 8,137 req/s each meeting a stall: the first 14
+  // readings as search_sim measured them for gen-796401476 (warmup 174 s at 1.9x, truth
+  // 13,626 req/s), warm afterwards. The failures that bracket the capacity expire one by one:
+  // the stalls' when their extensions pass, the cold one at 8,963 when the hold at 8,834
+  // (within kSameRate of it) reads a median far below it. The held rate is then bounded by
+  // nothing, and the search goes on above it instead of claiming it (it ended there, -35%).
+  struct Reading {
+    double rate, hold, limit_ratio, tail, se;
+    int64_t samples;
+  };
+  const std::vector<Reading> measured = {
+      {4481.68, 1, 1.037, 1.10, 0.01, 13276}, {4481.68, 1, 1.020, 1.06, 0.005, 13446},
+      {4481.68, 1, 0.998, 0.99, 0.01, 13317}, {8963.36, 1, 1.247, 1.46, 0.02, 26941},
+      {5329.65, 1, 0.958, 0.88, 0.01, 15876}, {6069.34, 1, 0.940, 0.84, 0.01, 18059},
+      {7051.82, 1, 1.051, 1.09, 0.19, 21197}, {7051.82, 2, 0.902, 0.73, 0.01, 42205},
+      {7812.95, 1, 0.884, 0.68, 0.01, 23227}, {8136.89, 1, 1.049, 1.07, 0.28, 24427},
+      {8136.89, 2, 0.841, 0.56, 0.01, 49081}, {8833.73, 1, 0.823, 0.51, 0.01, 26595},
+      {8833.73, 2, 0.794, 0.44, 0.01, 53340}, {8833.73, 23, 0.678, 0.19, 0.02, 610028},
+  };
+  auto s = Adaptive(4481.68, 164859.71);
+  ASSERT_TRUE(s);
+  size_t step = 0;
+  StrategyRun run = DriveSteps(*s, [&](const RunStep& st) {
+    Reading r{st.rate_qps, st.hold, 0, 0, 0, static_cast<int64_t>(3 * st.rate_qps * st.hold)};
+    if (step < measured.size()) {
+      r = measured[step];
+      // The path as measured (the search's rates differ only by the readings' rounding).
+      EXPECT_NEAR(st.rate_qps, r.rate, 0.01 * r.rate) << "step " << step + 1;
+      EXPECT_NEAR(st.hold, r.hold, 0.5) << "step " << step + 1;
+    } else {  // warm: the share over the limit reaches the allowed 50% at 13,626 req/s
+      r.tail = 2 / (1 + std::exp(-6.5 * (st.rate_qps / 13626 - 1)));
+      r.limit_ratio = std::pow(r.tail, 0.25);
+      r.se = 0.01 * r.tail;
+    }
+    ++step;
+    StepOutcome o = WithTail(st.rate_qps, 1e6, r.tail, r.samples);
+    o.tail_units = static_cast<int>(6 * st.hold);
+    o.tail_ratio_se = r.se;
+    o.limit_ratio = r.limit_ratio;
+    o.p50_ms = 1.63 * r.limit_ratio;
+    return o;
+  });
+  EXPECT_GE(run.done.max_sustainable_qps, 0.9 * 13626)
+      << run.done.summary << ::testing::PrintToString(run.rates);
+  EXPECT_LE(run.done.max_sustainable_qps, 13626) << run.done.summary;
+}
+
 TEST(AdaptiveStrategyTest, AStallReadingWithAWideErrorIsExtendedAndPooledNotExpired) {
   // A stall puts a step's tail all in one window: 2.0 of allowed, but a standard error of 1.9
   // over its windows. That is undecided (within two errors of the limit): the rate is run
