@@ -330,9 +330,11 @@ bool AdaptiveStrategy::PoolVerdicts() {
     too_few[pooled[k]] = few[k];
   }
 
-  // A failed hold is the longest look: its rate and every rate above fail.
-  std::optional<double> veto;
+  // A failed hold is the longest look: its rate and every rate above fail. A hold that held
+  // below it is the longest look the other way: its rate and every rate below pass.
+  std::optional<double> veto, floor;
   if (const HoldResult* failed = LowestFailedHold()) veto = failed->rate;
+  if (const HoldResult* held = HighestHeldBelow(veto.value_or(HUGE_VAL))) floor = held->rate;
   std::vector<bool> pass(judged_.size());
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t failure = kNone, best = kNone;
@@ -341,9 +343,10 @@ bool AdaptiveStrategy::PoolVerdicts() {
     failure = best = kNone;
     for (size_t i = 0; i < judged_.size(); ++i) {
       const StepOutcome& o = judged_[i].outcome;
-      pass[i] =
-          !(veto && rate(i) >= *veto) &&
-          (fitted[i] >= 0 ? o.passed_apart_from_tail && (fitted[i] <= 1 || too_few[i]) : o.passed);
+      pass[i] = !(veto && rate(i) >= *veto) &&
+                ((floor && rate(i) <= *floor) ||
+                 (fitted[i] >= 0 ? o.passed_apart_from_tail && (fitted[i] <= 1 || too_few[i])
+                                 : o.passed));
       // A hold is judged on its own (AfterHoldChunk); a failed one vetoes above.
       if (judged_[i].expired || judged_[i].is_hold) continue;
       if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
@@ -1031,8 +1034,10 @@ double AdaptiveStrategy::Estimate() const {
     if (held != nullptr) return held->rate;
     return failed->rate <= min_qps_ ? 0 : std::max(min_qps_, SearchHoldRate(nullptr, *failed));
   }
-  if (!best_) return 0;
-  return *best_;
+  // Never below a hold that held under the lowest failed one (PoolVerdicts passes its rate).
+  const HoldResult* failed = LowestFailedHold();
+  const HoldResult* held = HighestHeldBelow(failed != nullptr ? failed->rate : HUGE_VAL);
+  return std::max(best_.value_or(0), held != nullptr ? held->rate : 0);
 }
 
 std::optional<int> AdaptiveStrategy::StepsLeft() const {
@@ -1164,7 +1169,7 @@ std::optional<double> AdaptiveStrategy::EpisodicFailureAbove(const HoldReading& 
   int episodes = 0;
   for (const Judged& j : judged_) {
     const StepOutcome& o = j.outcome;
-    if (j.expired || j.is_hold || j.noise || o.passed || !SameRate(o.rate_qps, failure)) continue;
+    if (j.expired || j.is_hold || o.passed || !SameRate(o.rate_qps, failure)) continue;
     if (!o.passed_apart_from_tail || !IsEpisode(j)) return std::nullopt;
     ++episodes;
   }

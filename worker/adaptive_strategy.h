@@ -52,7 +52,8 @@
 //    backlog rises, nor before the horizon near a short step that failed on an episode:
 //    EpisodeNear) or the sustained horizon is covered, where its tail ratio alone decides;
 //    a failed hold makes its rate and everything above it a failure and
-//    the search goes on (at most kMaxHolds holds, unless a hold search follows). A hold
+//    the search goes on (at most kMaxHolds holds, unless a hold search follows); a hold that
+//    held below the lowest failed one makes its rate and everything below it a pass. A hold
 //    clearly under the limit just below a failure made by episodes alone is followed by a
 //    hold at the failure's rate (a check; at most kMaxEpisodeChecks per test, each not counted
 //    among kMaxHolds); if it holds, the failure expires and the search goes on above it, and
@@ -209,7 +210,8 @@ class AdaptiveStrategy : public Strategy {
     StepOutcome outcome;
     int step = 0;          // 1-based index of the step
     double hold = 1;       // its measured part in usual parts
-    bool noise = false;    // failed through spikes alone: never counted as a failure
+    bool noise = false;    // failed through spikes alone: not a failure by its own verdict
+                           // (its tail is pooled like any other reading's)
     bool is_hold = false;  // a final hold's chunk
     bool expired = false;  // a later reading at its rate contradicted it
     bool empty = false;    // measured no request: no evidence (kept out like an expired one)
@@ -283,7 +285,8 @@ class AdaptiveStrategy : public Strategy {
   // its median is below kWarmedP50 of the failure's and of a reading at a lower rate up to it.
   bool Warmed(const Judged& older, const Judged& newer) const;
   // Re-judges every reading in force from the pooled tail fit (steps without tail samples
-  // keep their own verdict), vetoes rates at or above a failed hold, and sets best_,
+  // keep their own verdict), vetoes rates at or above a failed hold, passes rates at or
+  // below the highest hold that held under it (HighestHeldBelow), and sets best_,
   // lowest_failure_ and the ratios feedback placement reads. Returns the last step's verdict.
   bool PoolVerdicts();
   // The ratios feedback placement interpolates at the best and lowest failure (judged_
@@ -413,8 +416,9 @@ class AdaptiveStrategy : public Strategy {
   std::optional<RunStep> CheckEpisodicFailure(const HoldReading& h);
   // After a hold `h` passed clearly under the limit (by two standard errors): the lowest
   // failure when it lies within kEpisodeSpan above the hold and every short failure at its
-  // rate failed on an episode alone (fewer than kMaxEpisodeChecks checks so far); else
-  // nullopt.
+  // rate failed on an episode alone, those flagged as noise included (their tails are pooled
+  // like any other, so they can make the failure) (fewer than kMaxEpisodeChecks checks so
+  // far); else nullopt.
   std::optional<double> EpisodicFailureAbove(const HoldReading& h) const;
   // The number of usual parts a hold chunk at `rate` lasts.
   double HoldChunk(double rate) const;
