@@ -782,8 +782,9 @@ std::optional<Decision> AdaptiveStrategy::AfterHoldChunk(const std::string& why)
       !h.others_held || (h.se_known ? ratio - 2 * h.se > 1 : ratio > 1 && enough_requests);
   // At the horizon the hold has measured what the claim is about (the share over the limit
   // across the sustained horizon): a backlog still rising in its last chunk only keeps a hold
-  // from passing early.
-  const bool passes_at_horizon = h.others_held && ratio <= 1;
+  // from passing early. It passes kHorizonPassZ standard errors under the limit.
+  const bool passes_at_horizon =
+      h.others_held && ratio + kHorizonPassZ * (h.se_known ? h.se : 0) <= 1;
   verification_ = absl::StrFormat(
       "held %.4g req/s for %.3g parts (%.0f s, horizon %.0f s): tail ratio %.3g%s over %.0f "
       "requests%s",

@@ -50,14 +50,14 @@
 //  - Holding: a converged search holds its estimate (the best pass) in chunks until the
 //    reading is confident (never on a hold with no request over the limit, nor while its
 //    backlog rises, nor before the horizon near a short step that failed on an episode:
-//    EpisodeNear) or the sustained horizon is covered, where its tail ratio alone decides;
-//    a failed hold makes its rate and everything above it a failure and
-//    the search goes on (at most kMaxHolds holds, unless a hold search follows); a hold that
-//    held below the lowest failed one makes its rate and everything below it a pass. A hold
-//    clearly under the limit just below a failure made by episodes alone is followed by a
-//    hold at the failure's rate (a check; at most kMaxEpisodeChecks per test, each not counted
-//    among kMaxHolds); if it holds, the failure expires and the search goes on above it, and
-//    an episodic failure it then meets just above the check is checked the same way.
+//    EpisodeNear) or the sustained horizon is covered, where its tail ratio alone decides
+//    (under the limit by kHorizonPassZ standard errors); a failed hold makes its rate and
+//    everything above it a failure and the search goes on (at most kMaxHolds holds, unless a hold
+//    search follows); a hold that held below the lowest failed one makes its rate and everything
+//    below it a pass. A hold clearly under the limit just below a failure made by episodes alone is
+//    followed by a hold at the failure's rate (a check; at most kMaxEpisodeChecks per test, each
+//    not counted among kMaxHolds); if it holds, the failure expires and the search goes on above
+//    it, and an episodic failure it then meets just above the check is checked the same way.
 //  - Hold search: a hold that fails at kBlindHoldRatio times the allowed share or more saw
 //    what the short steps at its rate could not (episodes rarer than a step: stalls, a slow
 //    queue), so the short steps below it are no evidence either; so did kMaxHolds failed holds,
@@ -143,6 +143,10 @@ class AdaptiveStrategy : public Strategy {
   // building) rarer than the hold, so a confident-looking pass over a few seconds is no
   // evidence over minutes.
   static constexpr double kMinHoldHorizonShare = 0.25;
+  // A hold that reaches the horizon undecided passes when its tail ratio plus this many of
+  // its standard errors is at most 1 (when its windows give one): a ratio just under the
+  // limit is as likely just over it, and the estimate leans to the side of the SLO.
+  static constexpr double kHorizonPassZ = 0.5;
   // ...unless a short step within this span of the hold's rate (either side) failed on an
   // episode: over the limit with a standard error of at least kEpisodeSeShare of its ratio
   // (one or two of its units carry the share). Episodes that rare are what a quarter of the
