@@ -95,7 +95,9 @@ absl::StatusOr<v1::RegisterModelResponse> OrchestratorService::RegisterModel(
     model.set_protocol(v1::PROTOCOL_KSERVE_V2_REST);
   }
   if (model.served_name().empty()) model.set_served_name(model.name());
-  if (!model.has_default_warmup()) model.mutable_default_warmup()->set_seconds(0);
+  if (!model.has_default_warmup()) {
+    *model.mutable_default_warmup() = ToProtoDuration(kDefaultModelWarmup);
+  }
   const auto may_add = [&](const std::string& owner) {
     return MayActOn(TeamOf(caller), RoleOf(caller), owner, absl::StrCat("model ", model.name()));
   };

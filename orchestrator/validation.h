@@ -101,6 +101,13 @@ absl::Status ValidateProgress(const v1::TestProgress& progress);
 // A result a worker completes a test with (prefixed "result.").
 absl::Status ValidateTestResult(const v1::TestResult& result);
 
+// A model's default_warmup when its registration gives none: every step's lead at its rate
+// before the measured part, which also turns on steady-state settling and, on a test's first
+// step, the detection of the model's own warmup (worker/measured_step_runner.h). With none, a
+// cold model's first readings would be judged as they come (the capacity searches and their
+// accuracy figures assume this lead: search_sim --lead_s).
+inline constexpr absl::Duration kDefaultModelWarmup = absl::Seconds(2);
+
 // PlanCapacity's defaults and bounds (the bounds keep replica counts far inside int64).
 inline constexpr double kDefaultPlanHeadroom = 0.3;
 inline constexpr int32_t kDefaultPlanSurviveLoss = 1;

@@ -188,7 +188,8 @@ CommandSpec ModelsRegister() {
                   .help = "Highest tolerated predictor queue depth (requests waiting)."},
                  {.name = "warmup",
                   .value = "5s",
-                  .help = "Warmup excluded from judgement at the start of each step."},
+                  .help = "Warmup excluded from judgement at the start of each step "
+                          "(default 2s; 0s judges a step from its first request)."},
                  {.name = "accelerator",
                   .value = "A",
                   .help = "Accelerator type, e.g. nvidia-l40, cpu."},

@@ -315,6 +315,20 @@ TEST_F(OrchestratorServiceTest, SubmitResolvesTheModelAndFillsDefaults) {
   EXPECT_EQ(
       SqlParams("SELECT max_attempts FROM tests WHERE id = $1", e->test().id())[0][0].as<int>(), 5);
 
+  // A model registered without a default warmup gets kDefaultModelWarmup (2 s), and so do
+  // its tests: without one a step has no settling and a cold model is not detected.
+  v1::RegisterModelRequest bare;
+  *bare.mutable_model() = ValidModel("bare", "v1");
+  bare.mutable_model()->clear_default_warmup();
+  absl::StatusOr<v1::RegisterModelResponse> b = service_->RegisterModel(bare);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->model().default_warmup().seconds(), 2);
+  v1::SubmitTestRequest on_bare = ValidSubmit();
+  on_bare.mutable_spec()->set_model("bare");
+  absl::StatusOr<v1::SubmitTestResponse> bt = service_->SubmitTest(on_bare);
+  ASSERT_TRUE(bt.ok()) << bt.status();
+  EXPECT_EQ(bt->test().spec().step_warmup().seconds(), 2);
+
   // Pinned to an older version on request.
   v1::SubmitTestRequest pinned = ValidSubmit();
   pinned.mutable_spec()->set_model_version("v1");
