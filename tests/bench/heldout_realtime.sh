@@ -6,7 +6,7 @@
 # horizon) and measures each as a new user would: a throwaway Postgres, the orchestrator (auth
 # on), a worker and a replayer on loopback, then per model a freshly started
 # `vanguard-sim-predictor --profile=<its json>` (cold: the model's warmup happens during the
-# test), `vanguard models register` with the model's SLO (no --warmup) and
+# test), `vanguard models register` with the model's SLO (no --warmup: the registry's 2 s) and
 # `vanguard submit --strategy=adaptive --min_qps=.. --max_qps=.. --schedule=poisson --wait
 # --output=json` with the user-style range the generator drew. The truth holds for Poisson
 # arrivals, hence --schedule=poisson (the submit tool's default is constant).
