@@ -66,8 +66,18 @@ GaugeMeans MeanGauges(const std::vector<GaugeReading>& readings) {
   return m;
 }
 
-// The p99 quantities whose tails are judged: latency, TTFT, inter-token.
-enum TailSource { kLatencyTail = 0, kTtftTail = 1, kInterTokenTail = 2, kTailSources = 3 };
+// The percentile limits whose tails are judged: p99 latency, TTFT and inter-token, and the
+// p50 latency (its tail is the share over the limit against the half a median allows).
+enum TailSource {
+  kLatencyTail = 0,
+  kTtftTail = 1,
+  kInterTokenTail = 2,
+  kP50Tail = 3,
+  kTailSources = 4
+};
+// The fraction of requests each source's limit lets exceed it.
+constexpr double kTailAllowed[kTailSources] = {kTailAllowedFraction, kTailAllowedFraction,
+                                               kTailAllowedFraction, 0.5};
 
 }  // namespace
 
@@ -103,13 +113,13 @@ double MeasuredStepRunner::Goodput(const vanguard::v1::StepResult& r, double p99
 }
 
 MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string& histogram,
-                                                              double limit_ms) {
-  if (limit_ms <= 0 || histogram.empty()) return {};
+                                                              double limit_ms, double allowed) {
+  if (limit_ms <= 0 || histogram.empty() || !(allowed > 0)) return {};
   absl::StatusOr<LatencyHistogram> h = LatencyHistogram::Deserialize(histogram);
   if (!h.ok() || h->count() == 0) return {};
   return {static_cast<double>(h->CountAbove(limit_ms * 1000)) / static_cast<double>(h->count()) /
-              kTailAllowedFraction,
-          h->count()};
+              allowed,
+          h->count(), allowed};
 }
 
 bool MeasuredStepRunner::LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows,
@@ -223,6 +233,14 @@ LimitReading ReadLimits(const vanguard::v1::Slo& slo, const vanguard::v1::StepRe
   LimitReading r;
   r.limit_ratio = judged_worst_ratio;
   r.tail = MeasuredStepRunner::TailOf(result.latency_histogram(), tail_limit_ms[kLatencyTail]);
+  // The judge checked the p50 limit itself (a breach fails the step there); its tail is the
+  // evidence the strategies pool when it is the worse one.
+  if (const MeasuredStepRunner::TailExceedance p50 = MeasuredStepRunner::TailOf(
+          result.latency_histogram(), tail_limit_ms[kP50Tail], kTailAllowed[kP50Tail]);
+      p50.samples > 0 && p50.ratio > r.tail.ratio) {
+    r.tail = p50;
+    r.tail_source = kP50Tail;
+  }
   for (const Limit& l : limits) {
     if (!l.applies) continue;
     r.limit_ratio = std::max(r.limit_ratio, l.measured / l.limit);
@@ -282,7 +300,7 @@ struct MeasuredStepRunner::StepRun {
   // Per measured window of the latest call: samples and those over each tail limit.
   std::vector<TailUnit> tail_units[kTailSources];
   std::vector<TailUnit> error_units;  // per measured window: scheduled, errors + timeouts
-  double tail_limit_ms[kTailSources] = {0, 0, 0};
+  double tail_limit_ms[kTailSources] = {0, 0, 0, 0};
 
   bool steady_at_start = false;
   size_t first_measured = 0;
@@ -434,6 +452,7 @@ void MeasuredStepRunner::Plan(StepRun& run) const {
   run.tail_limit_ms[kLatencyTail] = run.p99_limit_ms;
   run.tail_limit_ms[kTtftTail] = LimitMs(slo_.ttft_p99());
   run.tail_limit_ms[kInterTokenTail] = LimitMs(slo_.inter_token_p99());
+  run.tail_limit_ms[kP50Tail] = LimitMs(slo_.p50_latency());
 }
 
 void MeasuredStepRunner::Watch(StepRun& run, const vanguard::v1::StepWindow& w) const {
@@ -522,6 +541,8 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
               TailUnitOf(w.ttft_histogram(), run.tail_limit_ms[kTtftTail]));
           run.tail_units[kInterTokenTail].push_back(
               TailUnitOf(w.inter_chunk_histogram(), run.tail_limit_ms[kInterTokenTail]));
+          run.tail_units[kP50Tail].push_back(
+              TailUnitOf(w.latency_histogram(), run.tail_limit_ms[kP50Tail]));
           run.error_units.push_back({w.scheduled(), w.errors() + w.timeouts()});
         }
         if (run.on_window) run.on_window(run.out.windows.back());
@@ -654,7 +675,7 @@ void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
   }
   if (tail.samples > 0 && out.judgement.client_valid) {
     // What the pooled verdicts work from: the share of the requests over the tail limits,
-    // relative to the 1% a p99 allows.
+    // relative to what the limit allows (1% for a p99, half for a p50).
     absl::StrAppend(&out.judgement.verdict, absl::StrFormat(" (tail %.2f of allowed, %d requests)",
                                                             tail.ratio, tail.samples));
   }
@@ -672,16 +693,18 @@ void MeasuredStepRunner::JudgeOutcome(StepRun& run) {
   o.limit_ratio = limits.limit_ratio;
   o.tail_ratio = tail.ratio;
   o.tail_samples = tail.samples;
+  o.tail_allowed = kTailAllowed[limits.tail_source];
   const TailConfidence confidence =
-      TailConfidenceOf(run.tail_units[limits.tail_source], kTailAllowedFraction);
+      TailConfidenceOf(run.tail_units[limits.tail_source], o.tail_allowed);
   o.tail_ratio_se = confidence.ratio_se;
   o.tail_units = confidence.units;
   o.backlog_rising = BacklogRising(run);
   // With an error limit, errors are a share of requests over what the SLO allows, like a
   // p99 tail: pooled across steps and judged with their uncertainty (ErrorsAsTail).
-  o.passed_apart_from_tail = (slo_.max_error_rate() > 0 ? out.judgement.passed_apart_from_tails
-                                                        : out.judgement.passed_apart_from_p99) &&
-                             !limits.other_breach;
+  o.passed_apart_from_tail =
+      (slo_.max_error_rate() > 0 ? out.judgement.passed_apart_from_tails
+                                 : out.judgement.passed_apart_from_latency_tails) &&
+      !limits.other_breach;
   ErrorsAsTail(run, result, &o);
   o.health_state = out.judgement.health.state;
   if (assessor_->windows() > 0) {

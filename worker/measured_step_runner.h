@@ -45,15 +45,16 @@
 // (hold > 1, a confirmation's long part): that already watched the queue for several parts,
 // and a second call would restart it from a drained queue.
 //
-// Tail evidence. The outcome's tail_ratio (the share of requests over a p99 limit, the
-// worst of latency, TTFT and inter-token, for the pooled verdicts) counts the measured part
-// only. Counting the settle span before it as well whenever that read worse (as this runner
-// once did, so that a stall there would be evidence too) takes the worse of two readings:
-// near a limit set by rare stalls it read the long-run share about 45% high and failed a
-// step more often, and searches ended 5-10% low (tests/bench/search_sim.sh). Its
+// Tail evidence. The outcome's tail_ratio (the share of requests over a percentile limit
+// over the share it allows: the worst of the latency, TTFT and inter-token p99 and the
+// latency p50, which allows half; tail_allowed says which share) is what the pooled verdicts
+// work from; it counts the measured part only. Counting the settle span before it as well whenever
+// that read worse (as this runner once did, so that a stall there would be evidence too) takes the
+// worse of two readings: near a limit set by rare stalls it read the long-run share about 45% high
+// and failed a step more often, and searches ended 5-10% low (tests/bench/search_sim.sh). Its
 // uncertainty (tail_ratio_se, tail_units) is by batch means over the measured windows of the
 // judged call (tail_confidence.h), from each window's histogram of the same quantity
-// (latency, TTFT or inter-token, whichever set tail_ratio) against the same limit: stalls
+// (latency, TTFT, inter-token or p50, whichever set tail_ratio) against the same limit: stalls
 // make requests' latencies correlated, windows are the units. Windows without histograms
 // (older replayers) give tail_units 0.
 //
@@ -197,13 +198,16 @@ class MeasuredStepRunner {
   // limit over scheduled).
   static double Goodput(const vanguard::v1::StepResult& result, double p99_limit_ms);
 
-  // Fraction of a serialized histogram's samples above `limit_ms`, over the 1% a p99 limit
-  // allows; samples 0 when the histogram is missing, empty or unreadable.
+  // Fraction of a serialized histogram's samples above `limit_ms`, over the fraction
+  // `allowed` the limit lets exceed it (1% for a p99, half for a p50); samples 0 when the
+  // histogram is missing, empty or unreadable.
   struct TailExceedance {
     double ratio = 0;
     int64_t samples = 0;
+    double allowed = kTailAllowedFraction;
   };
-  static TailExceedance TailOf(const std::string& histogram, double limit_ms);
+  static TailExceedance TailOf(const std::string& histogram, double limit_ms,
+                               double allowed = kTailAllowedFraction);
 
   // Mean latency over the measured windows from `first` on rises by more than
   // kRisingLatencyDrift of its level (least-squares slope times span, beyond its sampling

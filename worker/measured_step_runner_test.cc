@@ -22,6 +22,7 @@ namespace {
 using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::NiceMock;
+using ::testing::StartsWith;
 using testing_util::MakeStepResult;
 using testing_util::NewScriptedReader;
 using testing_util::ResultEvent;
@@ -460,7 +461,7 @@ TEST_F(TailEvidenceTest, ACalmerLeadNeverDilutesTheMeasuredPart) {
 // them over the 100 ms limit (its own histogram), the result the sum of them.
 class TailConfidenceTest : public MeasuredStepRunnerTest {
  protected:
-  void Script(std::vector<int> slow) {
+  void Script(std::vector<int> slow, double result_p50_ms = 10, double result_p99_ms = 40) {
     ON_CALL(replayer_, RunStepRaw(_, _))
         .WillByDefault([=, this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
           requests_.push_back(r);
@@ -478,7 +479,8 @@ class TailConfidenceTest : public MeasuredStepRunnerTest {
             }
             script->events.push_back(e);
           }
-          vanguard::v1::StepResult result = MakeStepResult(r.rate_qps(), r.rate_qps(), 10, 40);
+          vanguard::v1::StepResult result =
+              MakeStepResult(r.rate_qps(), r.rate_qps(), result_p50_ms, result_p99_ms);
           result.set_latency_histogram(Requests(50 * n, total_slow));
           script->events.push_back(ResultEvent(result));
           return NewScriptedReader(script);
@@ -501,6 +503,38 @@ TEST_F(TailConfidenceTest, AStallReadsFarLessCertainThanTheSameCountSpread) {
   EXPECT_DOUBLE_EQ(stalled.tail_ratio, 2.0);
   EXPECT_NEAR(stalled.tail_ratio_se, 2.0, 0.001);
   EXPECT_GT(stalled.tail_ratio_se, 4 * spread.tail_ratio_se);
+}
+
+TEST_F(TailConfidenceTest, AP50LimitIsATailOfHalfTheRequests) {
+  // A median limit of 100 ms with a p99 limit far above: 30 of every 50 requests over it is
+  // 60% over the 50% a median allows, a tail ratio of 1.2 the strategies pool like a p99's
+  // (not a breach of some other check), with its error over the windows.
+  vanguard::v1::Slo slo;
+  slo.mutable_p99_latency()->set_seconds(3600);
+  slo.mutable_p50_latency()->set_nanos(100'000'000);
+  StepJudge judge = *StepJudge::Create(
+      slo, std::make_unique<WeightedHealthScorer>(vanguard::v1::HealthWeights()));
+  const auto run = [&] {
+    MeasuredStepRunner runner(&executor_, &judge, &assessor_, nullptr, slo, {});
+    absl::StatusOr<MeasuredStep> step = runner.Run(Request(), false, nullptr, nullptr);
+    EXPECT_TRUE(step.ok()) << step.status();
+    return step.ok() ? *step : MeasuredStep{};
+  };
+  Script({30, 30, 20, 40}, /*result_p50_ms=*/300, /*result_p99_ms=*/300);
+  MeasuredStep over = run();
+  EXPECT_FALSE(over.outcome.passed);
+  EXPECT_THAT(over.judgement.verdict, StartsWith("p50 300.0 ms > 100 ms"));
+  EXPECT_TRUE(over.outcome.passed_apart_from_tail);
+  EXPECT_DOUBLE_EQ(over.outcome.tail_ratio, 1.2);
+  EXPECT_DOUBLE_EQ(over.outcome.tail_allowed, 0.5);
+  EXPECT_GE(over.outcome.tail_units, 2);
+  EXPECT_GT(over.outcome.tail_ratio_se, 0);
+  // 10 of 50 over the median limit: a pass at 0.4 of what it allows, not the 1% of a p99.
+  Script({10}, /*result_p50_ms=*/10, /*result_p99_ms=*/300);
+  MeasuredStep under = run();
+  EXPECT_TRUE(under.outcome.passed) << under.judgement.verdict;
+  EXPECT_DOUBLE_EQ(under.outcome.tail_ratio, 0.4);
+  EXPECT_DOUBLE_EQ(under.outcome.tail_allowed, 0.5);
 }
 
 TEST_F(TailConfidenceTest, WindowsWithoutHistogramsGiveNoUnits) {

@@ -193,8 +193,9 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   // p99 from the intended send time: queueing delay counts.
   const double p99_limit_ms = Milliseconds(slo_.p99_latency());
   const bool p99_breached = checks.Limit("p99", result.latency().p99_ms(), p99_limit_ms);
+  bool p50_breached = false;
   if (const double p50_limit_ms = Milliseconds(slo_.p50_latency()); p50_limit_ms > 0) {
-    checks.Limit("p50", result.latency().p50_ms(), p50_limit_ms);
+    p50_breached = checks.Limit("p50", result.latency().p50_ms(), p50_limit_ms);
   }
   ScoreStreams(result, slo_, checks);
   const bool errors_breached =
@@ -219,8 +220,8 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     return j;
   }
   j.passed = checks.breaches.empty();
-  const size_t tail_breaches = p99_breached ? 1u : 0u;
-  j.passed_apart_from_p99 = checks.breaches.size() == tail_breaches;
+  const size_t tail_breaches = (p99_breached ? 1u : 0u) + (p50_breached ? 1u : 0u);
+  j.passed_apart_from_latency_tails = checks.breaches.size() == tail_breaches;
   j.passed_apart_from_tails = checks.breaches.size() == tail_breaches + (errors_breached ? 1u : 0u);
   j.verdict = j.passed ? absl::StrCat("pass: ", absl::StrJoin(checks.held, ", "))
                        : absl::StrJoin(checks.breaches, "; ");

@@ -51,11 +51,13 @@ struct StepJudgement {
   // only adds to it), or it failed on its p99 also from actual send times while only timers
   // or connection setup delayed the sends. client_valid is then true and the verdict says so.
   bool client_late = false;
-  // Every check but the p99 latency held (and the client was valid): the step fails, if at
-  // all, on its latency tail alone.
-  bool passed_apart_from_p99 = false;
-  // Every check but the p99 latency and the error rate held: the step fails, if at all, on
-  // a share of its requests (slow or failed) over what the SLO allows.
+  // Every check but the latency percentiles (p99, and p50 when the SLO sets one) held (and
+  // the client was valid): the step fails, if at all, on a share of its requests over a
+  // latency limit (for a p50 limit, over half of them), which the strategies pool like a
+  // p99 tail.
+  bool passed_apart_from_latency_tails = false;
+  // Every check but the latency percentiles and the error rate held: the step fails, if at
+  // all, on a share of its requests (slow or failed) over what the SLO allows.
   bool passed_apart_from_tails = false;
   double error_rate = 0;  // (errors + timeouts) / scheduled
   // What the step offered: scheduled / measured seconds when the result says, else the
