@@ -48,15 +48,12 @@
 // Tail evidence. The outcome's tail_ratio (the share of requests over a percentile limit
 // over the share it allows: the worst of the latency, TTFT and inter-token p99 and the
 // latency p50, which allows half; tail_allowed says which share) is what the pooled verdicts
-// work from; it counts the measured part only. Counting the settle span before it as well whenever
-// that read worse (as this runner once did, so that a stall there would be evidence too) takes the
-// worse of two readings: near a limit set by rare stalls it read the long-run share about 45% high
-// and failed a step more often, and searches ended 5-10% low (tests/bench/search_sim.sh). Its
-// uncertainty (tail_ratio_se, tail_units) is by batch means over the measured windows of the
-// judged call (tail_confidence.h), from each window's histogram of the same quantity
-// (latency, TTFT, inter-token or p50, whichever set tail_ratio) against the same limit: stalls
-// make requests' latencies correlated, windows are the units. Windows without histograms
-// (older replayers) give tail_units 0.
+// work from. It counts the measured part only, never the settle span before it
+// (docs/strategies.md, "Pooled tail verdicts", says why). Its uncertainty (tail_ratio_se,
+// tail_units) is by batch means over the measured windows of the judged call
+// (tail_confidence.h), from each window's histogram of the quantity that set tail_ratio
+// against the same limit: stalls make requests' latencies correlated, windows are the units.
+// Windows without histograms (older replayers) give tail_units 0.
 //
 // Request lifetime. A step shorter than a few request lifetimes cannot show whether a queue
 // builds: a generative model whose requests take 2 s looks healthy for 3 s just above its

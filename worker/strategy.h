@@ -65,14 +65,14 @@ struct StepOutcome {
   // errors, throughput shortfall, gauges, TTFT, inter-token): > 1 breached, 1 at the limit;
   // 0 when not known.
   double limit_ratio = 0;
-  // Tail exceedance over the step's percentile limits (p99 latency; TTFT and inter-token p99
-  // for streams): the largest fraction of samples over a limit divided by the fraction the
-  // percentile allows (1% for p99), so > 1 breached. tail_samples: requests measured; 0 when
+  // Tail exceedance over the step's percentile limits (p99 and p50 latency; TTFT and
+  // inter-token p99 for streams): the largest fraction of samples over a limit divided by the
+  // fraction the percentile allows (1% for a p99, half for a p50), so > 1 breached. tail_samples: requests measured; 0 when
   // not known. The adaptive search pools these across steps (tail_pooling.h).
   double tail_ratio = 0;
   int64_t tail_samples = 0;
-  // The fraction of requests the limit behind tail_ratio allows: 1% for the p99 limits, the
-  // SLO's max_error_rate when errors make the ratio.
+  // The fraction of requests the limit behind tail_ratio allows: 1% for the p99 limits, half
+  // for a p50 limit, the SLO's max_error_rate when errors make the ratio.
   double tail_allowed = kTailAllowedFraction;
   // Every check other than those tail limits held.
   bool passed_apart_from_tail = false;

@@ -30,8 +30,8 @@ struct TailPoint {
   double rate_qps = 0;
   double ratio = 0;   // fraction of requests over the limit / the fraction allowed
   double weight = 0;  // requests measured; points with weight <= 0 are fitted but add nothing
-  // The fraction the limit behind `ratio` allows: 1% for a p99, the SLO's max_error_rate
-  // when errors made the ratio.
+  // The fraction the limit behind `ratio` allows: 1% for a p99, half for a p50, the SLO's
+  // max_error_rate when errors made the ratio.
   double allowed = kTailAllowedFraction;
 };
 
