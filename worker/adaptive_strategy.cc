@@ -310,92 +310,97 @@ void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
   }
 }
 
-bool AdaptiveStrategy::PoolVerdicts() {
-  std::vector<TailPoint> points;
-  std::vector<size_t> pooled;  // judged_ index of each point
+AdaptiveStrategy::PooledFit AdaptiveStrategy::FitReadings() const {
+  PooledFit f;
   for (size_t i = 0; i < judged_.size(); ++i) {
     const StepOutcome& o = judged_[i].outcome;
     if (!judged_[i].expired && !judged_[i].is_hold && o.client_valid && o.tail_samples > 0) {
-      points.push_back(
+      f.points.push_back(
           {o.rate_qps, o.tail_ratio, static_cast<double>(o.tail_samples), o.tail_allowed});
-      pooled.push_back(i);
+      f.pooled.push_back(i);
     }
   }
-  const std::vector<double> fit = IsotonicTailFit(points);
-  std::vector<double> fitted(judged_.size(), -1);    // -1: no tail samples
-  std::vector<bool> too_few(judged_.size(), false);  // over the limit by chance, maybe
-  const std::vector<bool> few = TooFewOverLimit(points, fit);
-  for (size_t k = 0; k < pooled.size(); ++k) {
-    fitted[pooled[k]] = fit[k];
-    too_few[pooled[k]] = few[k];
+  const std::vector<double> fit = IsotonicTailFit(f.points);
+  const std::vector<bool> few = TooFewOverLimit(f.points, fit);
+  f.fitted.assign(judged_.size(), -1);
+  f.too_few.assign(judged_.size(), false);
+  for (size_t k = 0; k < f.pooled.size(); ++k) {
+    f.fitted[f.pooled[k]] = fit[k];
+    f.too_few[f.pooled[k]] = few[k];
   }
+  return f;
+}
 
+AdaptiveStrategy::Verdicts AdaptiveStrategy::JudgeReadings(const PooledFit& f,
+                                                           std::optional<double> veto,
+                                                           std::optional<double> floor) const {
+  Verdicts v;
+  v.pass.resize(judged_.size());
+  const auto rate = [&](size_t i) { return judged_[i].outcome.rate_qps; };
+  for (size_t i = 0; i < judged_.size(); ++i) {
+    const StepOutcome& o = judged_[i].outcome;
+    v.pass[i] = !(veto && rate(i) >= *veto) &&
+                ((floor && rate(i) <= *floor) ||
+                 (f.fitted[i] >= 0 ? o.passed_apart_from_tail && (f.fitted[i] <= 1 || f.too_few[i])
+                                   : o.passed));
+    // A hold is judged on its own (AfterHoldChunk); a failed one vetoes above.
+    if (judged_[i].expired || judged_[i].is_hold) continue;
+    if (!v.pass[i] && !judged_[i].noise && (v.failure == kNone || rate(i) < rate(v.failure))) {
+      v.failure = i;
+    }
+  }
+  for (size_t i = 0; i < judged_.size(); ++i) {
+    if (!judged_[i].expired && !judged_[i].is_hold && v.pass[i] &&
+        (v.failure == kNone || rate(i) < rate(v.failure)) &&
+        (v.best == kNone || rate(i) > rate(v.best))) {
+      v.best = i;
+    }
+  }
+  return v;
+}
+
+bool AdaptiveStrategy::PoolVerdicts() {
+  PooledFit f = FitReadings();
   // A failed hold is the longest look: its rate and every rate above fail. A hold that held
   // below it is the longest look the other way: its rate and every rate below pass.
   std::optional<double> veto, floor;
   if (const HoldResult* failed = LowestFailedHold()) veto = failed->rate;
   if (const HoldResult* held = HighestHeldBelow(veto.value_or(HUGE_VAL))) floor = held->rate;
-  std::vector<bool> pass(judged_.size());
-  constexpr size_t kNone = static_cast<size_t>(-1);
-  size_t failure = kNone, best = kNone;
+  Verdicts v = JudgeReadings(f, veto, floor);
   const auto rate = [&](size_t i) { return judged_[i].outcome.rate_qps; };
-  const auto bracket = [&] {
-    failure = best = kNone;
-    for (size_t i = 0; i < judged_.size(); ++i) {
-      const StepOutcome& o = judged_[i].outcome;
-      pass[i] = !(veto && rate(i) >= *veto) &&
-                ((floor && rate(i) <= *floor) ||
-                 (fitted[i] >= 0 ? o.passed_apart_from_tail && (fitted[i] <= 1 || too_few[i])
-                                 : o.passed));
-      // A hold is judged on its own (AfterHoldChunk); a failed one vetoes above.
-      if (judged_[i].expired || judged_[i].is_hold) continue;
-      if (!pass[i] && !judged_[i].noise && (failure == kNone || rate(i) < rate(failure))) {
-        failure = i;
-      }
-    }
-    for (size_t i = 0; i < judged_.size(); ++i) {
-      if (!judged_[i].expired && !judged_[i].is_hold && pass[i] &&
-          (failure == kNone || rate(i) < rate(failure)) &&
-          (best == kNone || rate(i) > rate(best))) {
-        best = i;
-      }
-    }
-  };
-  bracket();
   // Once the isotonic verdicts bracket the limit, the steps around the bracket are fitted
   // with one logistic curve (FitTailCurve), and their verdicts follow it.
   curve_.reset();
-  if (best != kNone && failure != kNone) {
-    const double low = kCurveBelow * rate(best), high = rate(failure);
-    curve_ = FitTailCurve(points, low, high);
+  if (v.best != kNone && v.failure != kNone) {
+    const double low = kCurveBelow * rate(v.best), high = rate(v.failure);
+    curve_ = FitTailCurve(f.points, low, high);
     if (curve_) {
-      for (size_t k = 0; k < pooled.size(); ++k) {
-        const double r = points[k].rate_qps;
-        if (r >= low && r <= high) fitted[pooled[k]] = curve_->At(r);
+      for (size_t k = 0; k < f.pooled.size(); ++k) {
+        const double r = f.points[k].rate_qps;
+        if (r >= low && r <= high) f.fitted[f.pooled[k]] = curve_->At(r);
       }
-      bracket();
+      v = JudgeReadings(f, veto, floor);
     }
   }
   lowest_failure_.reset();
-  if (failure != kNone) lowest_failure_ = rate(failure);
+  if (v.failure != kNone) lowest_failure_ = rate(v.failure);
   const std::optional<double> previous_best = best_;
   best_.reset();
-  if (best != kNone) best_ = rate(best);
+  if (v.best != kNone) best_ = rate(v.best);
   if (best_ && best_ != previous_best) {
     best_history_.push_back(*best_);
     best_recorded_at_.push_back(steps_);
   }
-  SetPlacementRatios(best, failure, fitted);
+  SetPlacementRatios(v.best, v.failure, f.fitted);
   if (veto && (!lowest_failure_ || *veto < *lowest_failure_)) {
     lowest_failure_ = *veto;
     failure_ratio_ = 0;  // a hold's reading places nothing: bisect below it
   }
-  return pass.back();
+  return v.pass.back();
 }
 
 void AdaptiveStrategy::SetPlacementRatios(size_t best, size_t failure,
                                           const std::vector<double>& fitted) {
-  constexpr size_t kNone = static_cast<size_t>(-1);
   // The pooled tail ratios when both ends have one (below 1 at the best, above 1 at the
   // failure) and the best's step could have read its own (its fit puts at least one of its
   // requests over the limit), else the limit ratios when those are usable.

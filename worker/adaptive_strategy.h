@@ -293,6 +293,28 @@ class AdaptiveStrategy : public Strategy {
   // below the highest hold that held under it (HighestHeldBelow), and sets best_,
   // lowest_failure_ and the ratios feedback placement reads. Returns the last step's verdict.
   bool PoolVerdicts();
+  // No reading (a judged_ index).
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  // The readings in force with tail samples (not expired, not a hold's chunk, client valid),
+  // as points of the pooled fit, and per judged_ reading its fitted tail ratio (-1: not
+  // pooled) and whether it is over the limit by too few requests to tell (TooFewOverLimit).
+  struct PooledFit {
+    std::vector<TailPoint> points;
+    std::vector<size_t> pooled;  // judged_ index of each point
+    std::vector<double> fitted;
+    std::vector<bool> too_few;
+  };
+  PooledFit FitReadings() const;
+  // Each reading's verdict from `f` (a reading without tail samples keeps its own), failed at
+  // or above `veto` and passed at or below `floor`; the lowest failure in force (not noise)
+  // and the best pass below it, kNone when none.
+  struct Verdicts {
+    std::vector<bool> pass;
+    size_t best = kNone;
+    size_t failure = kNone;
+  };
+  Verdicts JudgeReadings(const PooledFit& f, std::optional<double> veto,
+                         std::optional<double> floor) const;
   // The ratios feedback placement interpolates at the best and lowest failure (judged_
   // indices, -1: none): the pooled tail ratios when the best's step could read its own, else
   // the steps' limit ratios.
