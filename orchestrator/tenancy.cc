@@ -7,52 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "orchestrator/proto_json.h"
+#include "orchestrator/strategy_rules.h"
 #include "orchestrator/validation.h"
 
 namespace vanguard {
 namespace {
 
-// The worker's defaults where a strategy leaves a count unset (test.proto).
-constexpr int64_t kDefaultSearchSteps = 30;    // binary search (test.proto)
-constexpr int64_t kDefaultAdaptiveSteps = 50;  // worker/adaptive_strategy.h kDefaultMaxSteps
-// The worker's replica-loss defaults (worker/replica_loss_strategy.h): the most trials, and
-// the loss part's length.
-constexpr int64_t kMaxReplicaLossTrials = 12;
-constexpr absl::Duration kDefaultReplicaLossAfterLoss = absl::Seconds(20);
-
-int64_t ReplicaLossTrials(const v1::ReplicaLossStrategy& r) {
-  return r.max_trials() > 0 ? r.max_trials() : kMaxReplicaLossTrials;
-}
-// The worker's version-transition defaults (worker/version_transition_strategy.h).
-constexpr int64_t kMaxVersionTransitionTrials = 12;
-constexpr absl::Duration kDefaultVersionTransitionPerReplica = absl::Seconds(10);
-
-int64_t VersionTransitionTrials(const v1::VersionTransitionStrategy& v) {
-  return v.max_trials() > 0 ? v.max_trials() : kMaxVersionTransitionTrials;
-}
-constexpr int64_t kDefaultStabilitySegments = 10;
-// An autoscale test's defaults, as vanguard.v1.AutoscaleStrategy documents them.
-constexpr int64_t kDefaultAutoscaleSegments = 12;
-
-// How long an autoscale test's shape lasts (its phases' durations, defaults filled in).
-absl::Duration AutoscaleShapeDuration(const v1::AutoscaleStrategy& a) {
-  auto or_default = [](const google::protobuf::Duration& d, absl::Duration fallback) {
-    const absl::Duration given = FromProtoDuration(d);
-    return given == absl::ZeroDuration() ? fallback : given;
-  };
-  if (a.shape() == v1::LOAD_SHAPE_DIURNAL || a.shape() == v1::LOAD_SHAPE_TRACE) {
-    return or_default(a.period(), absl::Seconds(120));
-  }
-  absl::Duration total = or_default(a.base_duration(), absl::Seconds(10)) +
-                         or_default(a.peak_duration(), absl::Seconds(30)) +
-                         or_default(a.after_duration(), absl::Seconds(10));
-  if (a.shape() == v1::LOAD_SHAPE_RAMP) total += or_default(a.ramp_duration(), absl::Seconds(30));
-  return total;
-}
-constexpr double kDefaultLadderStartQps = 2;
-constexpr double kDefaultLadderFineStep = 0.1;
-constexpr double kDefaultLadderMaxQps = 1'000'000;
-constexpr int64_t kLadderRamps = 3;
 constexpr absl::Duration kDefaultSustainHorizon = absl::Minutes(5);
 constexpr absl::Duration kMaxQuotaDuration = absl::Hours(24 * 365);
 constexpr int32_t kMaxQuotaConcurrentTests = 100'000;
@@ -74,22 +34,6 @@ absl::Status ValidateCeiling(bool has, int32_t value, absl::string_view field) {
     return Invalid(field, absl::StrCat("must be from ", kMinPriority, " to ", kMaxPriority));
   }
   return absl::OkStatus();
-}
-
-// Steps of one ladder ramp: doubling from start to max, then fine steps over one doubling.
-int64_t LadderRampSteps(const v1::LadderStrategy& ladder) {
-  const double start = ladder.start_qps() > 0 ? ladder.start_qps() : kDefaultLadderStartQps;
-  const double max = ladder.max_qps() > 0 ? ladder.max_qps() : kDefaultLadderMaxQps;
-  const double fine =
-      ladder.fine_step_fraction() > 0 ? ladder.fine_step_fraction() : kDefaultLadderFineStep;
-  const int64_t coarse =
-      max > start ? static_cast<int64_t>(std::ceil(std::log2(max / start))) + 1 : 1;
-  const int64_t fine_steps = static_cast<int64_t>(std::ceil(std::log(2.0) / std::log1p(fine))) + 1;
-  return coarse + fine_steps;
-}
-
-bool HoldsItsEstimate(const v1::TestSpec& spec) {
-  return spec.has_binary_search() || spec.has_adaptive() || spec.has_ladder();
 }
 
 absl::Status Exhausted(absl::string_view team, absl::string_view limit, absl::string_view what) {
@@ -156,94 +100,23 @@ absl::Status MayActOn(absl::string_view caller_team, v1::Role role, absl::string
 }
 
 double HighestRateQps(const v1::TestSpec& spec) {
-  switch (spec.strategy_case()) {
-    case v1::TestSpec::kSweep: {
-      double highest = spec.sweep().max_qps();
-      for (double rate : spec.sweep().rates_qps()) highest = std::max(highest, rate);
-      return highest;
-    }
-    case v1::TestSpec::kBinarySearch:
-      return spec.binary_search().max_qps();
-    case v1::TestSpec::kAdaptive:
-      return std::max(spec.adaptive().min_qps(), spec.adaptive().max_qps());
-    case v1::TestSpec::kLadder:
-      return spec.ladder().max_qps() > 0 ? spec.ladder().max_qps() : kDefaultLadderMaxQps;
-    case v1::TestSpec::kDirectController:
-      return spec.direct_controller().target_qps() *
-             (1 + spec.direct_controller().headroom_fraction());
-    case v1::TestSpec::kStability:
-      return spec.stability().rate_qps();
-    case v1::TestSpec::kAutoscale:
-      return std::max(spec.autoscale().base_qps(), spec.autoscale().peak_qps());
-    case v1::TestSpec::kReplicaLoss:
-      return spec.replica_loss().max_qps();
-    case v1::TestSpec::kVersionTransition:
-      return spec.version_transition().max_qps();
-    default:
-      return 0;
-  }
+  const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+  return rules != nullptr ? rules->highest_rate_qps(spec) : 0;
 }
 
 int64_t MostSteps(const v1::TestSpec& spec) {
-  switch (spec.strategy_case()) {
-    case v1::TestSpec::kSweep:
-      return spec.sweep().rates_qps_size() > 0 ? spec.sweep().rates_qps_size()
-                                               : spec.sweep().steps();
-    case v1::TestSpec::kBinarySearch:
-      return spec.binary_search().max_steps() > 0 ? spec.binary_search().max_steps()
-                                                  : kDefaultSearchSteps;
-    case v1::TestSpec::kAdaptive:
-      return spec.adaptive().max_steps() > 0 ? spec.adaptive().max_steps() : kDefaultAdaptiveSteps;
-    case v1::TestSpec::kLadder:
-      return kLadderRamps * LadderRampSteps(spec.ladder());
-    case v1::TestSpec::kDirectController:
-      return spec.direct_controller().headroom_fraction() > 0 ? 2 : 1;
-    case v1::TestSpec::kStability:
-      return spec.stability().segments() > 0 ? spec.stability().segments()
-                                             : kDefaultStabilitySegments;
-    case v1::TestSpec::kAutoscale:
-      if (spec.autoscale().shape() == v1::LOAD_SHAPE_DIURNAL) {
-        return spec.autoscale().segments() > 0 ? spec.autoscale().segments()
-                                               : kDefaultAutoscaleSegments;
-      }
-      if (spec.autoscale().shape() == v1::LOAD_SHAPE_TRACE) {  // a bucket a step at most
-        return spec.autoscale().trace_rates_size();
-      }
-      return spec.autoscale().shape() == v1::LOAD_SHAPE_RAMP ? 4 : 3;
-    case v1::TestSpec::kReplicaLoss:  // a step before the loss and one after, per trial
-      return 2 * ReplicaLossTrials(spec.replica_loss());
-    case v1::TestSpec::kVersionTransition:  // a warm step and one per restart, per trial
-      return (1 + spec.version_transition().restart_urls_size()) *
-             VersionTransitionTrials(spec.version_transition());
-    default:
-      return 0;
-  }
+  const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+  return rules != nullptr ? rules->most_steps(spec) : 0;
 }
 
 absl::Duration LongestTestDuration(const v1::TestSpec& spec) {
-  // An autoscale test's phases have their own lengths (no warmup).
-  if (spec.has_autoscale()) return AutoscaleShapeDuration(spec.autoscale());
-  if (spec.has_replica_loss()) {
-    // Per trial: a step over the whole fleet, then the loss part (as is, after_loss long).
-    const v1::ReplicaLossStrategy& r = spec.replica_loss();
-    const absl::Duration after =
-        r.has_after_loss() ? FromProtoDuration(r.after_loss()) : kDefaultReplicaLossAfterLoss;
-    return ReplicaLossTrials(r) * (FromProtoDuration(spec.step_warmup()) +
-                                   FromProtoDuration(spec.step_duration()) + after);
-  }
-  if (spec.has_version_transition()) {
-    // Per trial: a step over the warm fleet, then one part (as is) per restarted replica.
-    const v1::VersionTransitionStrategy& v = spec.version_transition();
-    const absl::Duration part = v.has_per_replica() ? FromProtoDuration(v.per_replica())
-                                                    : kDefaultVersionTransitionPerReplica;
-    return VersionTransitionTrials(v) *
-           (FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration()) +
-            v.restart_urls_size() * part);
-  }
+  const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+  if (rules == nullptr) return absl::ZeroDuration();
+  if (rules->longest_duration != nullptr) return rules->longest_duration(spec);
   const absl::Duration step =
       FromProtoDuration(spec.step_warmup()) + FromProtoDuration(spec.step_duration());
   absl::Duration longest = step * MostSteps(spec);
-  if (HoldsItsEstimate(spec)) {
+  if (rules->holds_estimate) {
     const absl::Duration horizon = FromProtoDuration(spec.sustain_horizon());
     longest += horizon > absl::ZeroDuration() ? horizon : kDefaultSustainHorizon;
   }

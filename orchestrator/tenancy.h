@@ -64,6 +64,7 @@ double HighestRateQps(const v1::TestSpec& spec);
 // start_qps to max_qps, coarse and fine).
 int64_t MostSteps(const v1::TestSpec& spec);
 
+// Each of these three reads the strategy's entry in orchestrator/strategy_rules.h.
 // How long `spec` may run at most: MostSteps * (step_warmup + step_duration), plus
 // sustain_horizon (empty: 5 minutes) for the searches that hold their estimate (binary
 // search, adaptive, ladder); for an autoscale test, its shape's phases (their own lengths,

@@ -14,12 +14,11 @@
 #include "common/status_macros.h"
 #include "orchestrator/cron_expression.h"
 #include "orchestrator/proto_json.h"
+#include "orchestrator/strategy_rules.h"
 #include "orchestrator/webhook_sender.h"
 
 namespace vanguard {
 namespace {
-
-constexpr size_t kMaxNameLength = 200;
 
 absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
@@ -140,84 +139,6 @@ absl::Status ValidateName(absl::string_view value, absl::string_view field) {
   return absl::OkStatus();
 }
 
-// The replica-loss rules the orchestrator can check without the model (its endpoints are the
-// worker's to count): rates, the removal URL, the loss part's durations.
-absl::Status ValidateReplicaLoss(const v1::ReplicaLossStrategy& r) {
-  if (!(r.min_qps() > 0)) return Invalid("spec.replica_loss.min_qps", "must be > 0");
-  if (!(r.max_qps() > r.min_qps())) {
-    return Invalid("spec.replica_loss.max_qps", "must be > min_qps");
-  }
-  if (r.remove_url().empty()) {
-    return Invalid("spec.replica_loss.remove_url",
-                   "is required: the URL the worker POSTs to take a replica away");
-  }
-  RETURN_IF_ERROR(
-      ValidateDuration(r.after_loss(), "spec.replica_loss.after_loss", DurationRule::kNonNegative));
-  RETURN_IF_ERROR(ValidateDuration(r.max_recovery(), "spec.replica_loss.max_recovery",
-                                   DurationRule::kNonNegative));
-  if (r.removed_endpoint().size() > kMaxEndpointBytes) {
-    return Invalid("spec.replica_loss.removed_endpoint",
-                   absl::StrCat("must be at most ", kMaxEndpointBytes, " bytes"));
-  }
-  return absl::OkStatus();
-}
-
-// The version-transition rules the orchestrator can check without the model (that there is
-// one restart URL per endpoint is the worker's to check): rates, the restart URLs, durations.
-absl::Status ValidateVersionTransition(const v1::VersionTransitionStrategy& v) {
-  if (!(v.min_qps() > 0)) return Invalid("spec.version_transition.min_qps", "must be > 0");
-  if (!(v.max_qps() > v.min_qps())) {
-    return Invalid("spec.version_transition.max_qps", "must be > min_qps");
-  }
-  if (v.restart_urls().empty()) {
-    return Invalid("spec.version_transition.restart_urls",
-                   "is required: one URL per endpoint of the model, POSTed to switch that "
-                   "replica to the new version");
-  }
-  if (v.restart_urls_size() > kMaxEndpoints) {
-    return Invalid("spec.version_transition.restart_urls",
-                   absl::StrCat("must list at most ", kMaxEndpoints, " URLs (one per endpoint)"));
-  }
-  for (int i = 0; i < v.restart_urls_size(); ++i) {
-    if (v.restart_urls(i).empty() || v.restart_urls(i).size() > kMaxEndpointBytes) {
-      return Invalid(absl::StrCat("spec.version_transition.restart_urls[", i, "]"),
-                     absl::StrCat("must be 1 to ", kMaxEndpointBytes, " bytes"));
-    }
-  }
-  RETURN_IF_ERROR(ValidateDuration(v.per_replica(), "spec.version_transition.per_replica",
-                                   DurationRule::kNonNegative));
-  return ValidateDuration(v.max_recovery(), "spec.version_transition.max_recovery",
-                          DurationRule::kNonNegative);
-}
-
-absl::Status ValidateSweep(const v1::SweepStrategy& sweep) {
-  const bool has_range = sweep.min_qps() != 0 || sweep.max_qps() != 0 || sweep.steps() != 0;
-  if (sweep.rates_qps_size() > 0) {
-    if (has_range) {
-      return Invalid("spec.sweep", "set either rates_qps or min_qps/max_qps/steps, not both");
-    }
-    for (int i = 0; i < sweep.rates_qps_size(); ++i) {
-      double rate = sweep.rates_qps(i);
-      if (!std::isfinite(rate) || rate <= 0) {
-        return Invalid(absl::StrCat("spec.sweep.rates_qps[", i, "]"), "must be > 0");
-      }
-    }
-  } else {
-    if (!std::isfinite(sweep.min_qps()) || !std::isfinite(sweep.max_qps()) ||
-        sweep.min_qps() <= 0 || sweep.min_qps() >= sweep.max_qps()) {
-      return Invalid("spec.sweep", "min_qps must be > 0 and < max_qps (or list rates_qps)");
-    }
-    if (sweep.steps() < 2 || sweep.steps() > 1000) {
-      return Invalid("spec.sweep.steps",
-                     "must be between 2 and 1000 when min_qps/max_qps are used");
-    }
-  }
-  if (sweep.stop_after_failures() < 0) {
-    return Invalid("spec.sweep.stop_after_failures", "must be >= 0");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateLatency(const v1::LatencySummary& latency, absl::string_view field) {
   const double values[] = {latency.p50_ms(),  latency.p90_ms(), latency.p99_ms(),
                            latency.p999_ms(), latency.max_ms(), latency.mean_ms()};
@@ -250,158 +171,6 @@ absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string
     }
   }
   return absl::OkStatus();
-}
-
-absl::Status ValidateRate(double rate, absl::string_view field) {
-  if (!std::isfinite(rate) || rate < 0 || rate > kMaxRateQps) {
-    return Invalid(field, absl::StrCat("must be a rate from 0 to ", kMaxRateQps, " requests/s"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateCount(int64_t count, absl::string_view field) {
-  if (count < 0 || count > kMaxStrategySteps) {
-    return Invalid(field, absl::StrCat("must be from 0 to ", kMaxStrategySteps));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateParameter(double value, absl::string_view field) {
-  if (!std::isfinite(value) || value < 0 || value > kMaxStrategyParameter) {
-    return Invalid(field, absl::StrCat("must be a number from 0 to ", kMaxStrategyParameter));
-  }
-  return absl::OkStatus();
-}
-
-// Each named rate, count and parameter of a table within its global bound.
-absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>> rates,
-                            std::initializer_list<std::pair<int64_t, const char*>> counts,
-                            std::initializer_list<std::pair<double, const char*>> parameters) {
-  for (const auto& [rate, field] : rates) RETURN_IF_ERROR(ValidateRate(rate, field));
-  for (const auto& [count, field] : counts) RETURN_IF_ERROR(ValidateCount(count, field));
-  for (const auto& [value, field] : parameters) RETURN_IF_ERROR(ValidateParameter(value, field));
-  return absl::OkStatus();
-}
-
-// An autoscale trace shape's buckets: given with LOAD_SHAPE_TRACE and only then, within the
-// global bounds (their order and the period are the worker's TracePhases' to check).
-absl::Status ValidateTraceRates(const v1::AutoscaleStrategy& s) {
-  const bool trace = s.shape() == v1::LOAD_SHAPE_TRACE;
-  if (trace && s.trace_rates_size() == 0) {
-    return Invalid("spec.autoscale.trace_rates",
-                   "must list the trace's buckets for LOAD_SHAPE_TRACE (vanguard-replayer rates "
-                   "--trace=FILE --output=json)");
-  }
-  if (!trace && s.trace_rates_size() > 0) {
-    return Invalid("spec.autoscale.trace_rates", "is for LOAD_SHAPE_TRACE only");
-  }
-  if (s.trace_rates_size() > kMaxStrategySteps) {
-    return Invalid("spec.autoscale.trace_rates",
-                   absl::StrCat("must list at most ", kMaxStrategySteps, " buckets"));
-  }
-  for (int i = 0; i < s.trace_rates_size(); ++i) {
-    const std::string field = absl::StrCat("spec.autoscale.trace_rates[", i, "]");
-    RETURN_IF_ERROR(ValidateRate(s.trace_rates(i).qps(), absl::StrCat(field, ".qps")));
-    RETURN_IF_ERROR(ValidateDuration(s.trace_rates(i).start(), absl::StrCat(field, ".start"),
-                                     DurationRule::kNonNegative));
-    RETURN_IF_ERROR(ValidateDuration(s.trace_rates(i).duration(), absl::StrCat(field, ".duration"),
-                                     DurationRule::kPositive));
-  }
-  return absl::OkStatus();
-}
-
-// The strategy's rates, step counts and parameters within the global bounds (the strategy's
-// own consistency rules are ValidateSweep's and the worker's).
-absl::Status ValidateStrategyBounds(const v1::TestSpec& spec) {
-  switch (spec.strategy_case()) {
-    case v1::TestSpec::kSweep: {
-      const v1::SweepStrategy& s = spec.sweep();
-      if (s.rates_qps_size() > kMaxSweepRates) {
-        return Invalid("spec.sweep.rates_qps",
-                       absl::StrCat("must list at most ", kMaxSweepRates, " rates"));
-      }
-      for (int i = 0; i < s.rates_qps_size(); ++i) {
-        RETURN_IF_ERROR(
-            ValidateRate(s.rates_qps(i), absl::StrCat("spec.sweep.rates_qps[", i, "]")));
-      }
-      return ValidateBounds(
-          {{s.min_qps(), "spec.sweep.min_qps"}, {s.max_qps(), "spec.sweep.max_qps"}},
-          {{s.steps(), "spec.sweep.steps"},
-           {s.stop_after_failures(), "spec.sweep.stop_after_failures"}},
-          {});
-    }
-    case v1::TestSpec::kBinarySearch: {
-      const v1::BinarySearchStrategy& s = spec.binary_search();
-      return ValidateBounds({{s.min_qps(), "spec.binary_search.min_qps"},
-                             {s.max_qps(), "spec.binary_search.max_qps"},
-                             {s.tolerance_qps(), "spec.binary_search.tolerance_qps"}},
-                            {{s.max_steps(), "spec.binary_search.max_steps"}}, {});
-    }
-    case v1::TestSpec::kAdaptive: {
-      const v1::AdaptiveStrategy& s = spec.adaptive();
-      return ValidateBounds(
-          {{s.min_qps(), "spec.adaptive.min_qps"}, {s.max_qps(), "spec.adaptive.max_qps"}},
-          {{s.max_steps(), "spec.adaptive.max_steps"},
-           {s.spike_tolerance(), "spec.adaptive.spike_tolerance"}},
-          {{s.damping(), "spec.adaptive.damping"},
-           {s.convergence_cv(), "spec.adaptive.convergence_cv"}});
-    }
-    case v1::TestSpec::kLadder: {
-      const v1::LadderStrategy& s = spec.ladder();
-      return ValidateBounds(
-          {{s.start_qps(), "spec.ladder.start_qps"}, {s.max_qps(), "spec.ladder.max_qps"}}, {},
-          {{s.fine_step_fraction(), "spec.ladder.fine_step_fraction"},
-           {s.min_goodput(), "spec.ladder.min_goodput"},
-           {s.max_queue_mean(), "spec.ladder.max_queue_mean"},
-           {s.min_queue_sample_fraction(), "spec.ladder.min_queue_sample_fraction"},
-           {s.ramp_disagreement(), "spec.ladder.ramp_disagreement"},
-           {s.reserve_fraction(), "spec.ladder.reserve_fraction"}});
-    }
-    case v1::TestSpec::kDirectController: {
-      const v1::DirectControllerStrategy& s = spec.direct_controller();
-      if (s.json_url().size() > kMaxEndpointBytes ||
-          s.prometheus_url().size() > kMaxEndpointBytes || s.json_field().size() > kMaxNameLength) {
-        return Invalid("spec.direct_controller",
-                       absl::StrCat("URLs must be at most ", kMaxEndpointBytes,
-                                    " bytes and json_field at most ", kMaxNameLength));
-      }
-      return ValidateBounds({{s.target_qps(), "spec.direct_controller.target_qps"}}, {},
-                            {{s.headroom_fraction(), "spec.direct_controller.headroom_fraction"}});
-    }
-    case v1::TestSpec::kStability: {
-      const v1::StabilityStrategy& s = spec.stability();
-      return ValidateBounds({{s.rate_qps(), "spec.stability.rate_qps"}},
-                            {{s.segments(), "spec.stability.segments"}},
-                            {{s.max_latency_growth(), "spec.stability.max_latency_growth"},
-                             {s.max_error_creep(), "spec.stability.max_error_creep"},
-                             {s.max_throughput_decay(), "spec.stability.max_throughput_decay"},
-                             {s.max_memory_growth(), "spec.stability.max_memory_growth"}});
-    }
-    case v1::TestSpec::kAutoscale: {
-      const v1::AutoscaleStrategy& s = spec.autoscale();
-      RETURN_IF_ERROR(ValidateTraceRates(s));
-      return ValidateBounds({{s.base_qps(), "spec.autoscale.base_qps"},
-                             {s.peak_qps(), "spec.autoscale.peak_qps"},
-                             {s.replica_capacity_qps(), "spec.autoscale.replica_capacity_qps"}},
-                            {{s.segments(), "spec.autoscale.segments"}}, {});
-    }
-    case v1::TestSpec::kReplicaLoss: {
-      const v1::ReplicaLossStrategy& s = spec.replica_loss();
-      return ValidateBounds({{s.min_qps(), "spec.replica_loss.min_qps"},
-                             {s.max_qps(), "spec.replica_loss.max_qps"},
-                             {s.tolerance_qps(), "spec.replica_loss.tolerance_qps"}},
-                            {{s.max_trials(), "spec.replica_loss.max_trials"}}, {});
-    }
-    case v1::TestSpec::kVersionTransition: {
-      const v1::VersionTransitionStrategy& s = spec.version_transition();
-      return ValidateBounds({{s.min_qps(), "spec.version_transition.min_qps"},
-                             {s.max_qps(), "spec.version_transition.max_qps"},
-                             {s.tolerance_qps(), "spec.version_transition.tolerance_qps"}},
-                            {{s.max_trials(), "spec.version_transition.max_trials"}}, {});
-    }
-    default:
-      return absl::OkStatus();
-  }
 }
 
 // Sizes of a model's free-form parts: endpoints, strings, template, labels, and its
@@ -453,7 +222,8 @@ absl::Status ValidateSpecBounds(const v1::TestSpec& spec) {
                    absl::StrCat("must be from ", kMinPriority, " to ", kMaxPriority));
   }
   RETURN_IF_ERROR(ValidateLabels(spec.labels(), "spec.labels"));
-  return ValidateStrategyBounds(spec);
+  const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+  return rules != nullptr ? rules->bounds(spec) : absl::OkStatus();
 }
 
 }  // namespace
@@ -470,6 +240,41 @@ absl::Status ValidateDuration(const google::protobuf::Duration& d, absl::string_
   const bool zero = d.seconds() == 0 && d.nanos() == 0;
   if (rule == DurationRule::kPositive && (negative || zero)) return Invalid(field, "must be > 0");
   if (rule == DurationRule::kNonNegative && negative) return Invalid(field, "must be >= 0");
+  return absl::OkStatus();
+}
+
+absl::Status InvalidField(absl::string_view field, absl::string_view rule) {
+  return Invalid(field, rule);
+}
+
+absl::Status ValidateRate(double rate, absl::string_view field) {
+  if (!std::isfinite(rate) || rate < 0 || rate > kMaxRateQps) {
+    return Invalid(field, absl::StrCat("must be a rate from 0 to ", kMaxRateQps, " requests/s"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCount(int64_t count, absl::string_view field) {
+  if (count < 0 || count > kMaxStrategySteps) {
+    return Invalid(field, absl::StrCat("must be from 0 to ", kMaxStrategySteps));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateParameter(double value, absl::string_view field) {
+  if (!std::isfinite(value) || value < 0 || value > kMaxStrategyParameter) {
+    return Invalid(field, absl::StrCat("must be a number from 0 to ", kMaxStrategyParameter));
+  }
+  return absl::OkStatus();
+}
+
+// Each named rate, count and parameter of a table within its global bound.
+absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>> rates,
+                            std::initializer_list<std::pair<int64_t, const char*>> counts,
+                            std::initializer_list<std::pair<double, const char*>> parameters) {
+  for (const auto& [rate, field] : rates) RETURN_IF_ERROR(ValidateRate(rate, field));
+  for (const auto& [count, field] : counts) RETURN_IF_ERROR(ValidateCount(count, field));
+  for (const auto& [value, field] : parameters) RETURN_IF_ERROR(ValidateParameter(value, field));
   return absl::OkStatus();
 }
 
@@ -588,22 +393,13 @@ absl::Status ValidateSloLimits(const v1::Slo& slo) {
 
 absl::Status ValidateTestSpec(const v1::TestSpec& spec) {
   if (spec.model().empty()) return Invalid("spec.model", "must not be empty");
-  switch (spec.strategy_case()) {
-    case v1::TestSpec::kSweep:
-      if (absl::Status s = ValidateSweep(spec.sweep()); !s.ok()) return s;
-      break;
-    case v1::TestSpec::kReplicaLoss:
-      if (absl::Status s = ValidateReplicaLoss(spec.replica_loss()); !s.ok()) return s;
-      break;
-    case v1::TestSpec::kVersionTransition:
-      if (absl::Status s = ValidateVersionTransition(spec.version_transition()); !s.ok()) {
-        return s;
-      }
-      break;
-    case v1::TestSpec::STRATEGY_NOT_SET:
-      return Invalid("spec.strategy", "must be set");
-    default:
-      break;  // the worker checks the parameters of the other strategies
+  if (spec.strategy_case() == v1::TestSpec::STRATEGY_NOT_SET) {
+    return Invalid("spec.strategy", "must be set");
+  }
+  // The worker checks what the strategy's rules leave out.
+  if (const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+      rules != nullptr && rules->check != nullptr) {
+    RETURN_IF_ERROR(rules->check(spec));
   }
   if (!spec.has_step_duration()) return Invalid("spec.step_duration", "must be > 0");
   if (absl::Status s =
@@ -656,30 +452,10 @@ absl::Status ValidateModelTargets(const v1::Model& model, const TargetPolicy* po
 }
 
 absl::Status ValidateTestTargets(const v1::TestSpec& spec, const TargetPolicy* policy) {
-  if (spec.has_replica_loss()) {
-    const v1::ReplicaLossStrategy& loss = spec.replica_loss();
-    RETURN_IF_ERROR(CheckTarget(loss.remove_url(), "spec.replica_loss.remove_url", policy));
-    if (!loss.restore_url().empty()) {
-      RETURN_IF_ERROR(CheckTarget(loss.restore_url(), "spec.replica_loss.restore_url", policy));
-    }
-    return absl::OkStatus();
-  }
-  if (spec.has_version_transition()) {
-    const v1::VersionTransitionStrategy& v = spec.version_transition();
-    for (int i = 0; i < v.restart_urls_size(); ++i) {
-      RETURN_IF_ERROR(CheckTarget(v.restart_urls(i),
-                                  absl::StrCat("spec.version_transition.restart_urls[", i, "]"),
-                                  policy));
-    }
-    return absl::OkStatus();
-  }
-  const v1::DirectControllerStrategy& controller = spec.direct_controller();
-  if (controller.source_case() == v1::DirectControllerStrategy::kJsonUrl) {
-    return CheckTarget(controller.json_url(), "spec.direct_controller.json_url", policy);
-  }
-  if (controller.source_case() == v1::DirectControllerStrategy::kPrometheusUrl) {
-    return CheckTarget(controller.prometheus_url(), "spec.direct_controller.prometheus_url",
-                       policy);
+  const StrategyRules* rules = StrategyRulesFor(spec.strategy_case());
+  if (rules == nullptr || rules->targets == nullptr) return absl::OkStatus();
+  for (const StrategyTarget& target : rules->targets(spec)) {
+    RETURN_IF_ERROR(CheckTarget(target.url, target.field, policy));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,8 @@
 #define VANGUARD_ORCHESTRATOR_VALIDATION_H_
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -127,6 +129,21 @@ inline constexpr double kMaxAcceleratorPricePerHour = 1e6;
 // accelerator a plain name (as registry names); price_per_hour finite, >= 0 and <=
 // kMaxAcceleratorPricePerHour. INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateSetAcceleratorPriceRequest(const v1::SetAcceleratorPriceRequest& request);
+
+// Building blocks of these rules (strategy_rules.cc checks each strategy with them).
+// INVALID_ARGUMENT "field: rule".
+absl::Status InvalidField(absl::string_view field, absl::string_view rule);
+// A rate finite, >= 0 and at most kMaxRateQps; a count of steps from 0 to kMaxStrategySteps;
+// another strategy parameter finite, >= 0 and at most kMaxStrategyParameter; each named
+// rate, count and parameter of a table within its bound (the first out of bounds refused).
+absl::Status ValidateRate(double rate, absl::string_view field);
+absl::Status ValidateCount(int64_t count, absl::string_view field);
+absl::Status ValidateParameter(double value, absl::string_view field);
+absl::Status ValidateBounds(std::initializer_list<std::pair<double, const char*>> rates,
+                            std::initializer_list<std::pair<int64_t, const char*>> counts,
+                            std::initializer_list<std::pair<double, const char*>> parameters);
+// Names (models, teams, json_field): at most this many characters.
+inline constexpr size_t kMaxNameLength = 200;
 
 // A Duration must be well formed (seconds and nanos in range, same sign) and, depending on
 // the rule, > 0 or >= 0. `field` is the full field name used in the message.
