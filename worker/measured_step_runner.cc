@@ -315,6 +315,7 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
     const std::function<void(const vanguard::v1::StepWindow&)>& on_window, double hold) {
   StepRun run(std::move(request), first_step, cancel, on_window, hold);
   Plan(run);
+  if (absl::Status s = DrainBacklog(run); !s.ok()) return s;
   assessor_->Reset();
   run.executed = MeasureCall(run, run.lead, /*watch_overload=*/true);
   if (!run.executed.ok()) return run.executed.status();
@@ -330,6 +331,11 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   JudgeCall(run);
   if (absl::Status s = RemeasureIfRising(run); !s.ok()) return s;
   JudgeOutcome(run);
+  backlog_left_ = run.out.executed.result.timeouts() > 0;
+  if (run.out.judgement.passed && run.out.outcome.p50_ms > 0 &&
+      (lowest_passing_p50_ms_ <= 0 || run.out.outcome.p50_ms < lowest_passing_p50_ms_)) {
+    lowest_passing_p50_ms_ = run.out.outcome.p50_ms;
+  }
   if (run.model_warmup) {
     run.out.model_warming = run.model_warmup->falling();
     run.out.model_warmup = run.model_warmup->warm() || run.model_warmup->falling()
@@ -549,6 +555,35 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
       });
   if (executed.ok() && !measuring) run.steady_at_start = Steady(run);
   return executed;
+}
+
+absl::Status MeasuredStepRunner::DrainBacklog(StepRun& run) {
+  if (!backlog_left_ || options_.max_drain <= absl::ZeroDuration()) return absl::OkStatus();
+  backlog_left_ = false;
+  const double rate = std::min(run.rate, std::max(kDrainMinQps, kDrainShare * run.rate));
+  if (!(rate > 0)) return absl::OkStatus();
+  vanguard::v1::RunStepRequest probe = run.request;
+  probe.set_rate_qps(rate);
+  probe.set_concurrency(0);
+  *probe.mutable_warmup() = ToProtoDuration(absl::ZeroDuration());
+  *probe.mutable_duration() = ToProtoDuration(std::clamp(
+      absl::Seconds(kDrainProbeRequests / rate), options_.settle_chunk, options_.max_window * 4));
+  probe.set_seed(run.request.seed() ^ 0xd7a1dd7a1dULL);
+  double previous_p50 = 0;
+  while (run.out.drain_time < options_.max_drain && !Cancelled(run.cancel)) {
+    probe.set_seed(probe.seed() + 1);
+    absl::StatusOr<ExecutedStep> s = executor_->Execute(probe, run.cancel, nullptr);
+    if (!s.ok()) return s.status();
+    run.out.drain_time += FromProtoDuration(probe.duration());
+    const vanguard::v1::StepResult& r = s->result;
+    const double p50 = r.latency().p50_ms();
+    const bool answered = r.completed() > 0 && r.timeouts() == 0;
+    const bool drained = lowest_passing_p50_ms_ > 0 ? p50 <= kDrainedP50 * lowest_passing_p50_ms_
+                                                    : previous_p50 > 0 && p50 >= previous_p50;
+    if (answered && drained) break;
+    previous_p50 = answered ? p50 : 0;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MeasuredStepRunner::SettleThenMeasure(StepRun& run) {

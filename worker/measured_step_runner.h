@@ -28,6 +28,17 @@
 // drains with falling latency, and is waited for. Settle windows are kept
 // (StepWindow.warmup = true) but not judged.
 //
+// A backlog left behind. Requests the replayer gave up on (timeouts) may still wait in the
+// model's queue: a server need not drop a request whose client left, and at a rate far over
+// the capacity thousands can be queued when the call ends. A step after such a call would be
+// measured on that backlog (every request timing out behind it, then latency falling as it
+// drains), not on its own rate. So when the last call of the previous Run timed requests
+// out, Run first drains: calls of a trickle of load (kDrainShare of the step's rate, at least
+// kDrainMinQps and at most the rate) until one returns every request, none late, with a
+// median latency at most kDrainedP50 times the lowest of a passing step so far (before any
+// passing step: not above the previous probe's), or options.max_drain. The probes are not
+// part of the step (no windows recorded); MeasuredStep.drain_time says how long it took.
+//
 // The model's own warmup. On the test's first step, whatever its rate, the model may still
 // be warming (JIT, autotuning, cache fill) for minutes, its latency falling slowly: too
 // slowly for the steady-state test's few windows to see. Its settle windows also feed a
@@ -123,6 +134,9 @@ struct MeasuredStepOptions {
   absl::Duration settle_chunk = absl::Seconds(2);
   absl::Duration max_settle = absl::Seconds(30);
   absl::Duration max_initial_settle = absl::Seconds(90);
+  // The longest wait for a backlog left by requests timed out in the previous step to drain
+  // (see "A backlog left behind"); zero: no drain.
+  absl::Duration max_drain = absl::Seconds(300);
   // Minimum measured part in request lifetimes (see above), and the caps of the stretching.
   double measured_lifetimes = 10;
   double settle_lifetimes = 10;
@@ -148,6 +162,9 @@ struct MeasuredStep {
   StepJudgement judgement;
   StepOutcome outcome;
   absl::Duration settle_time;
+  // How long the probes draining a backlog the previous step left ran before this step
+  // began (their planned parts; not in settle_time).
+  absl::Duration drain_time = absl::ZeroDuration();
   bool steady = false;  // the settle phase ended because the windows were steady
   // The settle phase ended early: the health state was OVERLOADED and latency still rising
   // (the rate cannot be carried; waiting for steady state would only reach the cap).
@@ -216,10 +233,21 @@ class MeasuredStepRunner {
   // backlog building (a fraction of a queued request is noise of the gauge).
   static constexpr double kRisingQueueDepth = 1.0;
 
+  // The drain's probes (see "A backlog left behind"): their rate as a share of the step's,
+  // at least kDrainMinQps; drained at a median latency within kDrainedP50 of the lowest of a
+  // passing step; each probe call holds about kDrainProbeRequests arrivals.
+  static constexpr double kDrainShare = 0.05;
+  static constexpr double kDrainMinQps = 1;
+  static constexpr double kDrainedP50 = 2;
+  static constexpr double kDrainProbeRequests = 10;
+
  private:
   struct StepRun;  // one Run's state and plan (measured_step_runner.cc)
 
   // The phases of Run, in order.
+  // Before anything else: a backlog the previous Run left (its last call timed requests out)
+  // is drained with probe calls (see "A backlog left behind"); sets run.out.drain_time.
+  absl::Status DrainBacklog(StepRun& run);
   // Plan: the window length, the measured part (lifetime stretching, hold), the first call's
   // lead and the settle cap; rewrites run.request (window, duration, closed loop).
   void Plan(StepRun& run) const;
@@ -275,6 +303,10 @@ class MeasuredStepRunner {
   const MeasuredStepOptions options_;
   // Typical request lifetime (p50) at the last steady settle or passing step; 0: unknown.
   absl::Duration request_lifetime_ = absl::ZeroDuration();
+  // The last Run's last call timed requests out: the model may hold a backlog of them.
+  bool backlog_left_ = false;
+  // The lowest median latency of a passing step so far (0: none): the drain's reference.
+  double lowest_passing_p50_ms_ = 0;
 };
 
 }  // namespace vanguard::worker

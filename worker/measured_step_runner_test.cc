@@ -537,6 +537,86 @@ TEST_F(TailConfidenceTest, AP50LimitIsATailOfHalfTheRequests) {
   EXPECT_DOUBLE_EQ(under.outcome.tail_allowed, 0.5);
 }
 
+// Steps whose results time requests out at rates over 300 req/s, and drain probes (calls
+// at a small share of a step's rate) answered from a queue that empties over the probes
+// listed in probe_p50_ (-1: every probe request timed out).
+class DrainTest : public MeasuredStepRunnerTest {
+ protected:
+  void SetUp() override {
+    ON_CALL(replayer_, RunStepRaw(_, _))
+        .WillByDefault([this](grpc::ClientContext*, const vanguard::v1::RunStepRequest& r) {
+          requests_.push_back(r);
+          auto script = std::make_shared<StreamScript>();
+          AddWindows(*script, r, 10, 40);
+          const bool probe = r.rate_qps() < 50;
+          const double p50 = probe ? probe_p50_[std::min(probes_++, probe_p50_.size() - 1)] : 10;
+          vanguard::v1::StepResult result =
+              MakeStepResult(r.rate_qps(), r.rate_qps(), std::max(p50, 0.0), 40);
+          if (p50 < 0 || r.rate_qps() > 300) {
+            result.set_timeouts(result.scheduled());
+            result.set_completed(0);
+          }
+          script->events.push_back(ResultEvent(result));
+          return NewScriptedReader(script);
+        });
+  }
+
+  MeasuredStep RunAt(MeasuredStepRunner& runner, double rate) {
+    vanguard::v1::RunStepRequest r = Request();
+    r.set_rate_qps(rate);
+    absl::StatusOr<MeasuredStep> step = runner.Run(r, false, nullptr, nullptr);
+    EXPECT_TRUE(step.ok()) << step.status();
+    return step.ok() ? *step : MeasuredStep{};
+  }
+
+  // The rates of the calls made since `from`.
+  std::vector<double> RatesSince(size_t from) const {
+    std::vector<double> rates;
+    for (size_t i = from; i < requests_.size(); ++i) rates.push_back(requests_[i].rate_qps());
+    return rates;
+  }
+
+  std::vector<double> probe_p50_ = {-1, 500, 400, 15};
+  size_t probes_ = 0;
+};
+
+TEST_F(DrainTest, AStepAfterTimeoutsWaitsUntilTheModelAnswersLikeWhenItPassed) {
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  EXPECT_TRUE(RunAt(runner, 100).judgement.passed);   // p50 10 ms: the drain's reference
+  EXPECT_FALSE(RunAt(runner, 400).judgement.passed);  // every request timed out
+  const size_t before = requests_.size();
+  const MeasuredStep step = RunAt(runner, 200);
+  // Probes at 5% of 200 req/s until one answers at most twice the passing median (15 ms
+  // after 500 and 400 ms), then the step's own call.
+  const std::vector<double> rates = RatesSince(before);
+  ASSERT_GE(rates.size(), 5u);
+  EXPECT_EQ(std::vector<double>(rates.begin(), rates.begin() + 5),
+            (std::vector<double>{10, 10, 10, 10, 200}));
+  EXPECT_EQ(step.drain_time, 4 * FromProtoDuration(requests_[before].duration()));
+  EXPECT_TRUE(step.judgement.passed) << step.judgement.verdict;
+  // Nothing timed out in that step: the next one starts at once.
+  const size_t after = requests_.size();
+  EXPECT_EQ(RunAt(runner, 150).drain_time, absl::ZeroDuration());
+  EXPECT_EQ(requests_[after].rate_qps(), 150);
+}
+
+TEST_F(DrainTest, TheDrainStopsAtItsCap) {
+  probe_p50_ = {-1};  // the model never answers the probes
+  MeasuredStepOptions options;
+  options.max_drain = absl::Seconds(20);
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), options);
+  RunAt(runner, 400);
+  const MeasuredStep step = RunAt(runner, 200);
+  EXPECT_GE(step.drain_time, absl::Seconds(20));
+  EXPECT_LE(step.drain_time, absl::Seconds(30));
+  options.max_drain = absl::ZeroDuration();  // off: no probe at all
+  MeasuredStepRunner off(&executor_, &judge_, &assessor_, nullptr, Slo(), options);
+  RunAt(off, 400);
+  const size_t before = requests_.size();
+  EXPECT_EQ(RunAt(off, 200).drain_time, absl::ZeroDuration());
+  EXPECT_EQ(requests_[before].rate_qps(), 200);
+}
+
 TEST_F(TailConfidenceTest, WindowsWithoutHistogramsGiveNoUnits) {
   const StepOutcome o = MustRun({}).outcome;  // the fixture's windows carry no histograms
   EXPECT_EQ(o.tail_units, 0);
