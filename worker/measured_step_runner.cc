@@ -331,6 +331,10 @@ absl::StatusOr<MeasuredStep> MeasuredStepRunner::Run(
   JudgeCall(run);
   if (absl::Status s = RemeasureIfRising(run); !s.ok()) return s;
   JudgeOutcome(run);
+  if (run.out.drain_time > absl::ZeroDuration()) {
+    absl::StrAppend(&run.out.judgement.verdict, " (first drained the previous step's backlog: ",
+                    absl::FormatDuration(run.out.drain_time), " of probes)");
+  }
   backlog_left_ = run.out.executed.result.timeouts() > 0;
   if (run.out.judgement.passed && run.out.outcome.p50_ms > 0 &&
       (lowest_passing_p50_ms_ <= 0 || run.out.outcome.p50_ms < lowest_passing_p50_ms_)) {

@@ -37,7 +37,8 @@
 // kDrainMinQps and at most the rate) until one returns every request, none late, with a
 // median latency at most kDrainedP50 times the lowest of a passing step so far (before any
 // passing step: not above the previous probe's), or options.max_drain. The probes are not
-// part of the step (no windows recorded); MeasuredStep.drain_time says how long it took.
+// part of the step (no windows recorded); MeasuredStep.drain_time says how long it took, and
+// the step's verdict ends with it.
 //
 // The model's own warmup. On the test's first step, whatever its rate, the model may still
 // be warming (JIT, autotuning, cache fill) for minutes, its latency falling slowly: too

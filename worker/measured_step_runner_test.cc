@@ -594,6 +594,8 @@ TEST_F(DrainTest, AStepAfterTimeoutsWaitsUntilTheModelAnswersLikeWhenItPassed) {
             (std::vector<double>{10, 10, 10, 10, 200}));
   EXPECT_EQ(step.drain_time, 4 * FromProtoDuration(requests_[before].duration()));
   EXPECT_TRUE(step.judgement.passed) << step.judgement.verdict;
+  EXPECT_THAT(step.judgement.verdict,
+              HasSubstr("(first drained the previous step's backlog: 8s of probes)"));
   // Nothing timed out in that step: the next one starts at once.
   const size_t after = requests_.size();
   EXPECT_EQ(RunAt(runner, 150).drain_time, absl::ZeroDuration());
