@@ -108,6 +108,8 @@ ABSL_FLAG(absl::Duration, shutdown_timeout, absl::Seconds(10),
           "lease back may take; past it the worker exits and the lease expires instead");
 ABSL_FLAG(absl::Duration, max_initial_settle, absl::Seconds(90),
           "Cap on the settle time of a test's first step (the model's own warmup)");
+ABSL_FLAG(absl::Duration, max_drain, absl::Seconds(180),
+          "Cap on draining a backlog of timed-out requests before the next step (0: no drain)");
 ABSL_FLAG(std::string, allowed_targets, "",
           "Where the worker's own fetches may go (the predictor's /metrics scrapes, a direct "
           "controller's json_url / prometheus_url), checked on every address a host resolves "
@@ -258,6 +260,7 @@ vanguard::worker::TestRunnerOptions RunnerOptions(const WorkerConfig& c) {
   o.measured.steady_state_detection = absl::GetFlag(FLAGS_steady_state_detection);
   o.measured.max_settle = absl::GetFlag(FLAGS_max_settle);
   o.measured.max_initial_settle = absl::GetFlag(FLAGS_max_initial_settle);
+  o.measured.max_drain = absl::GetFlag(FLAGS_max_drain);
   if (absl::GetFlag(FLAGS_scrape_metrics)) {
     o.metrics_fetcher = [policy = c.target_policy](const vanguard::v1::Model& model) {
       return vanguard::worker::MetricsCollector::HttpFetcher(vanguard::worker::MetricsUrlFor(model),

@@ -562,7 +562,11 @@ absl::StatusOr<ExecutedStep> MeasuredStepRunner::MeasureCall(StepRun& run, absl:
 }
 
 absl::Status MeasuredStepRunner::DrainBacklog(StepRun& run) {
-  if (!backlog_left_ || options_.max_drain <= absl::ZeroDuration()) return absl::OkStatus();
+  // Before any pass there is no latency to drain to, and a model that has answered nothing
+  // in time yet may never: no drain.
+  if (!backlog_left_ || options_.max_drain <= absl::ZeroDuration() || lowest_passing_p50_ms_ <= 0) {
+    return absl::OkStatus();
+  }
   backlog_left_ = false;
   const double rate = std::min(run.rate, std::max(kDrainMinQps, kDrainShare * run.rate));
   if (!(rate > 0)) return absl::OkStatus();
@@ -573,19 +577,16 @@ absl::Status MeasuredStepRunner::DrainBacklog(StepRun& run) {
   *probe.mutable_duration() = ToProtoDuration(std::clamp(
       absl::Seconds(kDrainProbeRequests / rate), options_.settle_chunk, options_.max_window * 4));
   probe.set_seed(run.request.seed() ^ 0xd7a1dd7a1dULL);
-  double previous_p50 = 0;
   while (run.out.drain_time < options_.max_drain && !Cancelled(run.cancel)) {
     probe.set_seed(probe.seed() + 1);
     absl::StatusOr<ExecutedStep> s = executor_->Execute(probe, run.cancel, nullptr);
     if (!s.ok()) return s.status();
     run.out.drain_time += FromProtoDuration(probe.duration());
     const vanguard::v1::StepResult& r = s->result;
-    const double p50 = r.latency().p50_ms();
-    const bool answered = r.completed() > 0 && r.timeouts() == 0;
-    const bool drained = lowest_passing_p50_ms_ > 0 ? p50 <= kDrainedP50 * lowest_passing_p50_ms_
-                                                    : previous_p50 > 0 && p50 >= previous_p50;
-    if (answered && drained) break;
-    previous_p50 = answered ? p50 : 0;
+    if (r.completed() > 0 && r.timeouts() == 0 &&
+        r.latency().p50_ms() <= kDrainedP50 * lowest_passing_p50_ms_) {
+      break;
+    }
   }
   return absl::OkStatus();
 }

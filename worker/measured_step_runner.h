@@ -33,10 +33,11 @@
 // the capacity thousands can be queued when the call ends. A step after such a call would be
 // measured on that backlog (every request timing out behind it, then latency falling as it
 // drains), not on its own rate. So when the last call of the previous Run timed requests
-// out, Run first drains: calls of a trickle of load (kDrainShare of the step's rate, at least
-// kDrainMinQps and at most the rate) until one returns every request, none late, with a
-// median latency at most kDrainedP50 times the lowest of a passing step so far (before any
-// passing step: not above the previous probe's), or options.max_drain. The probes are not
+// out, and a step has passed before (its median is what drained looks like; a model that has
+// answered nothing in time yet may never), Run first drains: calls of a trickle of load
+// (kDrainShare of the step's rate, at least kDrainMinQps and at most the rate) until one
+// returns every request, none late, with a median latency at most kDrainedP50 times the
+// lowest of a passing step so far, or options.max_drain. The probes are not
 // part of the step (no windows recorded); MeasuredStep.drain_time says how long it took, and
 // the step's verdict ends with it.
 //
@@ -137,7 +138,7 @@ struct MeasuredStepOptions {
   absl::Duration max_initial_settle = absl::Seconds(90);
   // The longest wait for a backlog left by requests timed out in the previous step to drain
   // (see "A backlog left behind"); zero: no drain.
-  absl::Duration max_drain = absl::Seconds(300);
+  absl::Duration max_drain = absl::Seconds(180);
   // Minimum measured part in request lifetimes (see above), and the caps of the stretching.
   double measured_lifetimes = 10;
   double settle_lifetimes = 10;

@@ -602,17 +602,27 @@ TEST_F(DrainTest, AStepAfterTimeoutsWaitsUntilTheModelAnswersLikeWhenItPassed) {
   EXPECT_EQ(requests_[after].rate_qps(), 150);
 }
 
+TEST_F(DrainTest, NoDrainBeforeAnyStepPassed) {
+  MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), {});
+  EXPECT_FALSE(RunAt(runner, 400).judgement.passed);
+  const size_t before = requests_.size();
+  EXPECT_EQ(RunAt(runner, 200).drain_time, absl::ZeroDuration());
+  EXPECT_EQ(requests_[before].rate_qps(), 200);
+}
+
 TEST_F(DrainTest, TheDrainStopsAtItsCap) {
   probe_p50_ = {-1};  // the model never answers the probes
   MeasuredStepOptions options;
   options.max_drain = absl::Seconds(20);
   MeasuredStepRunner runner(&executor_, &judge_, &assessor_, nullptr, Slo(), options);
+  RunAt(runner, 100);
   RunAt(runner, 400);
   const MeasuredStep step = RunAt(runner, 200);
   EXPECT_GE(step.drain_time, absl::Seconds(20));
   EXPECT_LE(step.drain_time, absl::Seconds(30));
   options.max_drain = absl::ZeroDuration();  // off: no probe at all
   MeasuredStepRunner off(&executor_, &judge_, &assessor_, nullptr, Slo(), options);
+  RunAt(off, 100);
   RunAt(off, 400);
   const size_t before = requests_.size();
   EXPECT_EQ(RunAt(off, 200).drain_time, absl::ZeroDuration());
