@@ -67,8 +67,9 @@ struct StepOutcome {
   double limit_ratio = 0;
   // Tail exceedance over the step's percentile limits (p99 and p50 latency; TTFT and
   // inter-token p99 for streams): the largest fraction of samples over a limit divided by the
-  // fraction the percentile allows (1% for a p99, half for a p50), so > 1 breached. tail_samples: requests measured; 0 when
-  // not known. The adaptive search pools these across steps (tail_pooling.h).
+  // fraction the percentile allows (1% for a p99, half for a p50), so > 1 breached. tail_samples:
+  // requests measured; 0 when not known. The adaptive search pools these across steps
+  // (tail_pooling.h).
   double tail_ratio = 0;
   int64_t tail_samples = 0;
   // The fraction of requests the limit behind tail_ratio allows: 1% for the p99 limits, half
