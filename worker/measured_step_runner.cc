@@ -119,7 +119,7 @@ MeasuredStepRunner::TailExceedance MeasuredStepRunner::TailOf(const std::string&
   if (!h.ok() || h->count() == 0) return {};
   return {static_cast<double>(h->CountAbove(limit_ms * 1000)) / static_cast<double>(h->count()) /
               allowed,
-          h->count(), allowed};
+          h->count()};
 }
 
 bool MeasuredStepRunner::LatencyRising(const std::vector<vanguard::v1::StepWindow>& windows,

@@ -220,7 +220,6 @@ class MeasuredStepRunner {
   struct TailExceedance {
     double ratio = 0;
     int64_t samples = 0;
-    double allowed = kTailAllowedFraction;
   };
   static TailExceedance TailOf(const std::string& histogram, double limit_ms,
                                double allowed = kTailAllowedFraction);
