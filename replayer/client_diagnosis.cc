@@ -26,7 +26,13 @@ void NameClientCause(const StepTally& measured, bool skew_gate_fired, ClientVali
   const ClientConditions& c = measured.conditions;
   std::string cause;
   validity->outside = false;
-  if (!skew_gate_fired || measured.max_cpu_share > kMaxClientCpuShare) {
+  if (measured.connection_waits > 0) {
+    validity->cause = v1::CLIENT_INVALID_CAUSE_CONNECTION_CAP;
+    cause = absl::StrCat(
+        "the client's connection cap (", measured.connection_cap,
+        "): HTTP/1.1 needs a connection per request in flight, about rate x latency; raise "
+        "max_connections or the replayer's open-file limit");
+  } else if (!skew_gate_fired || measured.max_cpu_share > kMaxClientCpuShare) {
     validity->cause = v1::CLIENT_INVALID_CAUSE_CLIENT_OVERLOADED;
     cause = "the replayer's own load (more event-loop threads or replayers would carry it)";
   } else if (c.scheduler_known() && c.late_stall_us > 0 &&

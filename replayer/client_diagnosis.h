@@ -9,7 +9,8 @@
 // the run queue explains it: CPU contention — from other processes (outside) when they, not the
 // replayer, kept the CPUs busy, else the replayer's own threads (overloaded). Otherwise, in order:
 // time stolen by the hypervisor (outside), timer wake-ups late from idle, new connections,
-// unknown. The drop, never-dispatched and CPU-share gates are the replayer's own load.
+// unknown. The drop, never-dispatched and CPU-share gates are the replayer's own load;
+// requests that waited for a free connection are its connection cap (named first).
 //
 //   ClientValidity validity = JudgeClientValidity(measured);  // calls NameClientCause
 //   FillClientConditions(measured.conditions, result.mutable_client_conditions());

@@ -123,6 +123,36 @@ TEST(ClientDiagnosisTest, DropsAreTheReplayersOwnLoadAndUnknownSchedulerIsSaid) 
   EXPECT_TRUE(absl::StrContains(v.reason, "scheduler counters unknown (NOT_FOUND")) << v.reason;
 }
 
+TEST(ClientDiagnosisTest, AConnectionWaitIsTheConnectionCapEvenWhenSendsWereLate) {
+  // Late sends and run-queue wait from other processes would read as outside contention;
+  // a request that waited for a connection names the cap first: the replayer's own doing.
+  StepTally tally = LateSteps();
+  Measure(&tally, /*loop_wait_ms=*/500, /*machine_busy_cores=*/1.9, /*replayer_cores=*/0.1);
+  StepAccounting a(WindowLayout(Seconds(1), Seconds(1), Seconds(1)));
+  a.SetConnectionCap(256);
+  a.OnScheduled(Milliseconds(500));  // in the warmup: not counted
+  a.OnDispatched(Milliseconds(500), Milliseconds(500));
+  a.OnConnectionWait(Milliseconds(500));
+  EXPECT_EQ(a.measured().connection_waits, 0);
+  for (int i = 0; i < 3; ++i) {
+    a.OnScheduled(Milliseconds(1100));
+    a.OnDispatched(Milliseconds(1100), Milliseconds(1100));
+    a.OnConnectionWait(Milliseconds(1100));
+  }
+  tally.Merge(a.measured());
+  ClientValidity v = JudgeClientValidity(tally);
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(v.cause, v1::CLIENT_INVALID_CAUSE_CONNECTION_CAP);
+  EXPECT_FALSE(v.outside);
+  EXPECT_FALSE(v.late_only);
+  EXPECT_TRUE(absl::StrContains(v.reason, "3 requests waited for a free connection (all 256 of"))
+      << v.reason;
+  EXPECT_TRUE(absl::StrContains(v.reason, "raise max_connections")) << v.reason;
+  v1::StepResult r = BuildStepResult(tally, 50, Seconds(11));
+  EXPECT_EQ(r.connection_waits(), 3);
+  EXPECT_EQ(r.connection_cap(), 256);
+}
+
 TEST(ClientDiagnosisTest, AValidStepHasNoCauseButKeepsItsConditions) {
   StepAccounting a(WindowLayout(absl::ZeroDuration(), Seconds(1), Seconds(1)));
   a.OnScheduled(Milliseconds(1));

@@ -146,6 +146,7 @@ class LoadLoop::Impl {
         warmup_ns_(absl::ToInt64Nanoseconds(config.warmup)),
         max_connections_(Share(config.max_connections)),
         max_in_flight_(Share(config.max_in_flight)) {
+    accounting_.SetConnectionCap(max_connections_);
     idle_.resize(targets_.size());
     for (size_t i = 0; i < targets_.size(); ++i) {
       const HttpTarget& endpoint =
@@ -582,6 +583,7 @@ class LoadLoop::Impl {
       Serialize(request, state.endpoint, &connection->out);
       connection->request = state;
     } else {
+      accounting_.OnConnectionWait(Ns(intended));
       PendingRequest& pending = PushPending();
       pending.request = state;
       Serialize(request, state.endpoint, &pending.bytes);

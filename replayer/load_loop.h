@@ -29,7 +29,8 @@
 //    while the oldest waiting request is for another endpoint is traded for one to it.
 //  * Connections: a dispatched request takes an idle keep-alive connection; if none is idle
 //    a new one is opened, up to the shard's share of max_connections; beyond that it waits
-//    in a FIFO (its latency clock already running). If in-flight has reached the shard's
+//    in a FIFO (its latency clock already running) and is counted as a connection wait,
+//    which makes the step client-invalid. If in-flight has reached the shard's
 //    share of max_in_flight, the request is dropped and counted, never delayed.
 //  * Timeouts: a request still open at intended + request_timeout is a timeout (censored);
 //    its connection is closed. Checked every few milliseconds.

@@ -31,6 +31,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "replayer/open_files.h"
 #include "replayer/protocol_binding.h"
 #include "replayer/replayer_service.h"
 #include "replayer/step_config.h"
@@ -81,7 +82,9 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "run: length of a metrics window");
 ABSL_FLAG(std::string, body, "",
           "run: request body (JSON); empty sends a small KServe v2 body with one FP32 input");
-ABSL_FLAG(int32_t, max_connections, 256, "run: most keep-alive connections the step opens");
+ABSL_FLAG(int32_t, max_connections, 0,
+          "run: most keep-alive connections the step opens; 0: one for every request that can "
+          "be in flight (rate x timeout with a Poisson margin, at least 256)");
 ABSL_FLAG(int64_t, timer_slack_ns, vanguard::replayer::kDefaultTimerSlackNs,
           "run: the event loops' timer slack in ns (prctl PR_SET_TIMERSLACK; the kernel default "
           "is 50000); only for comparing pacing precision");
@@ -130,7 +133,7 @@ Usage:
                         [--warmup=2s] [--schedule=constant|poisson|ramp|trace]
                         [--ramp_end_rate=R] [--seed=N] [--timeout=10s] [--window=1s]
                         [--protocol=kserve_v2_rest|http|...] [--body=JSON] [--trace=FILE]
-                        [--threads=1] [--concurrency=0] [--max_connections=256]
+                        [--threads=1] [--concurrency=0] [--max_connections=0]
                         [--max_in_flight=10000] [--slo_latency=D] [--slo_ttft=D]
                         [--output=table|json] [--allowed_targets=RULES]
                         [--endpoint_policy=round_robin|random|p2c|single]
@@ -194,6 +197,8 @@ int Serve() {
   if (!tls.ok()) return UsageError(std::string(tls.status().message()));
   std::cerr << "vanguard-replayer: allowed targets: " << policy->ToString()
             << (policy->is_default() ? " (the default)" : "") << "\n";
+  std::cerr << "vanguard-replayer: at most " << ConnectionBudget()
+            << " connections per step (the open-file limit less " << kReservedFiles << ")\n";
   ReplayerService service(*std::move(policy), [](const std::string& line) {
     std::cerr << "vanguard-replayer: " << line << "\n";
   });
@@ -499,6 +504,8 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage_config);
   std::vector<char*> positionals = absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
+  // A step needs a file per connection, a connection per request in flight (open_files.h).
+  vanguard::replayer::RaiseOpenFileLimit();
   if (positionals.size() != 2) {
     return vanguard::replayer::UsageError(
         positionals.size() < 2

@@ -104,6 +104,8 @@ void StepTally::Merge(const StepTally& other) {
   never_dispatched += other.never_dispatched;
   good += other.good;
   output_chunks += other.output_chunks;
+  connection_waits += other.connection_waits;
+  connection_cap += other.connection_cap;
   max_cpu_share = std::max(max_cpu_share, other.max_cpu_share);
   for (const auto& [error_class, count] : other.errors_by_class) {
     errors_by_class[error_class] += count;
@@ -157,6 +159,10 @@ void StepAccounting::OnDispatched(absl::Duration intended, absl::Duration dispat
     late_until_ = std::max(late_until_, dispatched);
   }
   previous_send_late_ = late;
+}
+
+void StepAccounting::OnConnectionWait(absl::Duration intended) {
+  if (IsMeasured(intended)) ++measured_.connection_waits;
 }
 
 void StepAccounting::OnSent(absl::Duration intended, absl::Duration sent) {
@@ -301,6 +307,11 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
     reasons.push_back(absl::StrCat(measured.dropped,
                                    " requests dropped by the client's in-flight cap (never sent)"));
   }
+  if (measured.connection_waits > 0) {
+    reasons.push_back(
+        absl::StrCat(measured.connection_waits, " requests waited for a free connection (all ",
+                     measured.connection_cap, " of the step's connections were busy)"));
+  }
   if (measured.max_cpu_share > kMaxClientCpuShare) {
     reasons.push_back(absl::StrFormat(
         "client CPU %.0f%% of a core over a %s span exceeds %.0f%%", measured.max_cpu_share * 100,
@@ -402,6 +413,8 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
     result.set_send_skew_histogram(measured.send_skew.Serialize());
   }
   result.set_output_chunks(measured.output_chunks);
+  result.set_connection_waits(measured.connection_waits);
+  result.set_connection_cap(measured.connection_cap);
   result.set_max_client_cpu_share(measured.max_cpu_share);
   for (const auto& [error_class, count] : measured.errors_by_class) {
     (*result.mutable_errors_by_class())[error_class] = count;

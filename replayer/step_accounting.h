@@ -61,7 +61,9 @@ namespace vanguard::replayer {
 //  * any request was scheduled but never dispatched (the loop fell more than a request
 //    timeout behind, or the step was stopped with requests still to send);
 //  * any request was dropped because in-flight reached max_in_flight: the client refused
-//    load it was asked to offer; or
+//    load it was asked to offer;
+//  * any request waited for a free connection (all of the step's connections were busy):
+//    the client queued load the model never saw; or
 //  * one event loop used more than kMaxClientCpuShare of a core over some 5 s span: a
 //    client that busy cannot be trusted to read responses promptly.
 inline constexpr absl::Duration kMaxSendSkewP99 = absl::Milliseconds(5);
@@ -178,6 +180,10 @@ struct StepTally {
   int64_t never_dispatched = 0;
   int64_t good = 0;
   int64_t output_chunks = 0;
+  // Requests that waited for a free connection, and the connections the loops allowed
+  // (their caps summed by Merge).
+  int64_t connection_waits = 0;
+  int64_t connection_cap = 0;
   // Highest CPU share of one core any event loop used over a kCpuShareSpan of the measured
   // part. Merge takes the max (the gate is about the busiest loop).
   double max_cpu_share = 0;
@@ -203,6 +209,10 @@ class StepAccounting {
   void OnDropped(absl::Duration intended);
   // Handed to the connection pool (sent now, or queued for a free connection).
   void OnDispatched(absl::Duration intended, absl::Duration dispatched);
+  // After OnDispatched: every connection was busy, so it waits for one.
+  void OnConnectionWait(absl::Duration intended);
+  // The loop's connection cap, once (summed over loops in the result).
+  void SetConnectionCap(int64_t cap) { measured_.connection_cap = cap; }
   // Its bytes started going on the wire.
   void OnSent(absl::Duration intended, absl::Duration sent);
   // Streams: the response's first content chunk arrived at `at`; later, `count` more chunks

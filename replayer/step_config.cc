@@ -1,6 +1,7 @@
 // Request validation and the HTTP request builder; see step_config.h. Any thread.
 #include "replayer/step_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -279,7 +280,7 @@ absl::Status ParseLimits(const v1::RunStepRequest& request, StepConfig* config) 
     return Invalid("max_connections", absl::StrCat("must be in [0, ", kMaxMaxConnections, "]"));
   }
   config->max_connections =
-      request.max_connections() == 0 ? kDefaultMaxConnections : request.max_connections();
+      request.max_connections() == 0 ? AutoMaxConnections(*config) : request.max_connections();
   if (config->concurrency > config->max_in_flight) {
     return Invalid("concurrency", "must not exceed max_in_flight");
   }
@@ -294,6 +295,20 @@ absl::Status ParseLimits(const v1::RunStepRequest& request, StepConfig* config) 
 }
 
 }  // namespace
+
+int AutoMaxConnections(const StepConfig& config) {
+  double in_flight = config.concurrency;
+  if (!config.closed_loop()) {
+    const double rate = config.schedule == v1::SCHEDULE_RAMP
+                            ? std::max(config.rate_qps, config.ramp_end_qps)
+                            : config.rate_qps;
+    const double m = rate * absl::ToDoubleSeconds(config.request_timeout);
+    in_flight = m + 6 * std::sqrt(m) + 32;
+  }
+  const double most = std::min(kMaxMaxConnections, std::max(1, config.max_in_flight));
+  return static_cast<int>(
+      std::min(most, std::max<double>(kDefaultMaxConnections, std::ceil(in_flight))));
+}
 
 absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request) {
   StepConfig config;

@@ -23,6 +23,7 @@ namespace vanguard::replayer {
 inline constexpr absl::Duration kDefaultRequestTimeout = absl::Seconds(10);
 inline constexpr absl::Duration kDefaultWindow = absl::Seconds(1);
 inline constexpr int kDefaultMaxInFlight = 10'000;
+// The fewest connections a step allows when max_connections is 0 (AutoMaxConnections).
 inline constexpr int kDefaultMaxConnections = 256;
 inline constexpr int64_t kDefaultTimerSlackNs = 1;
 
@@ -102,6 +103,14 @@ struct StepConfig {
 // Validates and defaults a request. INVALID_ARGUMENT naming the field and the rule for bad
 // input. Which protocols can actually run is decided by BindProtocol (protocol_binding.h).
 absl::StatusOr<StepConfig> ParseStepConfig(const v1::RunStepRequest& request);
+
+// The connections a step with max_connections 0 allows: enough for every request in flight,
+// since HTTP/1.1 carries one per connection and a request is in flight until its timeout at
+// the latest. With m = rate x request_timeout (the higher rate of a ramp; the concurrency of
+// a closed loop), m + 6 sqrt(m) + 32 covers Poisson arrivals; at least kDefaultMaxConnections,
+// at most max_in_flight and kMaxMaxConnections. Connections open only when needed: a fast
+// model uses a handful whatever the cap.
+int AutoMaxConnections(const StepConfig& config);
 
 }  // namespace vanguard::replayer
 

@@ -34,10 +34,53 @@ TEST(StepConfigTest, AppliesDefaults) {
   EXPECT_EQ(config->request_timeout, absl::Seconds(10));
   EXPECT_EQ(config->window, absl::Seconds(1));
   EXPECT_EQ(config->max_in_flight, 10'000);
-  EXPECT_EQ(config->max_connections, 256);
+  // 100/s for up to 10 s each: m = 1000 in flight, plus 6 sqrt(1000) = 189.7, plus 32.
+  EXPECT_EQ(config->max_connections, 1222);
   EXPECT_EQ(config->schedule, v1::SCHEDULE_CONSTANT);
   EXPECT_EQ(config->request_body, kDefaultKServeV2Body);
   EXPECT_EQ(config->total(), absl::Seconds(5));
+}
+
+TEST(StepConfigTest, ConnectionsCoverEveryRequestThatCanBeInFlight) {
+  // A model of 1 s latencies at 214/s holds about 214 requests in flight, and up to
+  // 214 x 10 s when it falls behind: the cap must not be what limits the load.
+  v1::RunStepRequest r = ValidRequest();
+  r.set_rate_qps(214);
+  absl::StatusOr<StepConfig> config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_connections, 2450);  // 2140 + 6 sqrt(2140) = 277.6, + 32
+
+  r.set_rate_qps(2);  // a slow step still allows the floor
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, 256);
+
+  r.set_rate_qps(100);  // a ramp allows for its higher end
+  r.set_schedule(v1::SCHEDULE_RAMP);
+  r.set_ramp_end_qps(400);
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, 4412);  // 4000 + 6 sqrt(4000) = 379.5, + 32
+
+  r.set_max_in_flight(3000);  // never more connections than requests allowed in flight
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, 3000);
+
+  r.set_max_connections(7);  // asked for: as asked
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, 7);
+
+  r = ValidRequest();
+  r.set_rate_qps(50'000);  // never past the hard limit
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, 10'000);  // max_in_flight's default comes first
+  r.set_max_in_flight(1'000'000);
+  config = ParseStepConfig(r);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->max_connections, kMaxMaxConnections);
 }
 
 TEST(StepConfigTest, RejectsBadRates) {

@@ -2,6 +2,7 @@
 // starts one event-loop thread per shard; they meet the caller only in WindowMailbox.
 #include "replayer/step_runner.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "replayer/load_loop.h"
+#include "replayer/open_files.h"
 
 namespace vanguard::replayer {
 namespace {
@@ -317,9 +319,12 @@ absl::StatusOr<v1::StepResult> StepRunner::RunResolved(const StepConfig& config,
         "targets: several endpoints are supported over HTTP protocols only, not ",
         v1::Protocol_Name(config.protocol), " (use endpoint_policy single and a router)"));
   }
+  // Past the open-file budget socket() fails: a capped pool waits and names the cap instead.
+  StepConfig bounded = config;
+  bounded.max_connections = std::min(config.max_connections, ConnectionBudget());
   WindowMailbox mailbox;
   absl::StatusOr<std::vector<std::unique_ptr<LoadLoop>>> loops =
-      BuildLoops(config, binding, targets, proc_, &mailbox);
+      BuildLoops(bounded, binding, targets, proc_, &mailbox);
   if (!loops.ok()) return loops.status();
   ProcessReading start;
   const absl::Status status = DriveLoops(*loops, absl::Now() + config.warmup, *proc_, &mailbox,

@@ -199,10 +199,11 @@ TEST(StepRunnerTest, StuckConnectionsAreClosedAtTheTimeoutAndReplaced) {
   EXPECT_GT(server.connections_accepted(), 2);
 }
 
-TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClient) {
+TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClientAndInvalidatesIt) {
   // Two connections, 50 ms per response: at most 40/s get through, 100/s are offered. The
   // rest wait in the client's FIFO rather than opening more connections, and that wait is
-  // part of their latency.
+  // part of their latency. The model never saw the load asked for: the step is
+  // client-invalid, naming the cap.
   FakeHttpServer server(
       [](int64_t) { return FakeHttpServer::Reply{.delay = absl::Milliseconds(50)}; });
   v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
@@ -216,7 +217,15 @@ TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClient) {
   // The last request (intended at 290 ms) is the 15th on its connection: done >= 750 ms.
   EXPECT_GE(r.latency().max_ms(), 450);
   EXPECT_GT(r.latency().p50_ms(), r.service_latency().p50_ms());
-  // Waiting for a connection is the server being slow, not client send skew: the wait is in
+  EXPECT_GT(r.connection_waits(), 0);
+  EXPECT_EQ(r.connection_cap(), 2);
+  EXPECT_FALSE(r.client_valid());
+  EXPECT_EQ(r.client_invalid_cause(), v1::CLIENT_INVALID_CAUSE_CONNECTION_CAP);
+  EXPECT_FALSE(r.client_invalid_outside());
+  EXPECT_NE(r.client_invalid_reason().find("waited for a free connection (all 2 of"),
+            std::string::npos)
+      << r.client_invalid_reason();
+  // Waiting for a connection is not client send skew: the wait is in
   // a request's latency (from its intended time), not in its skew (intended to handed to the
   // client). On schedule, requests wait about 215 ms on average for one of the two
   // connections; a stalled loop only bunches its sends, which lengthens the wait. So on

@@ -35,6 +35,7 @@ vanguard::v1::StepResult ShardStep(const LatencyHistogram& latency) {
   r.set_send_skew_histogram(Values(10, 50, 10).Serialize());
   r.set_client_valid(true);
   r.set_threads(1);
+  r.set_connection_cap(500);
   return r;
 }
 
@@ -61,6 +62,8 @@ TEST(ShardMergeTest, TheMergedStepIsTheUnionOfTheShards) {
   EXPECT_EQ(*back, all);
   EXPECT_DOUBLE_EQ(merged->goodput(), 1.0);
   EXPECT_EQ(merged->threads(), 2);
+  EXPECT_EQ(merged->connection_cap(), 1000);
+  EXPECT_EQ(merged->connection_waits(), 0);
   EXPECT_TRUE(merged->client_valid());
   EXPECT_DOUBLE_EQ(merged->target_qps(), 300);
   ASSERT_EQ(merged->shards_size(), 2);

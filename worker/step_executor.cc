@@ -87,9 +87,9 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   *request.mutable_warmup() = ToProtoDuration(warmup);
   *request.mutable_duration() = ToProtoDuration(duration);
   *request.mutable_request_timeout() = ToProtoDuration(timeout);
-  // Every request in flight needs its own keep-alive connection: allow about one second's
-  // worth, so a predictor nearing capacity is measured rather than the client's cap.
-  request.set_max_connections(static_cast<int32_t>(std::clamp(std::ceil(rate_qps), 256.0, 4096.0)));
+  // max_connections stays 0: the replayer allows a connection for every request that can be
+  // in flight (rate x request_timeout), so a slow model is measured rather than the client's
+  // connection cap (a cap of one second's worth held a model of 1 s latencies at 256 in flight).
   // Per-request SLO, so the replayer counts goodput (requests that met it).
   *request.mutable_slo_latency() = model.slo().p99_latency();
   *request.mutable_slo_ttft() = model.slo().ttft_p99();
