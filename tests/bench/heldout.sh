@@ -9,7 +9,8 @@
 # max 1.2..20 x truth). Every search starts with the model cold. The seed of the first model
 # is HELDOUT_SEED, else taken from the clock, and printed: no change can be tuned to a fixed
 # set. Variants (HELDOUT_VARIANTS): the adaptive search, binary search with the same range,
-# and the ablations (no warmup handling, closed loop, p99 only, one template request instead
+# binary search given the adaptive search's final verification (binary_verified: the
+# baseline of heldout_time_vs_binary, docs/strategies.md), and the ablations (no warmup handling, closed loop, p99 only, one template request instead
 # of the recorded mix, no batching awareness: no window-based tail confidence nor backlog
 # trend). The same five models x 5 seeds give repeat_cv_pct (HELDOUT_REPEAT, default 20).
 # HELDOUT_MODELS_DIR: search the models `search_sim --generated=N --gen_seed=S
@@ -21,8 +22,9 @@
 # heldout_loa_low_pct=… heldout_loa_high_pct=… heldout_r2=… heldout_flat_tail_pct=…
 # heldout_conditioned_mae_pct=… heldout_conditioned_p95_abs_err_pct=…
 # heldout_conditioned_over5_pct=… (the same figures without the flat-tail models, whose SLO
-# hardly defines a capacity: sim::TruthElasticity) binary_mae_pct=… ablation_*_mae_pct=…
-# heldout_time_vs_binary=… repeat_cv_pct=… profiles_wide_mae_pct=… gen_seed=… models=…
+# hardly defines a capacity: sim::TruthElasticity) binary_mae_pct=… binary_over5_pct=…
+# binary_verified_mae_pct=… binary_verified_over5_pct=… ablation_*_mae_pct=…
+# heldout_time_vs_binary=… binary_verified_holds_mean=… time_vs_binary_one_hold=… repeat_cv_pct=… profiles_wide_mae_pct=… gen_seed=… models=…
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../deploy/local/lib.sh"
@@ -30,7 +32,7 @@ build=${VANGUARD_BENCH_BUILD_DIR:-$VANGUARD_ROOT/build-bench}
 models=${HELDOUT_MODELS:-300}
 models_dir=${HELDOUT_MODELS_DIR:-}
 seed=${HELDOUT_SEED:-$(( $(date +%s) % 1000000000 ))}
-variants=${HELDOUT_VARIANTS:-adaptive,binary,no_warmup,closed_loop,p99_only,template,no_batching_awareness}
+variants=${HELDOUT_VARIANTS:-adaptive,binary,binary_verified,no_warmup,closed_loop,p99_only,template,no_batching_awareness}
 repeat=${HELDOUT_REPEAT:-20}
 vanguard_build "$build" Release search_sim >/dev/null
 start=$(date +%s)

@@ -39,6 +39,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "tests/bench/verified_binary_search.h"
 #include "tests/simulator/ground_truth.h"
 #include "tests/simulator/model_generator.h"
 #include "tests/simulator/profile.h"
@@ -103,9 +104,11 @@ ABSL_FLAG(bool, retruth, false,
           "--gen_min_judged_requests requests, drop models whose truth leaves the "
           "generator's capacity range, rewrite DIR/models.tsv (the old one kept as "
           "models.tsv.before_retruth), print how far each truth moved, and exit");
-ABSL_FLAG(std::string, variants, "adaptive,binary",
-          "--generated: comma-separated searches: adaptive, binary, and the ablations "
-          "no_warmup, closed_loop, p99_only, template, no_batching_awareness");
+ABSL_FLAG(std::string, variants, "adaptive,binary,binary_verified",
+          "--generated: comma-separated searches: adaptive, binary, binary_verified (binary "
+          "search whose estimate is held over the horizon, searched again below a failed hold: "
+          "tests/bench/verified_binary_search.h), and the ablations no_warmup, closed_loop, "
+          "p99_only, template, no_batching_awareness");
 ABSL_FLAG(std::string, write_profiles, "",
           "--generated: write the models to this directory (<name>.json profiles and "
           "models.tsv: name, truth, min_qps, max_qps, binding, description) and exit");
@@ -492,13 +495,23 @@ class VirtualModel {
   worker::HealthAssessor assessor_;
 };
 
-std::unique_ptr<Strategy> MakeStrategy(const std::string& name, double lo, double hi) {
+// The search `name` over [lo, hi]; `part_seconds(rate)` is one step's measured seconds at
+// `rate` (verified binary search's holds cover the horizon in such parts).
+std::unique_ptr<Strategy> MakeStrategy(const std::string& name, double lo, double hi,
+                                       std::function<double(double)> part_seconds = nullptr) {
+  // The search holds its estimate over the horizon its truth holds over (--horizon_s), as a
+  // test submitted with --sustain_horizon does.
+  const double horizon_s = absl::GetFlag(FLAGS_horizon_s);
   if (name == "adaptive") {
     v1::AdaptiveStrategy c;
     c.set_min_qps(lo);
     c.set_max_qps(hi);
     c.set_confirm_best(absl::GetFlag(FLAGS_confirm_best));
-    return *worker::AdaptiveStrategy::Create(c);
+    return *worker::AdaptiveStrategy::Create(c, horizon_s);
+  }
+  if (name == "verified_binary_search") {
+    return std::make_unique<bench::VerifiedBinarySearch>(lo, hi, std::move(part_seconds),
+                                                         horizon_s);
   }
   if (name == "binary_search") {
     v1::BinarySearchStrategy c;
@@ -523,6 +536,7 @@ struct SearchRun {
   double final_verification_rate = 0;
   double warmup_s = 0;     // the first-step warmup phase
   double verifying_s = 0;  // every step marked as verifying, the final verification's too
+  int verifying_steps = 0;
   std::vector<std::pair<double, double>> achieved;  // (rate, achieved) of every step
 };
 
@@ -570,6 +584,7 @@ SearchRun RunSearch(VirtualModel& model, Strategy& search, absl::Duration lead, 
         (same_hold ? run.final_verification_s : 0) + (next.verification ? step_s : 0);
     run.final_verification_rate = next.verification ? next.rate_qps : 0;
     run.verifying_s += next.verification ? step_s : 0;
+    run.verifying_steps += next.verification ? 1 : 0;
     run.achieved.emplace_back(next.rate_qps, last->achieved_qps);
     ++run.steps;
     if (verbose) {
@@ -600,6 +615,8 @@ std::vector<SearchVariant> Variants(const std::string& list) {
     SearchVariant v{std::string(name), "adaptive", {.cold = true}};
     if (name == "binary") {
       v.strategy = "binary_search";
+    } else if (name == "binary_verified") {
+      v.strategy = "verified_binary_search";
     } else if (name == "no_warmup") {
       v.warmup_phase = false;
     } else if (name == "closed_loop") {
@@ -889,8 +906,9 @@ void PrintModelLine(const SearchVariant& v, const sim::GeneratedModel& m, const 
 void AppendVariantFigures(const SearchVariant& v, const std::vector<sim::GeneratedModel>& models,
                           const std::vector<double>& estimates, const Agreement& a,
                           std::string* line) {
-  if (v.name == "binary") {
-    absl::StrAppendFormat(line, "binary_mae_pct=%.2f ", a.mae);
+  if (v.name == "binary" || v.name == "binary_verified") {
+    absl::StrAppendFormat(line, "%s_mae_pct=%.2f %s_over5_pct=%.1f ", v.name, a.mae, v.name,
+                          a.over5);
     return;
   }
   if (v.name != "adaptive") {
@@ -930,7 +948,9 @@ std::vector<SearchRun> RunVariant(const SearchVariant& v,
   ParallelFor(n, threads, [&](int i) {
     const sim::GeneratedModel& m = models[i];
     VirtualModel model(m.profile, m.seed, v.model);
-    std::unique_ptr<Strategy> search = MakeStrategy(v.strategy, m.min_qps, m.max_qps);
+    std::unique_ptr<Strategy> search = MakeStrategy(
+        v.strategy, m.min_qps, m.max_qps,
+        [&model, step](double rate) { return absl::ToDoubleSeconds(model.Measured(step, rate)); });
     out[i] = RunSearch(model, *search, v.warmup_phase ? lead : absl::ZeroDuration(), step,
                        v.warmup_phase, verbose && threads == 1);
   });
@@ -1002,6 +1022,36 @@ void AppendRepeatCv(const std::vector<sim::GeneratedModel>& models, int repeats,
   if (kept > 0) absl::StrAppendFormat(line, "repeat_conditioned_cv_pct=%.2f ", conditioned / kept);
 }
 
+// heldout_time_vs_binary: the adaptive search's time over binary search's given the same
+// final verification (binary_verified: each of its holds charged the seconds of the adaptive
+// search's final verification on that model, or its own hold's where the adaptive search
+// ended without one). time_vs_binary_one_hold: over plain binary search plus one such
+// charge, as if its estimate always held.
+void AppendTimeVsBinary(std::map<std::string, std::vector<SearchRun>>& runs, int n,
+                        std::string* line) {
+  if (!runs.count("adaptive")) return;
+  double adaptive = 0, verified = 0, one_hold = 0;
+  int holds = 0;
+  for (int i = 0; i < n; ++i) {
+    const SearchRun& a = runs["adaptive"][i];
+    adaptive += a.seconds;
+    if (runs.count("binary")) one_hold += runs["binary"][i].seconds + a.final_verification_s;
+    if (runs.count("binary_verified")) {
+      const SearchRun& b = runs["binary_verified"][i];
+      const double own_hold_s = b.verifying_steps > 0 ? b.verifying_s / b.verifying_steps : 0;
+      const double charge = a.final_verification_s > 0 ? a.final_verification_s : own_hold_s;
+      verified += b.seconds - b.verifying_s + b.verifying_steps * charge;
+      holds += b.verifying_steps;
+    }
+  }
+  if (verified > 0) {
+    absl::StrAppendFormat(line, "heldout_time_vs_binary=%.2f binary_verified_holds_mean=%.2f ",
+                          adaptive / verified, static_cast<double>(holds) / n);
+  }
+  if (one_hold > 0)
+    absl::StrAppendFormat(line, "time_vs_binary_one_hold=%.2f ", adaptive / one_hold);
+}
+
 int RunGenerated() {
   uint64_t seed0 = absl::GetFlag(FLAGS_gen_seed);
   if (seed0 == 0) seed0 = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()) % 1000000000);
@@ -1047,17 +1097,7 @@ int RunGenerated() {
   for (const SearchVariant& v : Variants(absl::GetFlag(FLAGS_variants))) {
     runs[v.name] = RunVariant(v, models, threads, &line);
   }
-  if (runs.count("adaptive") && runs.count("binary")) {
-    // Binary search given the same final verification: the seconds of the adaptive search's
-    // final hold of its estimate, charged to binary search's time.
-    double adaptive = 0, binary = 0;
-    for (int i = 0; i < n; ++i) {
-      const SearchRun& a = runs["adaptive"][i];
-      adaptive += a.seconds;
-      binary += runs["binary"][i].seconds + a.final_verification_s;
-    }
-    absl::StrAppendFormat(&line, "heldout_time_vs_binary=%.2f ", adaptive / binary);
-  }
+  AppendTimeVsBinary(runs, n, &line);
   if (const int repeats = std::min(n, absl::GetFlag(FLAGS_repeat_models)); repeats > 0) {
     AppendRepeatCv(models, repeats, threads, &line);
   }
