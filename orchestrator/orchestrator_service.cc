@@ -21,6 +21,38 @@ absl::Status Invalid(absl::string_view field, absl::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
 }
 
+// The longest latency limit of the model's SLO (p50, p99, time to first token); zero if none.
+absl::Duration LongestLatencyLimit(const v1::Model& model) {
+  absl::Duration longest;
+  for (const google::protobuf::Duration& d :
+       {model.slo().p50_latency(), model.slo().p99_latency(), model.slo().ttft_p99()}) {
+    longest = std::max(longest, FromProtoDuration(d));
+  }
+  return longest;
+}
+
+// Fills spec.request_timeout when it is unset: `default_timeout`, or longer when the model's
+// SLO allows a request more time: a request cut off at the timeout counts as an error, so a
+// timeout at or under a latency limit would fail requests that met it. An explicit timeout at
+// or under the longest limit is refused (INVALID_ARGUMENT naming both).
+absl::Status CompleteRequestTimeout(const v1::Model& model, absl::Duration default_timeout,
+                                    v1::TestSpec* spec) {
+  const absl::Duration longest = LongestLatencyLimit(model);
+  const absl::Duration given = FromProtoDuration(spec->request_timeout());
+  if (given > absl::ZeroDuration()) {
+    if (given > longest) return absl::OkStatus();
+    return Invalid(
+        "spec.request_timeout",
+        absl::StrCat("must exceed the model's longest SLO latency limit (",
+                     absl::FormatDuration(longest), "), got ", absl::FormatDuration(given),
+                     ": a request cut off at the timeout counts as an error"));
+  }
+  const absl::Duration room = absl::Ceil(longest * kRequestTimeoutOverLimit, absl::Seconds(1));
+  *spec->mutable_request_timeout() =
+      ToProtoDuration(std::min(kMaxRequestTimeout, std::max(default_timeout, room)));
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTestId(int64_t id, absl::string_view field) {
   if (id <= 0) return Invalid(field, "must be > 0");
   return absl::OkStatus();
@@ -177,10 +209,7 @@ absl::StatusOr<v1::SubmitTestResponse> OrchestratorService::SubmitTest(
   // Pin the version so the test means the same thing whenever it runs.
   spec.set_model_version(model.model.version());
   if (spec.max_attempts() == 0) spec.set_max_attempts(options_.default_max_attempts);
-  if (!spec.has_request_timeout() ||
-      FromProtoDuration(spec.request_timeout()) == absl::ZeroDuration()) {
-    *spec.mutable_request_timeout() = ToProtoDuration(options_.default_request_timeout);
-  }
+  RETURN_IF_ERROR(CompleteRequestTimeout(model.model, options_.default_request_timeout, &spec));
   if (!spec.has_step_warmup()) *spec.mutable_step_warmup() = model.model.default_warmup();
   if (!spec.has_step_warmup()) spec.mutable_step_warmup()->set_seconds(0);
 
@@ -513,10 +542,7 @@ absl::StatusOr<v1::TestSpec> OrchestratorService::CompleteScheduledSpec(
   as_submitted.mutable_spec()->set_model_version(model.model.version());
   RETURN_IF_ERROR(ValidateSubmit(as_submitted));
   if (spec.max_attempts() == 0) spec.set_max_attempts(options_.default_max_attempts);
-  if (!spec.has_request_timeout() ||
-      FromProtoDuration(spec.request_timeout()) == absl::ZeroDuration()) {
-    *spec.mutable_request_timeout() = ToProtoDuration(options_.default_request_timeout);
-  }
+  RETURN_IF_ERROR(CompleteRequestTimeout(model.model, options_.default_request_timeout, &spec));
   // The quota judges the test as the newest version would run it today.
   v1::TestSpec as_run = spec;
   if (!as_run.has_step_warmup()) *as_run.mutable_step_warmup() = model.model.default_warmup();

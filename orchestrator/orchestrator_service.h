@@ -61,6 +61,8 @@ class OrchestratorService {
     // lease-length note in orchestrator/README.md.
     absl::Duration default_lease = absl::Seconds(10);
     absl::Duration max_lease = absl::Hours(1);
+    // A test's request timeout when its spec gives none; longer for a model whose SLO allows
+    // a request more: kRequestTimeoutOverLimit times its longest latency limit.
     absl::Duration default_request_timeout = absl::Seconds(10);
     int default_max_attempts = 3;
     int default_page_size = 50;

@@ -35,6 +35,10 @@ inline constexpr double kMaxStrategyParameter = 1'000'000;
 inline constexpr absl::Duration kMaxStepDuration = absl::Hours(24);
 inline constexpr absl::Duration kMaxWarmup = absl::Hours(24);  // step_warmup, default_warmup
 inline constexpr absl::Duration kMaxRequestTimeout = absl::Hours(1);
+// A test without a request timeout gets at least this multiple of its model's longest SLO
+// latency limit (whole seconds): a request cut off at the timeout counts as an error, so the
+// timeout must leave room past every limit.
+inline constexpr double kRequestTimeoutOverLimit = 1.25;
 inline constexpr absl::Duration kMaxSloLatency = absl::Hours(1);  // every Slo duration
 inline constexpr int32_t kMinPriority = -1000;
 inline constexpr int32_t kMaxPriority = 1000;

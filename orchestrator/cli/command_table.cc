@@ -277,7 +277,8 @@ std::vector<FlagSpec> SubmitFlags() {
        .help = "Warmup at the start of each step (default: the model's warmup)."},
       {.name = "request_timeout",
        .value = "10s",
-       .help = "A request still open after this counts as failed."},
+       .help = "A request still open after this counts as failed; must exceed the model's "
+               "longest SLO latency limit (default: 10s, or 1.25x that limit when longer)."},
       {.name = "schedule",
        .value = "SCHEDULE",
        .help = "Arrivals: constant (default) or poisson.",

@@ -315,6 +315,29 @@ TEST_F(OrchestratorServiceTest, SubmitResolvesTheModelAndFillsDefaults) {
   EXPECT_EQ(
       SqlParams("SELECT max_attempts FROM tests WHERE id = $1", e->test().id())[0][0].as<int>(), 5);
 
+  // A model whose SLO allows a request 12 s: the default timeout leaves room past it (a
+  // request cut off at 10 s would count as an error though it met the limit), and an explicit
+  // timeout at or under it is refused.
+  v1::RegisterModelRequest slow;
+  *slow.mutable_model() = ValidModel("slow", "v1");
+  slow.mutable_model()->mutable_slo()->mutable_p99_latency()->set_seconds(12);
+  slow.mutable_model()->mutable_slo()->mutable_p99_latency()->set_nanos(0);
+  slow.mutable_model()->mutable_slo()->mutable_p50_latency()->set_seconds(3);
+  ASSERT_TRUE(service_->RegisterModel(slow).ok());
+  v1::SubmitTestRequest slow_submit = ValidSubmit();
+  slow_submit.mutable_spec()->set_model("slow");
+  slow_submit.set_request_id("slow-default");
+  absl::StatusOr<v1::SubmitTestResponse> s = service_->SubmitTest(slow_submit);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->test().spec().request_timeout().seconds(), 15);  // 12 s x 1.25
+  slow_submit.set_request_id("slow-explicit");
+  slow_submit.mutable_spec()->mutable_request_timeout()->set_seconds(12);
+  s = service_->SubmitTest(slow_submit);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("spec.request_timeout: must exceed the model's longest SLO latency limit "
+                        "(12s), got 12s"));
+
   // A model registered without a default warmup gets kDefaultModelWarmup (2 s), and so do
   // its tests: without one a step has no settling and a cold model is not detected.
   v1::RegisterModelRequest bare;
