@@ -57,6 +57,9 @@ TEST(StepExecutorTest, BuildsRequestFromTheLeasedTest) {
   EXPECT_EQ(FromProtoDuration(request->warmup()), absl::Seconds(3));
   EXPECT_EQ(FromProtoDuration(request->request_timeout()), absl::Seconds(2));
   EXPECT_EQ(request->seed(), StepExecutor::StepSeed(42, 3));
+  // The replayer sizes the connection pool from the rate and the timeout (0: its choice), so
+  // a model of second-long latencies is not held back by a pool of one second's worth.
+  EXPECT_EQ(request->max_connections(), 0);
 }
 
 TEST(StepExecutorTest, SeveralEndpointsGoAsTargetsWithTheSpecsPolicy) {
