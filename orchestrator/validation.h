@@ -34,7 +34,9 @@ inline constexpr int kMaxStrategySteps = 1000;
 inline constexpr double kMaxStrategyParameter = 1'000'000;
 inline constexpr absl::Duration kMaxStepDuration = absl::Hours(24);
 inline constexpr absl::Duration kMaxWarmup = absl::Hours(24);  // step_warmup, default_warmup
-inline constexpr absl::Duration kMaxRequestTimeout = absl::Hours(1);
+// The replayer refuses a longer one (RunStepRequest.request_timeout): a test asking for more
+// would be accepted and fail at its first step.
+inline constexpr absl::Duration kMaxRequestTimeout = absl::Minutes(10);
 // A test without a request timeout gets at least this multiple of its model's longest SLO
 // latency limit (whole seconds): a request cut off at the timeout counts as an error, so the
 // timeout must leave room past every limit.

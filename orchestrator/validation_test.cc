@@ -126,8 +126,8 @@ TEST(ValidateTestSpecTest, GlobalBoundsNameTheField) {
        [](v1::TestSpec& s) { s.mutable_step_duration()->set_seconds(315'576'000'000); }},
       {"spec.step_warmup: must be at most 24h",
        [](v1::TestSpec& s) { s.mutable_step_warmup()->set_seconds(86401); }},
-      {"spec.request_timeout: must be at most 1h",
-       [](v1::TestSpec& s) { s.mutable_request_timeout()->set_seconds(3601); }},
+      {"spec.request_timeout: must be at most 10m",
+       [](v1::TestSpec& s) { s.mutable_request_timeout()->set_seconds(601); }},
       {"spec.priority: must be from -1000 to 1000",
        [](v1::TestSpec& s) { s.set_priority(std::numeric_limits<int32_t>::max()); }},
       {"spec.replayers: must be between 0 (the worker chooses) and 1024",
@@ -202,7 +202,7 @@ TEST(ValidateTestSpecTest, TheBoundsThemselvesAreAccepted) {
   v1::TestSpec spec = BoundedSpec();
   spec.mutable_sweep()->add_rates_qps(kMaxRateQps);
   spec.mutable_step_duration()->set_seconds(24 * 3600);
-  spec.mutable_request_timeout()->set_seconds(3600);
+  spec.mutable_request_timeout()->set_seconds(600);
   spec.set_priority(kMaxPriority);
   spec.set_replayers(1024);
   for (int i = 0; i < kMaxLabels; ++i) (*spec.mutable_labels())[absl::StrCat("k", i)] = "v";
