@@ -4,6 +4,8 @@
 // machine could break.
 #include "replayer/step_runner.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "common/target_policy.h"
 #include "gtest/gtest.h"
 #include "replayer/load_loop.h"
+#include "replayer/open_files.h"
 #include "replayer/testing/fake_http_server.h"
 #include "replayer/testing/fake_proc_reader.h"
 
@@ -238,6 +241,32 @@ TEST(StepRunnerTest, TheConnectionCapQueuesRequestsInsideTheClientAndInvalidates
   EXPECT_GT(r.latency().mean_ms() - skew->mean() / 1000, 2 * r.service_latency().mean_ms())
       << "latency mean " << r.latency().mean_ms() << " ms, skew mean " << skew->mean() / 1000
       << " ms, service mean " << r.service_latency().mean_ms() << " ms";
+}
+
+TEST(StepRunnerTest, AConnectionCapAboveTheOpenFileLimitIsLoweredToIt) {
+  // With the soft open-file limit at kReservedFiles + 3, a step may open 3 connections,
+  // whatever it asked for: past them socket() would fail and read as the model's connect
+  // errors; within them the requests wait and the step names the cap.
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = kReservedFiles + 3;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  FakeHttpServer server(
+      [](int64_t) { return FakeHttpServer::Reply{.delay = absl::Milliseconds(50)}; });
+  v1::RunStepRequest request = Request(server, 100, absl::Milliseconds(300));
+  request.set_max_connections(1000);
+  Outcome o = RunStep(request);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &before), 0);
+  ASSERT_TRUE(o.result.ok()) << o.result.status();
+  const v1::StepResult& r = *o.result;
+  EXPECT_EQ(ConnectionBudget(), static_cast<int>(before.rlim_cur) - kReservedFiles);
+  EXPECT_EQ(r.connection_cap(), 3);
+  EXPECT_EQ(r.completed(), 30);
+  EXPECT_EQ(r.errors(), 0);
+  EXPECT_GT(r.connection_waits(), 0);
+  EXPECT_EQ(r.client_invalid_cause(), v1::CLIENT_INVALID_CAUSE_CONNECTION_CAP);
+  EXPECT_LE(server.connections_accepted(), 3);
 }
 
 TEST(StepRunnerTest, RequestsBeyondTheInFlightCapAreDroppedAndInvalidateTheClient) {
