@@ -318,7 +318,6 @@ ClientValidity JudgeClientValidity(const StepTally& measured) {
         absl::FormatDuration(kCpuShareSpan), kMaxClientCpuShare * 100));
   }
   validity.valid = reasons.empty();
-  validity.drops_only = reasons.size() == 1 && measured.dropped > 0;
   validity.late_only = reasons.size() == 1 &&
                        skew_p99_us > absl::ToDoubleMicroseconds(kMaxSendSkewP99) &&
                        skew_max_us <= absl::ToDoubleMicroseconds(kMaxSendSkewMax);
@@ -433,7 +432,6 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
   result.set_client_invalid_cause(validity.cause);
   result.set_client_invalid_outside(validity.outside);
   result.set_client_invalid_late_only(validity.late_only);
-  result.set_client_invalid_drops_only(validity.drops_only);
   FillClientConditions(measured.conditions, result.mutable_client_conditions());
   *result.mutable_measured() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
       absl::ToInt64Nanoseconds(measured_duration));

@@ -280,9 +280,6 @@ struct ClientValidity {
   // When !valid: the send-skew p99 is the only gate that fired (see
   // StepResult.client_invalid_late_only).
   bool late_only = false;
-  // Not valid, and the only reason is requests dropped at the in-flight cap
-  // (StepResult.client_invalid_drops_only).
-  bool drops_only = false;
 };
 ClientValidity JudgeClientValidity(const StepTally& measured);
 

@@ -90,7 +90,7 @@ void MergeConditions(const vanguard::v1::ClientConditions& c, const std::string&
 
 // The gate counts per shard: one invalid shard makes the step invalid, named in the reason.
 void MergeValidity(const std::vector<ShardResult>& shards, vanguard::v1::StepResult* out) {
-  bool valid = true, outside = true, late_only = true, drops_only = true;
+  bool valid = true, outside = true, late_only = true;
   std::string reason;
   vanguard::v1::ClientInvalidCause cause = vanguard::v1::CLIENT_INVALID_CAUSE_UNSPECIFIED;
   for (size_t i = 0; i < shards.size(); ++i) {
@@ -100,7 +100,6 @@ void MergeValidity(const std::vector<ShardResult>& shards, vanguard::v1::StepRes
     valid = false;
     outside = outside && r.client_invalid_outside();
     late_only = late_only && r.client_invalid_late_only();
-    drops_only = drops_only && r.client_invalid_drops_only();
     absl::StrAppend(&reason, reason.empty() ? "" : "; ", ShardName(shards[i], i, shards.size()),
                     ": ", r.client_invalid_reason());
   }
@@ -109,7 +108,6 @@ void MergeValidity(const std::vector<ShardResult>& shards, vanguard::v1::StepRes
   out->set_client_invalid_cause(cause);
   out->set_client_invalid_outside(!valid && outside);
   out->set_client_invalid_late_only(!valid && late_only);
-  out->set_client_invalid_drops_only(!valid && drops_only);
 }
 
 // Endpoints by target, in the order they first appear.

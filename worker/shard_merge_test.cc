@@ -100,29 +100,6 @@ TEST(ShardMergeTest, OneInvalidShardMakesTheStepInvalidAndIsNamed) {
   EXPECT_THAT(merged->client_invalid_reason(), HasSubstr("b:2"));
 }
 
-TEST(ShardMergeTest, DropsOnlyWhenEveryInvalidShardOnlyDropped) {
-  vanguard::v1::StepResult good = ShardStep(Values(1000, 2000, 10));
-  vanguard::v1::StepResult dropped = good;
-  dropped.set_client_valid(false);
-  dropped.set_dropped(7);
-  dropped.set_client_invalid_reason("7 requests dropped by the client's in-flight cap");
-  dropped.set_client_invalid_drops_only(true);
-  absl::StatusOr<vanguard::v1::StepResult> merged =
-      MergeShardResults({{"a:1", good}, {"b:2", dropped}, {"c:3", dropped}});
-  ASSERT_TRUE(merged.ok()) << merged.status();
-  EXPECT_FALSE(merged->client_valid());
-  EXPECT_TRUE(merged->client_invalid_drops_only());
-  EXPECT_EQ(merged->dropped(), 14);
-
-  vanguard::v1::StepResult late = good;
-  late.set_client_valid(false);
-  late.set_client_invalid_late_only(true);
-  merged = MergeShardResults({{"a:1", dropped}, {"b:2", late}});
-  ASSERT_TRUE(merged.ok());
-  EXPECT_FALSE(merged->client_invalid_drops_only());
-  EXPECT_FALSE(merged->client_invalid_late_only());
-}
-
 TEST(ShardMergeTest, EndpointsMergeByTarget) {
   auto endpoint = [](const std::string& target, int64_t n, const LatencyHistogram& h) {
     vanguard::v1::EndpointTelemetry e;

@@ -215,11 +215,6 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
     j.client_valid = true;
     j.client_late = true;
   }
-  if (!j.client_valid && result.client_invalid_drops_only() &&
-      (p99_breached || p50_breached || errors_breached)) {
-    j.client_valid = true;
-    j.client_dropped = true;
-  }
   if (!j.client_valid) {
     NotJudged(result, j);
     return j;
@@ -231,10 +226,6 @@ StepJudgement StepJudge::Judge(const vanguard::v1::StepResult& result, double ta
   j.verdict = j.passed ? absl::StrCat("pass: ", absl::StrJoin(checks.held, ", "))
                        : absl::StrJoin(checks.breaches, "; ");
   if (j.client_late) AppendLateClient(result, j.passed, p99_limit_ms, j.verdict);
-  if (j.client_dropped) {
-    absl::StrAppend(&j.verdict, " (on the requests sent: the client dropped ", result.dropped(),
-                    " at its in-flight cap, which only withheld load)");
-  }
   return j;
 }
 

@@ -10,9 +10,8 @@
 // The verdict is one line naming every breached limit with its numbers, e.g.
 //   "p99 182.3 ms > 100 ms; achieved 371.2 < 99% of 400"
 // A step whose client only sent late is judged when the lateness cannot have decided it
-// (see StepJudgement::client_late), and one whose client only dropped requests at its
-// in-flight cap when it failed on the requests it sent (StepJudgement::client_dropped). Otherwise,
-// for an invalid client, the verdict is the replayer's reason with its named cause, e.g.
+// (see StepJudgement::client_late). Otherwise, for an invalid client, the verdict is the
+// replayer's reason with its named cause, e.g.
 //   "not judged: load generator disturbed from outside, pause and retry (send skew p99 ...;
 //    cause: CPU contention from other processes: ...)"
 // and the health score comes from a HealthScorer over the same metrics plus, for streams,
@@ -52,11 +51,6 @@ struct StepJudgement {
   // only adds to it), or it failed on its p99 also from actual send times while only timers
   // or connection setup delayed the sends. client_valid is then true and the verdict says so.
   bool client_late = false;
-  // The replayer dropped requests at its in-flight cap (that gate alone fired) and the step
-  // failed a latency limit or the error rate on the requests it did send: the dropped ones
-  // only withheld load, so the failure stands. client_valid is then true, the verdict says
-  // so. (A step that passed with drops stays not judged: its load was not offered.)
-  bool client_dropped = false;
   // Every check but the latency percentiles (p99, and p50 when the SLO sets one) held (and
   // the client was valid): the step fails, if at all, on a share of its requests over a
   // latency limit (for a p50 limit, over half of them), which the strategies pool like a

@@ -251,42 +251,6 @@ TEST(StepJudgeTest, AFailureWithLateSendsIsJudgedOnlyWhenTheServerAloneFailsIt) 
   EXPECT_FALSE(j.client_valid);
 }
 
-TEST(StepJudgeTest, AFailureOnTheRequestsSentIsJudgedDespiteDropsAtTheInFlightCap) {
-  // An overloaded model: in flight reached the client's cap and 600 of 4000 were dropped;
-  // the 3400 sent read p99 900 ms. More load could only have made that worse.
-  StepJudge judge = MustCreate(Slo());
-  vanguard::v1::StepResult r = Good();
-  r.mutable_latency()->set_p99_ms(900);
-  r.set_sent(3400);
-  r.set_completed(3400);
-  r.set_dropped(600);
-  r.set_achieved_qps(340);
-  r.set_client_valid(false);
-  r.set_client_invalid_reason("600 requests dropped by the client's in-flight cap (never sent)");
-  r.set_client_invalid_cause(vanguard::v1::CLIENT_INVALID_CAUSE_CLIENT_OVERLOADED);
-  r.set_client_invalid_drops_only(true);
-  StepJudgement j = judge.Judge(r, 400);
-  EXPECT_TRUE(j.client_valid);
-  EXPECT_TRUE(j.client_dropped);
-  EXPECT_FALSE(j.passed);
-  EXPECT_THAT(j.verdict, AllOf(HasSubstr("p99 900.0 ms > 100 ms"),
-                               HasSubstr("the client dropped 600 at its in-flight cap")));
-
-  // Latency within its limits: only the throughput fell short, which the drops themselves
-  // made. Not judged.
-  r.mutable_latency()->set_p99_ms(40);
-  j = judge.Judge(r, 400);
-  EXPECT_FALSE(j.client_valid);
-  EXPECT_FALSE(j.client_dropped);
-  EXPECT_THAT(j.verdict, HasSubstr("not judged"));
-
-  // Drops beside another gate (late sends, a busy loop): not judged either.
-  r.mutable_latency()->set_p99_ms(900);
-  r.set_client_invalid_drops_only(false);
-  j = judge.Judge(r, 400);
-  EXPECT_FALSE(j.client_valid);
-}
-
 TEST(StepJudgeTest, InvalidClientCarriesTheNamedCauseAndWhetherItIsOutside) {
   StepJudge judge = MustCreate(Slo());
   vanguard::v1::StepResult r = Good();
