@@ -17,17 +17,12 @@ rlim_t SoftLimit() {
 
 }  // namespace
 
-long RaiseOpenFileLimit() {
+void RaiseOpenFileLimit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &raised);  // on failure the old limit stays in force
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
-  const rlim_t soft = SoftLimit();
-  return soft == RLIM_INFINITY ? std::numeric_limits<long>::max()
-                               : static_cast<long>(std::min<rlim_t>(
-                                     soft, static_cast<rlim_t>(std::numeric_limits<long>::max())));
 }
 
 int ConnectionBudget() {

@@ -20,9 +20,8 @@ namespace vanguard::replayer {
 // timer and event descriptors, logs.
 inline constexpr int kReservedFiles = 256;
 
-// Raises the soft RLIMIT_NOFILE to the hard limit. Returns the soft limit now in force
-// (unchanged when raising failed).
-long RaiseOpenFileLimit();
+// Raises the soft RLIMIT_NOFILE to the hard limit; on failure the old limit stays in force.
+void RaiseOpenFileLimit();
 
 // Connections one step may open: the soft RLIMIT_NOFILE less kReservedFiles, at least 1.
 int ConnectionBudget();

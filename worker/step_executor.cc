@@ -1,7 +1,6 @@
 // RunStep request building and stream collection. See step_executor.h.
 #include "worker/step_executor.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>

@@ -1027,17 +1027,17 @@ void AppendRepeatCv(const std::vector<sim::GeneratedModel>& models, int repeats,
 // search's final verification on that model, or its own hold's where the adaptive search
 // ended without one). time_vs_binary_one_hold: over plain binary search plus one such
 // charge, as if its estimate always held.
-void AppendTimeVsBinary(std::map<std::string, std::vector<SearchRun>>& runs, int n,
+void AppendTimeVsBinary(const std::map<std::string, std::vector<SearchRun>>& runs, int n,
                         std::string* line) {
   if (!runs.count("adaptive")) return;
   double adaptive = 0, verified = 0, one_hold = 0;
   int holds = 0;
   for (int i = 0; i < n; ++i) {
-    const SearchRun& a = runs["adaptive"][i];
+    const SearchRun& a = runs.at("adaptive")[i];
     adaptive += a.seconds;
-    if (runs.count("binary")) one_hold += runs["binary"][i].seconds + a.final_verification_s;
+    if (runs.count("binary")) one_hold += runs.at("binary")[i].seconds + a.final_verification_s;
     if (runs.count("binary_verified")) {
-      const SearchRun& b = runs["binary_verified"][i];
+      const SearchRun& b = runs.at("binary_verified")[i];
       const double own_hold_s = b.verifying_steps > 0 ? b.verifying_s / b.verifying_steps : 0;
       const double charge = a.final_verification_s > 0 ? a.final_verification_s : own_hold_s;
       verified += b.seconds - b.verifying_s + b.verifying_steps * charge;
