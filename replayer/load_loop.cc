@@ -70,7 +70,9 @@ struct RequestState {
   int64_t first_chunk = -1;
   int64_t last_chunk = -1;
   int64_t chunks = 0;
-  int endpoint = 0;  // index in the step's endpoints
+  int endpoint = 0;            // index in the step's endpoints
+  bool sent_recorded = false;  // counted as sent (once, whatever its retry)
+  bool retried = false;        // resent once after its reused connection was found closed
 };
 
 struct Connection {
@@ -88,6 +90,7 @@ struct Connection {
   int endpoint = 0;            // where it is connected (index in the step's endpoints)
   size_t idle_position = 0;    // index in Impl::idle_[endpoint] while idle
   size_t active_position = 0;  // index in Impl::active_ while connecting/active
+  int64_t responses = 0;       // responses completed on it: a reused connection when > 0
 };
 
 // Waiting for a free connection, in intended-time order.
@@ -621,7 +624,10 @@ class LoadLoop::Impl {
     connection->out_offset = 0;
     connection->in_len = 0;
     connection->parser.Reset();
-    RecordSent(state, now);
+    if (!state.sent_recorded) {
+      RecordSent(state, now);
+      connection->request.sent_recorded = true;
+    }
     TryWrite(connection);
   }
 
@@ -680,7 +686,7 @@ class LoadLoop::Impl {
         SetWantWrite(connection, true);
         return true;
       }
-      FailRequest(connection, kErrorWrite);
+      FailOrRetry(connection, kErrorWrite);
       return false;
     }
     SetWantWrite(connection, false);
@@ -707,14 +713,14 @@ class LoadLoop::Impl {
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        FailRequest(connection, kErrorRead);
+        FailOrRetry(connection, kErrorRead);
         return;
       }
       if (n == 0) {
         if (connection->parser.CompleteAtEof()) {
           OnResponse(connection, /*reusable=*/false);
         } else {
-          FailRequest(connection, kErrorRead);
+          FailOrRetry(connection, kErrorRead);
         }
         return;
       }
@@ -838,6 +844,7 @@ class LoadLoop::Impl {
   }
 
   void OnResponse(Connection* connection, bool reusable) {
+    ++connection->responses;
     int64_t now = Now();
     RequestState& r = connection->request;
     int64_t done = now;
@@ -872,6 +879,35 @@ class LoadLoop::Impl {
     ServePending(Now());
   }
 
+  // A request whose reused connection failed before any byte of its response came back was
+  // most likely sent as the server closed that connection for idling (a keep-alive timeout:
+  // Node's 5 s, gunicorn's 2 s): the server never read it. It is sent again, once, on a new
+  // connection (its latency still runs from its intended time; StepResult.stale_connection_
+  // retries counts it). Any other failure is the request's.
+  void FailOrRetry(Connection* connection, std::string_view error_class) {
+    const RequestState& r = connection->request;
+    const bool stale = connection->responses > 0 && !r.retried && connection->in_len == 0 &&
+                       connection->parser.in_headers() && r.first_chunk < 0;
+    if (!stale) {
+      FailRequest(connection, error_class);
+      return;
+    }
+    RequestState state = r;
+    state.retried = true;
+    std::string bytes;
+    std::swap(bytes, connection->out);
+    CloseConnection(connection);
+    accounting_.OnStaleRetry(Ns(state.intended));
+    Connection* fresh = OpenConnection(state.endpoint);
+    if (fresh == nullptr) {
+      RecordError(state, kErrorConnect);
+      ServePending(Now());
+      return;
+    }
+    std::swap(fresh->out, bytes);
+    fresh->request = state;
+  }
+
   // --- the pool ------------------------------------------------------------------------------
 
   Connection* NewConnection() {
@@ -887,6 +923,7 @@ class LoadLoop::Impl {
     }
     connection->want_write = false;
     connection->in_len = 0;
+    connection->responses = 0;
     connection->parser.Reset();
     return connection;
   }

@@ -32,6 +32,12 @@
 //    in a FIFO (its latency clock already running) and is counted as a connection wait,
 //    which makes the step client-invalid. If in-flight has reached the shard's
 //    share of max_in_flight, the request is dropped and counted, never delayed.
+//  * Stale connections: an idle connection that turns readable (the server closed it) is
+//    dropped. A request whose reused connection fails before any byte of its response came
+//    back (the server closed it as the request went out: an idle keep-alive timeout racing
+//    the send) is sent again once on a new connection, counted in
+//    StepResult.stale_connection_retries, not as an error; its latency still runs from its
+//    intended time. A new connection's failure, or a second one, is the request's error.
 //  * Timeouts: a request still open at intended + request_timeout is a timeout (censored);
 //    its connection is closed. Checked every few milliseconds.
 //  * Self-check: thread CPU time (CLOCK_THREAD_CPUTIME_ID) per window and per 5 s span; and,

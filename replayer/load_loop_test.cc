@@ -445,6 +445,44 @@ TEST(LoadLoopTest, UnusualButValidResponsesSucceed) {
   }
 }
 
+// A server that closes an idle keep-alive connection as a request arrives on it (Node's 5 s
+// keep-alive timeout racing the send) never read that request: it is sent again on a new
+// connection, once, and is not the model's error. Here every second request the server
+// receives meets a close instead of an answer.
+TEST(LoadLoopTest, ARequestOnAConnectionTheServerClosedIsSentAgainOnANewOne) {
+  ScriptedHttpServer server([](int64_t n) {
+    if (n % 2 == 1) return ScriptedHttpServer::Script{{}, /*close_after=*/true};
+    return ScriptedHttpServer::Script{{{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}}};
+  });
+  Outcome outcome = RunStep(Request(server.url(), 50, absl::Milliseconds(200)));
+  ASSERT_TRUE(outcome.result.ok()) << outcome.result.status();
+  const v1::StepResult& r = *outcome.result;
+  EXPECT_EQ(r.scheduled(), 10);
+  EXPECT_EQ(r.completed(), 10) << r.DebugString();
+  EXPECT_EQ(r.errors(), 0) << r.DebugString();
+  EXPECT_EQ(r.sent(), 10);  // a retry is not a second send of the schedule
+  EXPECT_GE(r.stale_connection_retries(), 1);
+  EXPECT_EQ(server.requests_received(), 10 + r.stale_connection_retries());
+}
+
+// Only a reused connection's failure before any response byte is retried, and only once: a
+// new connection that fails too is the request's error.
+TEST(LoadLoopTest, ARetriedRequestThatFailsAgainIsAnErrorAndNotRetriedTwice) {
+  ScriptedHttpServer server([](int64_t n) {
+    if (n >= 1) return ScriptedHttpServer::Script{{}, /*close_after=*/true};
+    return ScriptedHttpServer::Script{{{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}}};
+  });
+  Outcome outcome = RunStep(Request(server.url(), 50, absl::Milliseconds(200)));
+  ASSERT_TRUE(outcome.result.ok()) << outcome.result.status();
+  const v1::StepResult& r = *outcome.result;
+  EXPECT_EQ(r.scheduled(), 10);
+  EXPECT_EQ(r.completed(), 1) << r.DebugString();
+  EXPECT_EQ(r.errors(), 9) << r.DebugString();
+  EXPECT_EQ(r.errors_by_class().at("read"), 9);
+  EXPECT_EQ(r.stale_connection_retries(), 1) << r.DebugString();
+  EXPECT_EQ(server.requests_received(), 11);
+}
+
 TEST(LoadLoopTest, ARequestStillOpenAtItsTimeoutIsCensoredAndCountsAgainstGoodput) {
   FakeHttpServer server([](int64_t n) {
     FakeHttpServer::Reply reply;

@@ -269,9 +269,11 @@ void PrintResultTable(const v1::StepResult& r) {
               static_cast<long long>(r.output_chunks()));
   std::printf("client cpu (busiest loop, max over 5 s spans) %.1f%%  threads %d%s\n",
               r.max_client_cpu_share() * 100, r.threads(), r.closed_loop() ? "  CLOSED LOOP" : "");
-  std::printf("connections: cap %lld, requests that waited for one %lld\n",
-              static_cast<long long>(r.connection_cap()),
-              static_cast<long long>(r.connection_waits()));
+  std::printf(
+      "connections: cap %lld, requests that waited for one %lld, sent again after the server "
+      "closed their idle connection %lld\n",
+      static_cast<long long>(r.connection_cap()), static_cast<long long>(r.connection_waits()),
+      static_cast<long long>(r.stale_connection_retries()));
   for (const auto& [error_class, count] : r.errors_by_class()) {
     std::printf("error %-12s %lld\n", error_class.c_str(), static_cast<long long>(count));
   }

@@ -106,6 +106,7 @@ void StepTally::Merge(const StepTally& other) {
   output_chunks += other.output_chunks;
   connection_waits += other.connection_waits;
   connection_cap += other.connection_cap;
+  stale_retries += other.stale_retries;
   max_cpu_share = std::max(max_cpu_share, other.max_cpu_share);
   for (const auto& [error_class, count] : other.errors_by_class) {
     errors_by_class[error_class] += count;
@@ -163,6 +164,10 @@ void StepAccounting::OnDispatched(absl::Duration intended, absl::Duration dispat
 
 void StepAccounting::OnConnectionWait(absl::Duration intended) {
   if (IsMeasured(intended)) ++measured_.connection_waits;
+}
+
+void StepAccounting::OnStaleRetry(absl::Duration intended) {
+  if (IsMeasured(intended)) ++measured_.stale_retries;
 }
 
 void StepAccounting::OnSent(absl::Duration intended, absl::Duration sent) {
@@ -415,6 +420,7 @@ v1::StepResult BuildStepResult(const StepTally& measured, double target_qps,
   result.set_output_chunks(measured.output_chunks);
   result.set_connection_waits(measured.connection_waits);
   result.set_connection_cap(measured.connection_cap);
+  result.set_stale_connection_retries(measured.stale_retries);
   result.set_max_client_cpu_share(measured.max_cpu_share);
   for (const auto& [error_class, count] : measured.errors_by_class) {
     (*result.mutable_errors_by_class())[error_class] = count;

@@ -184,6 +184,9 @@ struct StepTally {
   // (their caps summed by Merge).
   int64_t connection_waits = 0;
   int64_t connection_cap = 0;
+  // Requests sent again on a new connection: their reused one was closed by the server
+  // before any byte of the response came back (an idle keep-alive timeout racing the send).
+  int64_t stale_retries = 0;
   // Highest CPU share of one core any event loop used over a kCpuShareSpan of the measured
   // part. Merge takes the max (the gate is about the busiest loop).
   double max_cpu_share = 0;
@@ -213,6 +216,9 @@ class StepAccounting {
   void OnConnectionWait(absl::Duration intended);
   // The loop's connection cap, once (summed over loops in the result).
   void SetConnectionCap(int64_t cap) { measured_.connection_cap = cap; }
+  // After OnSent: its reused connection was found closed by the server before any response
+  // byte, and it is sent again on a new connection (its OnSent is not repeated).
+  void OnStaleRetry(absl::Duration intended);
   // Its bytes started going on the wire.
   void OnSent(absl::Duration intended, absl::Duration sent);
   // Streams: the response's first content chunk arrived at `at`; later, `count` more chunks

@@ -186,6 +186,7 @@ void SumStepCounts(const vanguard::v1::StepResult& r, vanguard::v1::StepResult* 
   SumCounts(r, out);
   out->set_threads(out->threads() + r.threads());
   out->set_connection_waits(out->connection_waits() + r.connection_waits());
+  out->set_stale_connection_retries(out->stale_connection_retries() + r.stale_connection_retries());
   out->set_connection_cap(out->connection_cap() + r.connection_cap());
   out->set_max_client_cpu_share(std::max(out->max_client_cpu_share(), r.max_client_cpu_share()));
 }

@@ -46,10 +46,15 @@ TEST(ShardMergeTest, TheMergedStepIsTheUnionOfTheShards) {
   LatencyHistogram all = fast;
   all.Merge(slow);
 
+  vanguard::v1::StepResult fast_step = ShardStep(fast);
+  vanguard::v1::StepResult slow_step = ShardStep(slow);
+  fast_step.set_stale_connection_retries(2);
+  slow_step.set_stale_connection_retries(3);
   absl::StatusOr<vanguard::v1::StepResult> merged =
-      MergeShardResults({{"a:1", ShardStep(fast)}, {"b:2", ShardStep(slow)}});
+      MergeShardResults({{"a:1", fast_step}, {"b:2", slow_step}});
   ASSERT_TRUE(merged.ok()) << merged.status();
   EXPECT_EQ(merged->scheduled(), fast.count() + slow.count());
+  EXPECT_EQ(merged->stale_connection_retries(), 5);
   EXPECT_EQ(merged->completed(), fast.count() + slow.count());
   EXPECT_DOUBLE_EQ(merged->achieved_qps(), static_cast<double>(all.count()) / 10);
   EXPECT_DOUBLE_EQ(merged->latency().p50_ms(), all.Percentile(50) / 1000);
