@@ -225,8 +225,20 @@ void AdaptiveStrategy::ExpireOlder(const Judged& newer,
 void AdaptiveStrategy::ExpireWarmingReadings(const Judged& newer) {
   const double rate = newer.outcome.rate_qps;
   ExpireOlder(
-      newer, [rate](const Judged& older) { return older.outcome.rate_qps == rate; },
+      newer,
+      [this, rate, &newer](const Judged& older) {
+        if (older.outcome.rate_qps != rate) return false;
+        NoteFasterSince(older, newer);
+        return true;
+      },
       absl::StrFormat("the model read faster since (step %d passed)", newer.step));
+}
+
+void AdaptiveStrategy::NoteFasterSince(const Judged& older, const Judged& newer) {
+  const double before = older.outcome.p50_ms, after = newer.outcome.p50_ms;
+  if (older.step <= kWarmingSteps && before > 0 && after > 0 && after < kWarmedP50 * before) {
+    warming_through_step_ = std::max(warming_through_step_, older.step);
+  }
 }
 
 std::optional<double> AdaptiveStrategy::BatchingProbe(const Judged& last) const {
@@ -300,6 +312,7 @@ void AdaptiveStrategy::ExpireContradicted(const Judged& newer) {
     if (!SameRate(older.outcome.rate_qps, newer.outcome.rate_qps)) continue;
     const bool contradicted = Contradicts(older, newer);
     if (!contradicted && !Warmed(older, newer)) continue;
+    NoteFasterSince(older, newer);
     older.expired = true;
     drift_flags_.push_back(absl::StrFormat(
         "reading at %.4g req/s (step %d) expired: %s", older.outcome.rate_qps, older.step,
@@ -971,6 +984,7 @@ Decision AdaptiveStrategy::FinishAtLeast() {
   done.confidence_low_qps = max_qps_;
   done.confidence_high_qps = 0;  // not known: the range ended first
   done.drift_flags = drift_flags_;
+  done.warming_through_step = warming_through_step_;
   done.verification = hold_held_.value_or(false) && hold_rate_ && *hold_rate_ >= max_qps_
                           ? verification_
                           : "not held: the range's top passed";
@@ -998,6 +1012,7 @@ Decision AdaptiveStrategy::Finish(bool converged, const std::string& why) {
   done.confidence_low_qps = done.max_sustainable_qps;
   done.confidence_high_qps = lowest_failure_.value_or(max_qps_);
   done.drift_flags = drift_flags_;
+  done.warming_through_step = warming_through_step_;
   done.verification = verification_.empty() ? "not held" : verification_;
   if (!converged) done.more_time_needed_s = MoreTimeNeeded();
   std::string notes;

@@ -263,6 +263,11 @@ class AdaptiveStrategy : public Strategy {
   // Appends the step's reading (invalid twice: a failure), expires what it contradicts and
   // re-pools; returns the pooled verdict of its rate.
   bool Record(StepOutcome outcome, Purpose purpose);
+  // `older` expires because `newer` contradicts it: when `newer`'s median latency is below
+  // kWarmedP50 of `older`'s (the model got faster in its body, not only in its tail as after
+  // a stall) and `older` is one of the first kWarmingSteps steps, warming_through_step_ moves
+  // to it (a cold start the warmup phase took for warm).
+  void NoteFasterSince(const Judged& older, const Judged& newer);
   // Marks older readings near `newer`'s rate that it contradicts as expired (drift_flags_).
   void ExpireContradicted(const Judged& newer);
   // Whether `last` reads a lower limit ratio than the reading before it at its rate.
@@ -482,6 +487,7 @@ class AdaptiveStrategy : public Strategy {
   std::optional<double> batching_probe_;  // the rate probed above a failing min_qps
   bool batching_probe_judged_ = false;
   std::vector<std::string> drift_flags_;
+  int warming_through_step_ = 0;  // Done.warming_through_step
   // Extensions run at the rate of the last extended step.
   std::optional<double> extended_rate_;
   int extensions_ = 0;

@@ -293,6 +293,28 @@ TEST(AdaptiveStrategyTest, AStallAtMinQpsIsMeasuredAgainBeforeTheTestIsGivenUp) 
   EXPECT_FALSE(run.done.converged);
 }
 
+TEST(AdaptiveStrategyTest, AFirstStepSlowerInItsMedianTooIsAColdStartTheResultNames) {
+  // The first step at min_qps fails and a second there passes (the first expires either way).
+  // A cold model was slower in its body too (median 40 ms, then 10 ms): Done names the step
+  // the model was still warming through. A stall in the first step raised only its tail
+  // (median 10 ms both times): no warmup is claimed.
+  for (bool cold : {true, false}) {
+    auto s = Adaptive();
+    ASSERT_TRUE(s);
+    int step = 0;
+    StrategyRun run = Drive(*s, [&](double r) {
+      const bool first = step++ == 0;
+      StepOutcome o = WithTail(r, 800, first ? 2.6 : 0.1, 1000);
+      o.p50_ms = first && cold ? 40 : 10;
+      return o;
+    });
+    ASSERT_GE(run.rates.size(), 3u);
+    EXPECT_DOUBLE_EQ(run.rates[1], 50);
+    EXPECT_NEAR(run.done.max_sustainable_qps, 800, 0.05 * 800) << run.done.summary;
+    EXPECT_EQ(run.done.warming_through_step, cold ? 1 : 0) << (cold ? "cold" : "stall");
+  }
+}
+
 TEST(AdaptiveStrategyTest, AColdModelFailingMinQpsOnThroughputIsMeasuredAgainNotGivenUp) {
   // The model is cold for the first two steps: it cannot even carry min_qps (a shortfall of
   // throughput, not a tail), then it is warm with a capacity of 800.

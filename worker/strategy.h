@@ -191,6 +191,11 @@ struct Done {
   // Stability: the drift checks that fired. Adaptive: evidence that expired because a later
   // reading contradicted it (the model changed during the test).
   std::vector<std::string> drift_flags;
+  // Adaptive: the last of the test's first steps whose reading expired because a later one
+  // read the model faster (a cold start the warmup phase took for warm: its latency was flat,
+  // then dropped); 0: none. The test runner reports the model warm only after that step
+  // (TestResult.model_warmup).
+  int warming_through_step = 0;
   // The range's top held: the capacity is at least max_sustainable_qps, not equal to it.
   bool at_least = false;
   // How the estimate was verified, in words (e.g. the hold at the estimate and its reading).

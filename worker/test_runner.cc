@@ -226,7 +226,8 @@ vanguard::v1::AutoscaleResult AutoscaleResultOf(const AutoscaleFindings& f) {
 
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
                                          absl::Duration test_duration,
-                                         const MeasuredStep* first_step) {
+                                         const MeasuredStep* first_step,
+                                         const std::vector<absl::Duration>& step_ends) {
   vanguard::v1::TestResult result;
   result.set_max_sustainable_qps(done.max_sustainable_qps);
   result.set_converged(done.converged);
@@ -248,12 +249,22 @@ vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
   if (done.replica_loss) *result.mutable_replica_loss() = *done.replica_loss;
   if (done.version_transition) *result.mutable_version_transition() = *done.version_transition;
   if (first_step != nullptr) {
-    *result.mutable_model_warmup() = ToProtoDuration(first_step->model_warmup);
+    absl::Duration warmup = first_step->model_warmup;
     if (first_step->model_warming) {
       result.add_drift_flags(
-          absl::StrCat("model still warming after ", absl::FormatDuration(first_step->model_warmup),
+          absl::StrCat("model still warming after ", absl::FormatDuration(warmup),
                        " (its latency was still falling when the first step was measured)"));
     }
+    const size_t through = static_cast<size_t>(std::max(0, done.warming_through_step));
+    if (through > 0 && through <= step_ends.size() && step_ends[through - 1] > warmup &&
+        step_ends[through - 1] != absl::InfiniteDuration()) {
+      warmup = step_ends[through - 1];
+      result.add_drift_flags(absl::StrCat(
+          "model still warming through step ", through, ", at least ", absl::FormatDuration(warmup),
+          " into the test (a later reading at its rate read the model faster; its latency had "
+          "looked steady to the warmup phase)"));
+    }
+    *result.mutable_model_warmup() = ToProtoDuration(warmup);
   }
   return result;
 }
@@ -424,6 +435,9 @@ struct TestRunner::TestRun {
   std::optional<StepOutcome> last;
   // The test's first step: its model warmup goes into the result (not its windows).
   std::optional<MeasuredStep> first_step;
+  // When each step ended (by index - 1), from `started`; InfiniteDuration for a step an
+  // earlier attempt measured.
+  std::vector<absl::Duration> step_ends;
   // Set when the test runs on fewer replayers than it wants (ReplayerClient::BeginTest).
   std::string replayer_shortfall;
   int index = 1;
@@ -518,7 +532,7 @@ TestRunOutcome TestRunner::CompleteWithResult(TestRun& run, const Done& done) {
   request.set_attempt(run.attempt);
   *request.mutable_result() =
       BuildTestResult(done, run.steps_taken, clock_->Monotonic() - run.started,
-                      run.first_step ? &*run.first_step : nullptr);
+                      run.first_step ? &*run.first_step : nullptr, run.step_ends);
   if (!run.replayer_shortfall.empty()) {
     request.mutable_result()->add_drift_flags(run.replayer_shortfall);
   }
@@ -653,6 +667,7 @@ std::optional<TestRunOutcome> TestRunner::ReportMeasuredStep(TestRun& run,
   }
   ++run.steps_taken;
   ++run.index;
+  run.step_ends.push_back(clock_->Monotonic() - run.started);
   last_steps_.push_back({report.step(), executed.outcome});
   run.last = executed.outcome;
   if (!run.first_step) {
@@ -689,6 +704,7 @@ void TestRunner::Resume(TestRun& run) {
     }
     run.last = StepOutcomeFromStep(stored);
     last_steps_.push_back({stored, *run.last});
+    run.step_ends.push_back(absl::InfiniteDuration());
     ++run.steps_taken;
     ++run.index;
   }

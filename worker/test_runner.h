@@ -169,13 +169,16 @@ vanguard::v1::Step BuildInterruptedStepReport(int index, int attempt, double tar
 
 // The TestResult for a strategy's Done. `first_step` (nullable): the test's first step,
 // whose model warmup the result reports (model_warmup; a drift flag when the model was still
-// warming when it was measured).
+// warming when it was measured). `step_ends`: when each step ended, from the test's start
+// (InfiniteDuration: unknown); with Done.warming_through_step, the model warmup is at least
+// the end of that step, and a drift flag says so.
 // An autoscale test's findings as stored in TestResult.autoscale.
 vanguard::v1::AutoscaleResult AutoscaleResultOf(const AutoscaleFindings& findings);
 
 vanguard::v1::TestResult BuildTestResult(const Done& done, int steps_taken,
                                          absl::Duration test_duration,
-                                         const MeasuredStep* first_step = nullptr);
+                                         const MeasuredStep* first_step = nullptr,
+                                         const std::vector<absl::Duration>& step_ends = {});
 
 // "test 7 step 2: target 400 qps, achieved 399.8 qps, p99 45.1 ms, HEALTHY: pass: ..."
 std::string FormatStepLine(int64_t test_id, const vanguard::v1::Step& step);

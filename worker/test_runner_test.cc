@@ -758,6 +758,28 @@ TEST(BuildTestResultTest, ReportsHowLongTheModelTookToWarmUp) {
   EXPECT_FALSE(BuildTestResult(done, 0, absl::Minutes(1)).has_model_warmup());
 }
 
+TEST(BuildTestResultTest, AModelStillWarmingThroughAStepIsWarmOnlyAfterIt) {
+  // The warmup phase saw a steady latency (0 s), but step 1 read the model slower than a
+  // later step at its rate: warm no earlier than step 1's end.
+  Done done;
+  done.max_sustainable_qps = 100;
+  done.warming_through_step = 1;
+  MeasuredStep first;
+  vanguard::v1::TestResult result =
+      BuildTestResult(done, 3, absl::Minutes(10), &first, {absl::Seconds(55), absl::Seconds(70)});
+  EXPECT_EQ(FromProtoDuration(result.model_warmup()), absl::Seconds(55));
+  ASSERT_EQ(result.drift_flags_size(), 1);
+  EXPECT_THAT(result.drift_flags(0), ::testing::HasSubstr("model still warming through step 1"));
+  // The detector's longer warmup stands; a step an earlier attempt measured has no time here.
+  first.model_warmup = absl::Seconds(90);
+  result = BuildTestResult(done, 3, absl::Minutes(10), &first, {absl::Seconds(55)});
+  EXPECT_EQ(FromProtoDuration(result.model_warmup()), absl::Seconds(90));
+  EXPECT_EQ(result.drift_flags_size(), 0);
+  first.model_warmup = absl::ZeroDuration();
+  result = BuildTestResult(done, 3, absl::Minutes(10), &first, {absl::InfiniteDuration()});
+  EXPECT_EQ(FromProtoDuration(result.model_warmup()), absl::ZeroDuration());
+}
+
 TEST_F(TestRunnerTest, AStepDisturbedFromOutsideIsMeasuredAgainAfterAPause) {
   options_.outside_pause = absl::Seconds(10);
   int calls = 0;
