@@ -89,6 +89,26 @@ start_bg() {
   REPLY=$!
 }
 
+# start_stack BIN WORK [PREFIX...]: what the benchmarks run against, as deploy/local/demo
+# starts it: Postgres, an orchestrator with auth (a bootstrap admin creates a worker and a
+# submitter token), a replayer (run under PREFIX, e.g. nice -n -5) and a worker, logs in
+# WORK. Exports VANGUARD_ORCHESTRATOR and VANGUARD_TOKEN (the submitter's). stop_all stops it.
+start_stack() {
+  local bin=$1 work=$2 admin_token worker_token
+  shift 2
+  pg_start
+  admin_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
+  start_server orchestrator "$work/orchestrator.log" env VANGUARD_BOOTSTRAP_ADMIN_TOKEN="$admin_token" \
+    "$bin/vanguard-orchestrator" --listen=127.0.0.1:0 --database_url="$PG_CONNINFO"
+  export VANGUARD_ORCHESTRATOR=127.0.0.1:$REPLY
+  worker_token=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-worker --role=worker)
+  VANGUARD_TOKEN=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-submitter --role=submitter)
+  export VANGUARD_TOKEN
+  start_server replayer "$work/replayer.log" "$@" "$bin/vanguard-replayer" serve --listen=127.0.0.1:0
+  start_bg "$work/worker.log" env VANGUARD_TOKEN="$worker_token" "$bin/vanguard-worker" \
+    --orchestrator="$VANGUARD_ORCHESTRATOR" --replayer="127.0.0.1:$REPLY" --worker_id=bench-worker
+}
+
 stop_all() {
   local pid
   for pid in "${VANGUARD_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done

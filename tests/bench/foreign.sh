@@ -84,17 +84,7 @@ share_over() {
   kill "$pid" 2>/dev/null || true
 }
 
-pg_start
-admin_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
-start_server orchestrator "$work/orchestrator.log" env VANGUARD_BOOTSTRAP_ADMIN_TOKEN="$admin_token" \
-  "$bin/vanguard-orchestrator" --listen=127.0.0.1:0 --database_url="$PG_CONNINFO"
-export VANGUARD_ORCHESTRATOR=127.0.0.1:$REPLY
-worker_token=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-worker --role=worker)
-VANGUARD_TOKEN=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-submitter --role=submitter)
-export VANGUARD_TOKEN
-start_server replayer "$work/replayer.log" "$bin/vanguard-replayer" serve --listen=127.0.0.1:0
-start_bg "$work/worker.log" env VANGUARD_TOKEN="$worker_token" "$bin/vanguard-worker" \
-  --orchestrator="$VANGUARD_ORCHESTRATOR" --replayer="127.0.0.1:$REPLY" --worker_id=bench-worker
+start_stack "$bin" "$work"
 
 line=""
 errors=()

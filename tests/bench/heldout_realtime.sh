@@ -109,19 +109,7 @@ while [ "${#chosen[@]}" -lt "$models" ]; do
 done
 
 # The stack, as deploy/local/demo starts it.
-pg_start
-admin_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
-start_server orchestrator "$work/orchestrator.log" env VANGUARD_BOOTSTRAP_ADMIN_TOKEN="$admin_token" \
-  "$bin/vanguard-orchestrator" --listen=127.0.0.1:0 --database_url="$PG_CONNINFO"
-export VANGUARD_ORCHESTRATOR=127.0.0.1:$REPLY
-worker_token=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-worker --role=worker)
-export VANGUARD_TOKEN
-VANGUARD_TOKEN=$(VANGUARD_TOKEN=$admin_token "$bin/vanguard" tokens create --name=bench-submitter --role=submitter)
-start_server replayer "$work/replayer.log" "${prio[@]}" "$bin/vanguard-replayer" serve \
-  --listen=127.0.0.1:0
-replayer=127.0.0.1:$REPLY
-start_bg "$work/worker.log" env VANGUARD_TOKEN="$worker_token" "$bin/vanguard-worker" \
-  --orchestrator="$VANGUARD_ORCHESTRATOR" --replayer="$replayer" --worker_id=bench-worker
+start_stack "$bin" "$work" "${prio[@]}"
 
 # field FILE.json KEY: a top-level or slo.KEY value of a profile.
 field() {
