@@ -81,7 +81,12 @@ absl::StatusOr<vanguard::v1::RunStepRequest> StepExecutor::BuildRequest(
   request.set_request_body(model.request_template());
   request.set_trace_path(spec.trace());
   request.set_rate_qps(rate_qps);
-  request.set_schedule(spec.schedule());
+  // A spec that names no schedule gets Poisson arrivals: what an estimate claims (DESIGN.md,
+  // "What an estimate claims"). Constant arrivals queue less than a real stream of users, so
+  // a capacity measured with them over-claims on any model that queues.
+  request.set_schedule(spec.schedule() == vanguard::v1::SCHEDULE_UNSPECIFIED
+                           ? vanguard::v1::SCHEDULE_POISSON
+                           : spec.schedule());
   request.set_seed(StepSeed(test.id(), step_index));
   *request.mutable_warmup() = ToProtoDuration(warmup);
   *request.mutable_duration() = ToProtoDuration(duration);

@@ -44,6 +44,20 @@ vanguard::v1::Test LeasedTest() {
   return test;
 }
 
+TEST(StepExecutorTest, ASpecWithoutAScheduleRunsPoissonArrivals) {
+  // What an estimate claims is a Poisson rate: a user who names no schedule gets one, and
+  // constant arrivals only when asked.
+  vanguard::v1::Test test = LeasedTest();
+  test.mutable_spec()->clear_schedule();
+  auto request = StepExecutor::BuildRequest(test, 250, 1);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->schedule(), vanguard::v1::SCHEDULE_POISSON);
+  test.mutable_spec()->set_schedule(vanguard::v1::SCHEDULE_CONSTANT);
+  request = StepExecutor::BuildRequest(test, 250, 1);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->schedule(), vanguard::v1::SCHEDULE_CONSTANT);
+}
+
 TEST(StepExecutorTest, BuildsRequestFromTheLeasedTest) {
   auto request = StepExecutor::BuildRequest(LeasedTest(), 250, 3);
   ASSERT_TRUE(request.ok()) << request.status();

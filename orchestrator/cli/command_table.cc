@@ -281,7 +281,8 @@ std::vector<FlagSpec> SubmitFlags() {
                "longest SLO latency limit (default: 10s, or 1.25x that limit when longer)."},
       {.name = "schedule",
        .value = "SCHEDULE",
-       .help = "Arrivals: constant (default) or poisson.",
+       .help = "Arrivals: poisson (default: what the estimate claims) or constant (queues "
+               "less than real traffic, so it reads a queueing model higher).",
        .choices = {"constant", "poisson"}},
       {.name = "endpoint_policy",
        .value = "POLICY",

@@ -100,7 +100,8 @@ std::string ProtocolName(v1::Protocol protocol) {
 }
 
 std::string ScheduleName(v1::Schedule schedule) {
-  return schedule == v1::SCHEDULE_POISSON ? "poisson" : "constant";
+  // A spec without one runs Poisson arrivals (the worker's default).
+  return schedule == v1::SCHEDULE_CONSTANT ? "constant" : "poisson";
 }
 
 std::string ModelRef(const std::string& name, const std::string& version) {

@@ -9,7 +9,7 @@
 # test), `vanguard models register` with the model's SLO (no --warmup: the registry's 2 s) and
 # `vanguard submit --strategy=adaptive --min_qps=.. --max_qps=.. --schedule=poisson --wait
 # --output=json` with the user-style range the generator drew. The truth holds for Poisson
-# arrivals, hence --schedule=poisson (the submit tool's default is constant).
+# arrivals (the default since the thirty-fifth session; named here all the same).
 #
 # Content-dependent cost: every predictor runs with --nominal_elements=256, so a request's
 # service time follows the tensor elements it carries (tests/simulator/README.md). For a model
