@@ -16,11 +16,9 @@
 # "extrapolated"). It comes from the same replayer (not independent of the client), one
 # horizon per rate (its own noise: several percent on a flat tail).
 #
-# Open (thirty-fifth session, docs/strategies.md): on this 2-core machine the node model's
-# readings did not reproduce from one run to the next. The adaptive test's 240 s hold chunk at
-# 262.2 req/s read p99 126 ms (0.26% over 150 ms); a fresh server 20 minutes later, quiet
-# machine, 100 s at the same rate read p99 265 ms (13.7% over). Until that is explained, read
-# a large error here as a question about the yardstick as much as about the search.
+# The submission names no schedule, as a user's would: since the thirty-fifth session that
+# means Poisson arrivals, the same as the truth readings (before, it meant constant arrivals,
+# and the node model read 262.2 req/s where Poisson arrivals put it near 250).
 #
 #   tests/bench/run foreign                       # both models, about 1.5 hours on 2 cores
 #   FOREIGN_MODELS=python tests/bench/run foreign # one of: node, python
