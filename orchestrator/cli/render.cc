@@ -101,7 +101,8 @@ std::string ProtocolName(v1::Protocol protocol) {
 
 std::string ScheduleName(v1::Schedule schedule) {
   // A spec without one runs Poisson arrivals (the worker's default).
-  return schedule == v1::SCHEDULE_CONSTANT ? "constant" : "poisson";
+  if (schedule == v1::SCHEDULE_UNSPECIFIED) schedule = v1::SCHEDULE_POISSON;
+  return absl::AsciiStrToLower(EnumSuffix(v1::Schedule_Name(schedule), "SCHEDULE_"));
 }
 
 std::string ModelRef(const std::string& name, const std::string& version) {

@@ -151,6 +151,17 @@ TEST(RenderTestTableTest, HeaderStepRowsAndResult) {
                                "37s"));
 }
 
+TEST(RenderTestTableTest, TheScheduleShownIsTheOneTheStepsRan) {
+  // No schedule in the spec: the worker runs Poisson arrivals, and the table says so.
+  v1::Test test = FinishedTest();
+  test.mutable_spec()->clear_schedule();
+  EXPECT_THAT(RenderTestTable(test), HasSubstr("schedule poisson"));
+  test.mutable_spec()->set_schedule(v1::SCHEDULE_CONSTANT);
+  EXPECT_THAT(RenderTestTable(test), HasSubstr("schedule constant"));
+  test.mutable_spec()->set_schedule(v1::SCHEDULE_TRACE);
+  EXPECT_THAT(RenderTestTable(test), HasSubstr("schedule trace"));
+}
+
 TEST(RenderTestTableTest, AResultAtTheTopOfTheRangeSaysAtLeastAndHowItWasVerified) {
   v1::Test test = FinishedTest();
   v1::TestResult& result = *test.mutable_result();
